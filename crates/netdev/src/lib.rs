@@ -1,0 +1,1 @@
+//! netdev crate (being written).

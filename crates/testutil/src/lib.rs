@@ -1,0 +1,1 @@
+//! testutil crate (being written).

@@ -1,0 +1,1 @@
+//! wire crate (being written).
