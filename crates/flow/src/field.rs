@@ -197,7 +197,11 @@ impl FieldId {
     #[inline]
     pub fn max(self) -> u128 {
         let b = self.bits();
-        if b == 128 { u128::MAX } else { (1u128 << b) - 1 }
+        if b == 128 {
+            u128::MAX
+        } else {
+            (1u128 << b) - 1
+        }
     }
 
     /// The lookup stage the field belongs to.
@@ -282,7 +286,11 @@ impl FieldId {
 
 #[inline]
 fn low_bits(bits: u32) -> u64 {
-    if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
 }
 
 impl core::fmt::Display for FieldId {
@@ -308,9 +316,9 @@ mod tests {
         let mut used = [0u64; FLOW_WORDS];
         for id in FieldId::all() {
             let m = id.full_mask();
-            for i in 0..FLOW_WORDS {
-                assert_eq!(used[i] & m.w[i], 0, "{id} overlaps");
-                used[i] |= m.w[i];
+            for (u, mw) in used.iter_mut().zip(m.w) {
+                assert_eq!(*u & mw, 0, "{id} overlaps");
+                *u |= mw;
             }
             assert_eq!(m.count_ones(), id.bits(), "{id} width");
             let stage = id.stage();
@@ -325,7 +333,10 @@ mod tests {
         for id in FieldId::all() {
             let mut k = FlowKey::ZERO;
             for other in FieldId::all() {
-                other.set(&mut k, 0x5a5a_5a5a_5a5a_5a5a_5a5a_5a5a_5a5a_5a5a & other.max());
+                other.set(
+                    &mut k,
+                    0x5a5a_5a5a_5a5a_5a5a_5a5a_5a5a_5a5a_5a5a & other.max(),
+                );
             }
             let before = k;
             let v = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128 & id.max();

@@ -12,5 +12,5 @@
 pub mod field;
 pub mod key;
 
-pub use field::{FieldId, FIELDS};
-pub use key::{FlowKey, FlowMask, Stage, WordMap, FLOW_WORDS};
+pub use field::{FIELDS, FieldId};
+pub use key::{FLOW_WORDS, FlowKey, FlowMask, Stage, WordMap};
