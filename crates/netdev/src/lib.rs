@@ -1,1 +1,56 @@
-//! netdev crate (being written).
+//! Ports of flowswitch: packet buffers, batches, the [`Port`] trait and its kinds.
+//!
+//! # What this crate owns
+//!
+//! * [`Packet`] and [`PacketPool`] (module [`packet`]): fixed 2 KiB buffers with 128 bytes of
+//!   headroom, taken from and returned to a per-thread, preallocated free list.
+//! * [`Batch`] (module [`batch`]): up to [`BATCH_MAX`] = 32 packets, the unit of every burst.
+//! * [`Port`] (module [`port`]): `rx_burst` / `tx_burst` in batches, [`PortStats`] with a
+//!   counter per drop reason, [`PortError`] for open/configuration errors.
+//! * Port kinds: [`PcapReaderPort`] / [`PcapWriterPort`] and whole-file helpers
+//!   [`read_pcap`] / [`write_pcap`] (module [`pcap`]); [`ReplayPort`], an in-memory pcap looped
+//!   forever (module [`replay`]); [`GeneratorPort`], synthetic traffic for N flows (module
+//!   [`generator`]); [`NullPort`], a sink (module [`null`]); [`MemPort`], injected rx and
+//!   captured tx for tests (module [`mem`]).
+//!
+//! It does not parse packets beyond what building generator frames needs (that is `wire` and
+//! `flow`), and it does not decide anything about forwarding.
+//!
+//! # Invariants
+//!
+//! * The hot path (`rx_burst`, `tx_burst`, `PacketPool::alloc`/`free`, `Batch` operations)
+//!   allocates nothing in steady state: every port kind except [`MemPort`] copies frames into
+//!   pool buffers the way a NIC driver DMAs them (DPDK's pcap PMD with `infinite_rx`), and the
+//!   pool and batches only move owned boxes around reserved `Vec` capacity. A test with a
+//!   counting global allocator guards this (`tests/no_alloc.rs`).
+//! * No input bytes make a port panic: oversize frames, an exhausted pool, malformed pcap
+//!   records and write failures are counted ([`PortStats`]) or returned as [`PortError`].
+//! * A batch never holds more than [`BATCH_MAX`] packets.
+//!
+//! # Unsafe
+//!
+//! This crate is where the I/O `unsafe` of flowswitch will live (AF_PACKET rings, AF_XDP
+//! UMEM, tap), each block with a `// SAFETY:` comment. The port kinds present today are safe
+//! code.
+
+pub mod batch;
+pub mod generator;
+pub mod mem;
+pub mod null;
+pub mod packet;
+pub mod pcap;
+pub mod port;
+pub mod replay;
+
+pub use batch::{BATCH_MAX, Batch};
+pub use generator::{
+    FlowSpec, FrameSize, GeneratorConfig, GeneratorPort, L4Spec, Order, ProtocolMix,
+};
+pub use mem::{MemHandle, MemPort};
+pub use null::NullPort;
+pub use packet::{BUF_SIZE, HEADROOM, MAX_FRAME, Packet, PacketError, PacketPool, PoolStats};
+pub use pcap::{
+    PcapReaderPort, PcapWriterPort, read_pcap, read_pcap_from, write_pcap, write_pcap_to,
+};
+pub use port::{Port, PortError, PortStats};
+pub use replay::{FrameSet, ReplayPort};

@@ -438,7 +438,10 @@ mod tests {
         held[0].push_front(10).unwrap();
         pool.free(held.remove(0));
         let p = pool.alloc().unwrap();
-        assert_eq!((p.len(), p.headroom(), p.in_port, p.rss_hash), (0, HEADROOM, 0, None));
+        assert_eq!(
+            (p.len(), p.headroom(), p.in_port, p.rss_hash),
+            (0, HEADROOM, 0, None)
+        );
         held.push(p);
         for p in held {
             pool.free(p);

@@ -224,7 +224,11 @@ impl PcapReaderPort {
 
 impl<R: Read + Send> PcapReaderPort<R> {
     /// Wraps a pcap stream; `context` names it in errors.
-    pub fn from_reader(name: impl Into<String>, reader: R, context: &str) -> Result<Self, PortError> {
+    pub fn from_reader(
+        name: impl Into<String>,
+        reader: R,
+        context: &str,
+    ) -> Result<Self, PortError> {
         Ok(PcapReaderPort {
             name: name.into(),
             reader: open_reader(reader, context)?,
@@ -482,8 +486,20 @@ mod tests {
 
     /// Builds a pcap header by hand with the given magic (as little-endian bytes) and link type.
     fn header(magic: u32, linktype: u32, big: bool) -> Vec<u8> {
-        let w32 = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
-        let w16 = |v: u16| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let w32 = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let w16 = |v: u16| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut h = Vec::new();
         h.extend(w32(magic));
         h.extend(w16(2));
@@ -496,7 +512,13 @@ mod tests {
     }
 
     fn record(data: &[u8], orig: u32, big: bool) -> Vec<u8> {
-        let w32 = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let w32 = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut r = Vec::new();
         r.extend(w32(1));
         r.extend(w32(999_999)); // valid for both µs and ns resolution
@@ -519,7 +541,10 @@ mod tests {
     fn refuses_other_link_types() {
         let f = header(0xA1B2_C3D4, 113, false); // Linux SLL
         let e = read_pcap_from(Cursor::new(f), "sll.pcap").unwrap_err();
-        assert!(matches!(e, PortError::UnsupportedLinkType { linktype: 113, .. }));
+        assert!(matches!(
+            e,
+            PortError::UnsupportedLinkType { linktype: 113, .. }
+        ));
         assert!(e.to_string().contains("link type 113"), "{e}");
     }
 
@@ -558,7 +583,11 @@ mod tests {
         assert_eq!(port.rx_burst(&mut pool, &mut b), 1);
         assert!(port.rx_eof());
         assert_eq!(port.stats().rx_errors, 1);
-        assert!(port.error().unwrap().contains("record 1"), "{:?}", port.error());
+        assert!(
+            port.error().unwrap().contains("record 1"),
+            "{:?}",
+            port.error()
+        );
         assert_eq!(port.rx_burst(&mut pool, &mut b), 0);
         b.free_all(&mut pool);
     }
