@@ -1,1 +1,20 @@
-//! testutil crate (being written).
+//! Test utilities for flowswitch (a dev-dependency only; depends on no workspace crate).
+//!
+//! - [`ovs`]: a private, unprivileged Open vSwitch 3.1 (ovsdb-server + ovs-vswitchd with the
+//!   dummy datapath) used as an oracle, and `ovs-ofctl parse-flow` helpers;
+//!   [`skip_without_ovs!`] skips a test when OVS is not installed.
+//! - [`packets`]: hand-built packets (named builders, seeded random generator), an
+//!   independent twin of the `wire` crate.
+//! - [`flow_corpus`]: `ovs-ofctl` flow strings, hand-written and generated.
+//! - [`golden`]: answers recorded from OVS for those corpora (`data/*.tsv`), with readers.
+//! - [`rng`]: a small self-contained seeded PRNG so corpora never change with a dependency.
+//!
+//! Nothing here is used by production code.
+
+pub mod flow_corpus;
+pub mod golden;
+pub mod ovs;
+pub mod packets;
+pub mod rng;
+
+pub use rng::TestRng;

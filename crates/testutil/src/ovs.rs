@@ -28,6 +28,114 @@
 //! writes `table:3`, `cookie:0x10`, `idle:10`, `hard:20` with colons, unlike `dump-flows`).
 //! The line prefix varies with the chosen protocol (`OFPT_FLOW_MOD (OF1.3) (xid=0x1):`,
 //! `NXT_FLOW_MOD (xid=0x1):`), so we search for `): ADD `.
+//!
+//! # OVS 3.1 behaviour worth knowing (observed, recorded in `data/*.tsv`)
+//!
+//! ## `ovs-ofctl parse-flow`
+//! - The printed text is the flow-mod printer: `table:3 priority=5,ip cookie:0x10 idle:10
+//!   hard:20 actions=...`. `table=0` and `cookie=0xffffffffffffffff` print nothing;
+//!   `priority` is printed unless it is the default 32768.
+//! - Match field order is fixed, not input order: `priority, recirc_id, dp_hash, pkt_mark,
+//!   ct_state, ct_zone, ct_mark, ct_label, [eth], <proto shorthand>, metadata, regN, in_port,
+//!   dl_vlan, dl_vlan_pcp (or vlan_tci), dl_src, dl_dst, [dl_type], nw_src|ipv6_src|arp_spa,
+//!   nw_dst|ipv6_dst|arp_tpa, arp_op, arp_sha, arp_tha, nw_proto, ipv6_label, nw_tos, nw_ecn,
+//!   nw_ttl, nw_frag, tp_src|icmp_type, tp_dst|icmp_code, tcp_flags, nd_target, nd_sll, nd_tll`.
+//!   `reg15=1,reg14=2` prints `reg14=0x2,reg15=0x1`.
+//! - Aliases are canonicalised: `eth_src`→`dl_src`, `ip_src`→`nw_src`, `tcp_src`/`udp_src`/
+//!   `sctp_src`→`tp_src`, `icmpv6_type`→`icmp_type`, `ip_ecn`→`nw_ecn`, `ip_frag`→`nw_frag`,
+//!   `ip_dscp=46`→`nw_tos=184`, `vlan_vid=0x100a`→`dl_vlan=10`, `vlan_pcp`→`dl_vlan_pcp`,
+//!   `vlan_tci=0x100a`→`dl_vlan=10,dl_vlan_pcp=0`, `dl_vlan=0xffff`→`vlan_tci=0x0000` (OF1.3:
+//!   `vlan_tci=0x0000/0x1fff`!), `xreg0=0x100000001`→`reg0=0x1,reg1=0x1`, `arp,nw_src=`→
+//!   `arp_spa=`, `in_port=65534`→`in_port=LOCAL`, `dl_type=0x0800`→`ip`, `ip,nw_proto=6`→`tcp`,
+//!   `ipv6,nw_proto=17`→`udp6`, `ct_state=0x21/0x21`→`+new+trk`.
+//! - Values are printed in a per-field style: regs/pkt_mark/metadata/ct_mark in hex (`reg0=0x5`),
+//!   ports decimal unless masked (`tp_dst=0x12b0/0xfff0`, value already ANDed with the mask;
+//!   `tp_dst=0/0xfc00` → `0x0/0xfc00`), `ipv6_label=0x00001/0x0000f` (5 hex digits when masked),
+//!   `recirc_id=5` → `recirc_id=0x5,eth,ip` (nonzero recirc_id prints hex and adds `eth`, but
+//!   `recirc_id=0` prints `recirc_id=0`), masks shortened to prefixes where contiguous
+//!   (`/255.255.255.0`→`/24`, `/32` dropped, `/0` drops the field), values ANDed with masks
+//!   (`vlan_tci=0xf00a/0xefff`→`0xe00a/0xefff`, `arp_tpa=130.60.98.121/21`→`130.60.96.0/21`).
+//! - `ct_state` flags print in the fixed order new,est,rel,rpl,inv,trk,snat,dnat, `+`/`-` per
+//!   flag (`+trk+est-new` → `-new+est+trk`). `tcp_flags=+syn-ack` keeps flag syntax; a hex
+//!   value/mask prints as the flag list over the mask (`0x012/0x0ff` →
+//!   `-fin+syn-rst-psh+ack-urg-ece-cwr`), an exact value as `syn`.
+//! - Out-of-range values are often silently truncated, not errors: `nw_src=300.0.0.1` →
+//!   `44.0.0.1`, `dl_vlan=5000` → `904`, `dl_vlan_pcp=8` → `0`, `nw_tos=3` → `0`,
+//!   `ip_dscp=64` → `nw_tos=0`. But `tp_src=70000` and `nw_src=.../33` are errors.
+//! - Missing prerequisites are NOT errors: `tp_src=80` (no `tcp`), `nw_src=` (no `ip`),
+//!   `icmp_type=8`, `arp_op=1`, `nd_target` without `icmp_type=135/136` are dropped silently
+//!   (an `ofp_match|INFO|normalization changed` log line on stderr, see
+//!   [`ParseFlowAnswer::log`]). `ip,,actions=drop` is accepted.
+//! - Actions, OF1.0 (default): `set_field` is printed as the OF1.0 action when one exists
+//!   (`mod_nw_dst:`, `mod_dl_src:`, `mod_tp_dst:`, `mod_nw_tos:40` for `ip_dscp=10`) and
+//!   as `load:` otherwise (`set_field:5->reg0` → `load:0x5->NXM_NX_REG0[]`, IPv6 addresses as
+//!   two 64-bit loads); `goto_table:1` → `resubmit(,1)`; `pop_vlan` → `strip_vlan`;
+//!   `push_vlan` and `set_field:..->vlan_vid` without a VLAN match fail (`no usable protocol` /
+//!   `OFPBAC_MATCH_INCONSISTENT`). `resubmit(2)` → `resubmit:2`; `actions=1,2` →
+//!   `output:1,output:2`; `output:LOCAL` → `LOCAL`; `CONTROLLER` → `CONTROLLER:65535`;
+//!   `controller(max_len=64)` → `CONTROLLER:64`; `note:` bytes are zero-padded to 6, 14, 22, ... bytes
+//!   (`note:01.02` → `note:01.02.00.00.00.00`, 8 bytes → 14, `note:` → 6 zero bytes); `load:0x001122...`
+//!   drops leading zeros; subfields become NXM names (`reg0[0..15]` → `NXM_NX_REG0[0..15]`).
+//! - Actions, OF1.3: the reverse: `mod_*` → `set_field:V->field` (`mod_nw_tos:8` →
+//!   `set_field:2->ip_dscp`), `mod_vlan_vid:10` → `push_vlan:0x8100,set_field:4106->vlan_vid`,
+//!   `strip_vlan`/`pop_vlan` without a VLAN match, `mod_tp_src` without L4 prerequisite and
+//!   `mod_nw_src` without `ip` all fail with `no usable protocol` (they are accepted in OF1.0).
+//! - `ct(...)` prints its arguments in the order `commit, table, zone, nat(...), exec(...)`
+//!   (`ct(zone=5,table=3)` → `ct(table=3,zone=5)`), `nat([2001:db8::1])` single IPv6 address
+//!   loses its brackets but a range keeps them; `exec(set_field:1->ct_mark)` →
+//!   `exec(load:0x1->NXM_NX_CT_MARK[])` (OF1.0) or `exec(set_field:0x1->ct_mark)` (OF1.3).
+//! - Some texts parse but OVS fails to decode its own encoding (`***decode error: ...***` on
+//!   stdout, exit 0): `ct(nat(src=...))` without `commit`, `ip_frag=later` with `tp_src`
+//!   (`OFPBMC_BAD_PREREQ`), OF1.3 `vlan_tci=0xf00a/0xefff`. [`parse_flow`] reports them as
+//!   `Err("decode error: CODE[: reason]")`.
+//!
+//! ## `ofproto/trace` `Flow:` lines (see `data/trace_golden*.tsv`)
+//! - Field order: `<proto>,in_port=1,<vlan>,dl_src,dl_dst,[dl_type],<l3>,<l4>`. Note `dl_src`
+//!   comes before `dl_dst`. The proto shorthand is present only when it applies; otherwise
+//!   `dl_type=0x....` is printed after the MACs, and for IP without a known L4 `nw_proto=N` is
+//!   printed after the addresses (`ip,...,nw_proto=47,nw_tos=...`).
+//! - VLANs: no tag prints `vlan_tci=0x0000`; one tag prints
+//!   `dl_vlan=V,dl_vlan_pcp=P,vlan_tci1=0x0000`; two tags (only with `vlan-limit` ≥ 2) print
+//!   `dl_vlan=V,dl_vlan_pcp=P,dl_vlan1=V2,dl_vlan_pcp1=P2`. The TPID (0x8100 vs 0x88a8) is
+//!   never printed, and the DEI/CFI bit is lost (`tci=0x1005` prints `dl_vlan=5,dl_vlan_pcp=0`).
+//!   **OVS's default `other_config:vlan-limit` is 1**: with two tags the inner TPID becomes
+//!   the ethertype (`...,dl_type=0x8100`) and nothing after it is parsed. Hence two golden files.
+//! - IPv4: `nw_src,nw_dst,[nw_proto],nw_tos,nw_ecn,nw_ttl,nw_frag` then L4. `nw_tos` is the
+//!   DSCP part (ECN bits cleared), `nw_ecn` separate. The version nibble is not checked (an
+//!   IPv4 ethertype with version 6 parses as IPv4). IHL < 5, total length < IHL*4 or total
+//!   length > bytes present ⇒ L3 is all zero (`nw_src=0.0.0.0,...,nw_proto=0,nw_ttl=0,
+//!   nw_frag=no`) but the shorthand stays `ip`. Trailing padding beyond total length is fine.
+//! - Fragments: first ⇒ `nw_frag=first` with L4 fields; later (offset > 0) ⇒ `nw_frag=later`,
+//!   the shorthand still names the protocol (`sctp,`/`udp,`) but no L4 fields are printed at
+//!   all. IPv6 later fragments are different: the shorthand is `ipv6` and `nw_proto=44` (the
+//!   fragment header), not the upper protocol. IPv6 atomic fragments (offset 0, M=0) are
+//!   `nw_frag=no` with L4 parsed.
+//! - IPv6: `ipv6_src,ipv6_dst,ipv6_label=0x%05x,[nw_proto],nw_tos,nw_ecn,nw_ttl,nw_frag`.
+//!   Extension headers (hop-by-hop anywhere in the chain is accepted, routing, dest-options,
+//!   fragment) are skipped. Payload length > bytes present ⇒ addresses and everything zero
+//!   (`ipv6_src=::`). A truncated extension header ⇒ addresses KEPT but
+//!   `ipv6_label`/`nw_proto`/`nw_tos`/`nw_ecn`/`nw_ttl` all 0.
+//! - L4 header shorter than needed (TCP < 20, UDP < 8, ICMP < 4 bytes) ⇒ proto kept, ports
+//!   `tp_src=0,tp_dst=0` (`tcp_flags=0`, `icmp_type=0,icmp_code=0`).
+//! - `tcp_flags` prints names joined by `|` in bit order
+//!   (`fin|syn|rst|psh|ack|urg|ece|cwr|ns`), reserved bits as `[200]|[400]|[800]`, and `0`
+//!   when no flag is set; it is printed only for TCP.
+//! - ICMPv6 ND (type 135/136 with code 0 only): always prints all three of
+//!   `nd_target=...,nd_sll=...,nd_tll=...`, zeros when absent. The SLL/TLL option is taken by
+//!   option type regardless of NS/NA (an NS carrying a TLL option sets `nd_tll`). A malformed
+//!   option (length 0 or running past the end) zeroes `nd_sll`/`nd_tll` but keeps
+//!   `nd_target`. ND with code ≠ 0 prints no `nd_*` fields at all.
+//! - ARP/RARP: `arp_spa,arp_tpa,arp_op,arp_sha,arp_tha` (note op after the IPs). Unless
+//!   htype=1, ptype=0x0800, hlen=6, plen=4 and the 28 bytes are present, every ARP field is 0
+//!   (`arp_op=0`). RARP prints `rarp,` with the same fields.
+//! - 802.3 frames (type < 0x600): `dl_type=0x05ff` unless LLC/SNAP with OUI 0, whose inner
+//!   ethertype is used (an SNAP-encapsulated IPv6 packet prints as `ipv6`).
+//! - Packets shorter than 14 bytes: `ofproto/trace` fails with
+//!   `Packet data too short for Ethernet`.
+//! - Megaflow with an empty table or a single `actions=drop` rule:
+//!   `recirc_id=0,eth,ip,in_port=1,nw_frag=no` (IP: `nw_frag` always un-wildcarded, VLAN never),
+//!   `recirc_id=0,eth,arp,in_port=1`, `recirc_id=0,eth,in_port=1,dl_type=0x05ff`; datapath
+//!   actions `drop`.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -152,9 +260,7 @@ fn find_in_path(bin: &str) -> Option<PathBuf> {
     // Debian puts the daemons in /usr/sbin, which a non-root PATH may lack.
     dirs.push(PathBuf::from("/usr/sbin"));
     dirs.push(PathBuf::from("/usr/bin"));
-    dirs.into_iter()
-        .map(|d| d.join(bin))
-        .find(|p| p.is_file())
+    dirs.into_iter().map(|d| d.join(bin)).find(|p| p.is_file())
 }
 
 /// Skips the current test (prints `SKIP: <reason>` to stderr and `return`s) when OVS is not
@@ -290,8 +396,14 @@ impl OvsSandbox {
             .arg(&db)
             .arg(format!("--remote=punix:{}", self.db_sock().display()))
             .arg(format!("--unixctl={}", self.ovsdb_ctl().display()))
-            .arg(format!("--pidfile={}", dir.join("ovsdb-server.pid").display()))
-            .arg(format!("--log-file={}", dir.join("ovsdb-server.log").display()))
+            .arg(format!(
+                "--pidfile={}",
+                dir.join("ovsdb-server.pid").display()
+            ))
+            .arg(format!(
+                "--log-file={}",
+                dir.join("ovsdb-server.log").display()
+            ))
             .arg("--no-chdir")
             .arg("-vconsole:off")
             .stdin(Stdio::null())
@@ -310,8 +422,14 @@ impl OvsSandbox {
             .arg("--disable-system-route")
             .arg(format!("unix:{}", self.db_sock().display()))
             .arg(format!("--unixctl={}", self.vswitchd_ctl().display()))
-            .arg(format!("--pidfile={}", dir.join("ovs-vswitchd.pid").display()))
-            .arg(format!("--log-file={}", dir.join("ovs-vswitchd.log").display()))
+            .arg(format!(
+                "--pidfile={}",
+                dir.join("ovs-vswitchd.pid").display()
+            ))
+            .arg(format!(
+                "--log-file={}",
+                dir.join("ovs-vswitchd.log").display()
+            ))
             .arg("--no-chdir")
             .arg("-vconsole:off")
             .stdin(Stdio::null())
@@ -358,7 +476,9 @@ impl OvsSandbox {
         let show = self.ofctl(&["show", "br0"])?;
         for i in 1..=self.n_ports {
             if !show.contains(&format!(" {i}(p{i}):")) {
-                return Err(OvsError::Parse(format!("port p{i} is not ofport {i}:\n{show}")));
+                return Err(OvsError::Parse(format!(
+                    "port p{i} is not ofport {i}:\n{show}"
+                )));
             }
         }
         Ok(())
@@ -375,7 +495,10 @@ impl OvsSandbox {
             if ready(self) {
                 return Ok(());
             }
-            for (name, child) in [("ovsdb-server", &mut self.ovsdb), ("ovs-vswitchd", &mut self.vswitchd)] {
+            for (name, child) in [
+                ("ovsdb-server", &mut self.ovsdb),
+                ("ovs-vswitchd", &mut self.vswitchd),
+            ] {
                 if let Some(c) = child
                     && let Ok(Some(status)) = c.try_wait()
                 {
@@ -495,11 +618,7 @@ impl OvsSandbox {
         let mut text = flows.join("\n");
         text.push('\n');
         fs::write(&path, text).map_err(io_err(format!("writing {}", path.display())))?;
-        let r = self.ofctl13(&[
-            OsStr::new("add-flows"),
-            OsStr::new("br0"),
-            path.as_os_str(),
-        ]);
+        let r = self.ofctl13(&[OsStr::new("add-flows"), OsStr::new("br0"), path.as_os_str()]);
         let _ = fs::remove_file(&path);
         r.map(drop)
     }
@@ -517,6 +636,18 @@ impl OvsSandbox {
             .filter(|l| !l.is_empty() && !l.contains("_FLOW reply") && !l.contains("ST_FLOW"))
             .map(|l| l.trim().to_string())
             .collect())
+    }
+
+    /// Sets `other_config:vlan-limit` (OVS default 1: only the outer VLAN tag is parsed; 0 or
+    /// 2 parses both tags). Waits until vswitchd has applied it.
+    pub fn set_vlan_limit(&self, limit: u32) -> Result<(), OvsError> {
+        self.vsctl(&[
+            "set".to_string(),
+            "Open_vSwitch".to_string(),
+            ".".to_string(),
+            format!("other_config:vlan-limit={limit}"),
+        ])
+        .map(drop)
     }
 
     /// `ovs-appctl ofproto/trace br0 in_port=N <packet hex>`.
@@ -649,6 +780,12 @@ fn is_log_line(l: &str) -> bool {
     b.len() > 20 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && l.contains('|')
 }
 
+fn is_hex_dump_line(l: &str) -> bool {
+    // 00000000  ff ff 00 30 00 00 23 20-00 23 00 00 00 00 00 00
+    let b = l.as_bytes();
+    b.len() > 10 && b[..8].iter().all(u8::is_ascii_hexdigit) && &b[8..10] == b"  "
+}
+
 fn strip_log_prefix(l: &str) -> String {
     // Drop "timestamp|seq|" keep "module|LEVEL|msg".
     l.splitn(3, '|').nth(2).unwrap_or(l).to_string()
@@ -670,6 +807,12 @@ pub fn parse_flow_full(text: &str, openflow13: bool) -> Result<ParseFlowAnswer, 
     for l in stderr.lines() {
         if is_log_line(l) {
             log.push(strip_log_prefix(l));
+        } else if is_hex_dump_line(l) {
+            // Continuation of a log message (OVS dumps the offending bytes).
+            if let Some(last) = log.last_mut() {
+                last.push('\n');
+                last.push_str(l);
+            }
         } else if !l.trim().is_empty() {
             errors.push(l.strip_prefix("ovs-ofctl: ").unwrap_or(l).to_string());
         }
@@ -684,8 +827,28 @@ pub fn parse_flow_full(text: &str, openflow13: bool) -> Result<ParseFlowAnswer, 
             .lines()
             .filter_map(|l| l.split_once("): ADD ").map(|(_, rest)| rest))
             .collect();
-        match adds.as_slice() {
-            [one] => Ok(one.to_string()),
+        let decode_errors: Vec<&str> = stdout
+            .lines()
+            .filter_map(|l| l.split_once("): ***decode error: ").map(|(_, rest)| rest))
+            .collect();
+        match (adds.as_slice(), decode_errors.as_slice()) {
+            ([one], []) => Ok(one.to_string()),
+            ([], [err]) => {
+                // OVS parsed the text but could not decode its own encoding of it; the
+                // reason is in a WARN log line (e.g. "CT action requires commit flag ...").
+                let code = err.trim_end_matches('*');
+                let why: Vec<&str> = log
+                    .iter()
+                    .filter_map(|l| l.lines().next())
+                    .filter(|l| l.contains("|WARN|") && !l.contains("bad action at offset"))
+                    .filter_map(|l| l.splitn(3, '|').nth(2))
+                    .collect();
+                Err(if why.is_empty() {
+                    format!("decode error: {code}")
+                } else {
+                    format!("decode error: {code}: {}", why.join("; "))
+                })
+            }
             _ => {
                 return Err(OvsError::Parse(format!(
                     "expected one `ADD` line from parse-flow {text:?}, got:\n{stdout}"
@@ -736,9 +899,8 @@ pub fn parse_flows(texts: &[String], openflow13: bool) -> Vec<Result<ParseFlowAn
         handles
             .into_iter()
             .flat_map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    vec![Err(OvsError::Parse("parse worker panicked".into()))]
-                })
+                h.join()
+                    .unwrap_or_else(|_| vec![Err(OvsError::Parse("parse worker panicked".into()))])
             })
             .collect()
     })
