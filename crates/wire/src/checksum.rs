@@ -227,7 +227,11 @@ mod tests {
         for &b in data {
             c ^= u32::from(b);
             for _ in 0..8 {
-                c = if c & 1 != 0 { (c >> 1) ^ 0x82f6_3b78 } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0x82f6_3b78
+                } else {
+                    c >> 1
+                };
             }
         }
         !c

@@ -109,10 +109,6 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     /// Length of the Ethernet II header.
     pub const HEADER_LEN: usize = 14;
 
-    pub(crate) fn new_unchecked(buffer: T) -> Self {
-        EthernetFrame { buffer }
-    }
-
     /// Wraps `buffer`; `Err(Truncated)` if shorter than 14 bytes.
     pub fn new_checked(buffer: T) -> Result<Self> {
         if buffer.as_ref().len() < Self::HEADER_LEN {

@@ -6,6 +6,8 @@
 
 use core::ops::Range;
 
+use crate::error::{Result, WireError};
+
 #[inline]
 pub(crate) fn u16_at(b: &[u8], off: usize) -> u16 {
     u16::from_be_bytes([b[off], b[off + 1]])
@@ -39,4 +41,15 @@ pub(crate) fn clamp(range: Range<usize>, len: usize) -> Range<usize> {
     let end = range.end.min(len);
     let start = range.start.min(end);
     start..end
+}
+
+/// `Ok` when a buffer of `have` bytes is exactly `need` long.
+pub(crate) fn exact_len(have: usize, need: usize) -> Result<()> {
+    match have.cmp(&need) {
+        core::cmp::Ordering::Less => Err(WireError::Truncated),
+        core::cmp::Ordering::Greater => Err(WireError::Malformed(
+            "buffer longer than the message (no length field to bound it)",
+        )),
+        core::cmp::Ordering::Equal => Ok(()),
+    }
 }

@@ -54,7 +54,10 @@ pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
 pub use icmpv6::{Icmpv6Packet, Icmpv6Repr};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
-pub use ipv6ext::{Ipv6ExtHeader, Ipv6ExtSummary, Ipv6FragmentHeader, Ipv6FragmentRepr};
+pub use ipv6ext::{
+    Ipv6Ext, Ipv6ExtHeader, Ipv6ExtIter, Ipv6ExtRepr, Ipv6ExtSummary, Ipv6FragmentHeader,
+    Ipv6FragmentRepr,
+};
 pub use nd::{NdOption, NdOptionsIter};
 pub use options::OptionBytes;
 pub use sctp::{SctpPacket, SctpRepr};

@@ -1,12 +1,13 @@
 //! [`OptionBytes`]: an inline, allocation-free copy of up to 40 option bytes, the most an
 //! IPv4 header (IHL 15) or a TCP header (data offset 15) can carry.
 //!
-//! Invariant: `len <= 40`.
+//! Invariant: `len <= 40` and the bytes past `len` are zero (so derived equality is
+//! equality of the stored bytes).
 
 use crate::error::{Result, WireError};
 
 /// Up to 40 raw option bytes, stored inline (no allocation, `Copy`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OptionBytes {
     bytes: [u8; 40],
     len: u8,
@@ -53,6 +54,12 @@ impl OptionBytes {
     /// Length rounded up to a multiple of 4 (what a header needs to hold them).
     pub fn padded_len(&self) -> usize {
         (self.len() + 3) & !3
+    }
+}
+
+impl Default for OptionBytes {
+    fn default() -> Self {
+        Self::EMPTY
     }
 }
 
