@@ -9,8 +9,12 @@
 //! each with a `// SAFETY:` comment.
 #![deny(unsafe_code)]
 
+pub mod extract;
 pub mod field;
+pub mod hash;
 pub mod key;
+pub mod ofp;
+pub mod text;
 
 pub use field::{FIELDS, FieldId};
 pub use key::{FLOW_WORDS, FlowKey, FlowMask, Stage, WordMap};

@@ -41,6 +41,7 @@ pub mod packet;
 pub mod pcap;
 pub mod port;
 pub mod replay;
+pub mod tsc;
 
 pub use batch::{BATCH_MAX, Batch};
 pub use generator::{

@@ -1,0 +1,309 @@
+//! OpenFlow actions ([`Action`]), subfields ([`Subfield`]) and the `ct`/`nat` arguments.
+//!
+//! The variants follow OVS's `struct ofpact` kinds, one per distinct printed form, so that a
+//! parsed-and-canonicalised action list prints back exactly as `ovs-ofctl` prints it. Outputs to
+//! reserved ports (`NORMAL`, `FLOOD`, `ALL`, `IN_PORT`, `LOCAL`, `CONTROLLER`, `TABLE`) are
+//! [`Action::Output`] to the named [`OfPort`], as in OVS; an empty list means drop.
+//!
+//! Invariants kept by the parser: a [`Subfield`] lies inside its field
+//! (`ofs + n_bits <= field width`, `n_bits >= 1`); a [`Action::Load`] value fits in `n_bits`;
+//! [`Action::SetField`] values are in field units with `value & !mask == 0`.
+
+use crate::ofp::fields::Mf;
+use crate::ofp::port::OfPort;
+
+/// A bit range of an OpenFlow field: `NXM_NX_REG0[0..15]`, `reg0[]`, `NXM_OF_ETH_SRC[]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Subfield {
+    /// The field.
+    pub field: Mf,
+    /// First bit.
+    pub ofs: u32,
+    /// Number of bits (≥ 1).
+    pub n_bits: u32,
+}
+
+impl Subfield {
+    /// The whole field.
+    pub fn whole(field: Mf) -> Subfield {
+        Subfield {
+            field,
+            ofs: 0,
+            n_bits: field.def().n_bits,
+        }
+    }
+
+    /// Whether it covers the whole field.
+    pub fn is_whole(&self) -> bool {
+        self.ofs == 0 && self.n_bits == self.field.def().n_bits
+    }
+
+    /// Mask of the covered bits, in field units.
+    pub fn mask(&self) -> u128 {
+        let m = if self.n_bits >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << self.n_bits) - 1
+        };
+        m << self.ofs
+    }
+}
+
+/// Why a packet goes to the controller (`controller(reason=…)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum PacketInReason {
+    NoMatch,
+    Action,
+    InvalidTtl,
+    ActionSet,
+    Group,
+    PacketOut,
+}
+
+impl PacketInReason {
+    /// OVS's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PacketInReason::NoMatch => "no_match",
+            PacketInReason::Action => "action",
+            PacketInReason::InvalidTtl => "invalid_ttl",
+            PacketInReason::ActionSet => "action_set",
+            PacketInReason::Group => "group",
+            PacketInReason::PacketOut => "packet_out",
+        }
+    }
+
+    /// Parses OVS's name.
+    pub fn from_name(s: &str) -> Option<PacketInReason> {
+        [
+            PacketInReason::NoMatch,
+            PacketInReason::Action,
+            PacketInReason::InvalidTtl,
+            PacketInReason::ActionSet,
+            PacketInReason::Group,
+            PacketInReason::PacketOut,
+        ]
+        .into_iter()
+        .find(|r| r.name() == s)
+    }
+}
+
+/// Address range of a `nat(src=…|dst=…)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NatRange {
+    /// IPv4 `min[-max]`.
+    V4 {
+        /// First address.
+        min: u32,
+        /// Last address (0 = same as `min`).
+        max: u32,
+    },
+    /// IPv6 `min[-max]` (bracketed when a port follows).
+    V6 {
+        /// First address.
+        min: u128,
+        /// Last address (0 = same as `min`).
+        max: u128,
+    },
+}
+
+/// Source or destination NAT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NatKind {
+    /// `src=`.
+    Src,
+    /// `dst=`.
+    Dst,
+}
+
+/// `nat(...)` inside `ct(...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Nat {
+    /// `src`/`dst`; `None` for plain `nat` (re-apply the connection's NAT).
+    pub kind: Option<NatKind>,
+    /// Address range.
+    pub range: Option<NatRange>,
+    /// Port range `min[-max]` (0 = none; `max` 0 = same as `min`).
+    pub ports: (u16, u16),
+    /// `persistent` flag.
+    pub persistent: bool,
+    /// `hash` flag.
+    pub hash: bool,
+    /// `random` flag.
+    pub random: bool,
+}
+
+/// `zone=` of a `ct(...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CtZone {
+    /// A constant zone.
+    Imm(u16),
+    /// Read from a 16-bit subfield.
+    Field(Subfield),
+}
+
+/// `ct(...)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ct {
+    /// `commit`.
+    pub commit: bool,
+    /// `force` (requires `commit`).
+    pub force: bool,
+    /// `zone=`.
+    pub zone: CtZone,
+    /// `table=` to recirculate to.
+    pub table: Option<u8>,
+    /// `nat(...)`.
+    pub nat: Option<Nat>,
+    /// `exec(...)`: actions applied to the connection (set/load of `ct_mark`, `ct_label`).
+    pub exec: Vec<Action>,
+    /// `alg=` helper port (21 = ftp, 69 = tftp).
+    pub alg: Option<u16>,
+}
+
+impl Default for Ct {
+    fn default() -> Self {
+        Ct {
+            commit: false,
+            force: false,
+            zone: CtZone::Imm(0),
+            table: None,
+            nat: None,
+            exec: Vec::new(),
+            alg: None,
+        }
+    }
+}
+
+/// One OpenFlow action.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// `output:P` (and the bare reserved names `NORMAL`, `FLOOD`, …); `max_len` is only
+    /// meaningful for `CONTROLLER` (printed `CONTROLLER:max_len`).
+    Output {
+        /// Port.
+        port: OfPort,
+        /// Bytes to send to the controller.
+        max_len: u16,
+    },
+    /// `output(port=P,max_len=N)`: output truncated to `max_len` bytes.
+    OutputTrunc {
+        /// Port.
+        port: OfPort,
+        /// Truncation length (≥ 14).
+        max_len: u32,
+    },
+    /// `output:NXM_NX_REG0[0..15]`: output to the port number held in a subfield.
+    OutputReg {
+        /// Source subfield.
+        src: Subfield,
+    },
+    /// `controller(reason=…,max_len=…,id=…)`; the plain form is `Output` to `CONTROLLER`.
+    Controller {
+        /// Bytes to send.
+        max_len: u16,
+        /// Reason code.
+        reason: PacketInReason,
+        /// Controller id.
+        id: u16,
+    },
+    /// `resubmit:P`, `resubmit([port],[table][,ct])`.
+    Resubmit {
+        /// Input port to pretend (`None` = unchanged).
+        port: Option<OfPort>,
+        /// Table (`None` = current).
+        table: Option<u8>,
+        /// Look up with the conntrack original-direction tuple.
+        ct: bool,
+    },
+    /// `goto_table:T` (OpenFlow 1.1+ instruction).
+    GotoTable(u8),
+    /// `set_field:value[/mask]->field`.
+    SetField {
+        /// Field.
+        field: Mf,
+        /// Value, field units.
+        value: u128,
+        /// Mask, field units (all ones of the byte width = whole field).
+        mask: u128,
+    },
+    /// `load:value->dst`.
+    Load {
+        /// Value (fits in `dst.n_bits`).
+        value: u128,
+        /// Destination.
+        dst: Subfield,
+    },
+    /// `move:src->dst` (equal widths).
+    Move {
+        /// Source.
+        src: Subfield,
+        /// Destination.
+        dst: Subfield,
+    },
+    /// `mod_dl_src:MAC`.
+    ModDlSrc(u64),
+    /// `mod_dl_dst:MAC`.
+    ModDlDst(u64),
+    /// `mod_nw_src:IP`.
+    ModNwSrc(u32),
+    /// `mod_nw_dst:IP`.
+    ModNwDst(u32),
+    /// `mod_nw_tos:TOS` (DSCP bits of the TOS byte; low 2 bits zero).
+    ModNwTos(u8),
+    /// `mod_tp_src:PORT`.
+    ModTpSrc(u16),
+    /// `mod_tp_dst:PORT`.
+    ModTpDst(u16),
+    /// `mod_vlan_vid:VID` (`push_if_needed`) or `set_vlan_vid:VID`.
+    ModVlanVid {
+        /// VLAN id (12 bits).
+        vid: u16,
+        /// OpenFlow 1.0 semantics: push a tag if the packet has none.
+        push_if_needed: bool,
+    },
+    /// `mod_vlan_pcp:PCP` (`push_if_needed`) or `set_vlan_pcp:PCP`.
+    ModVlanPcp {
+        /// Priority (3 bits).
+        pcp: u8,
+        /// OpenFlow 1.0 semantics: push a tag if the packet has none.
+        push_if_needed: bool,
+    },
+    /// `strip_vlan` (OpenFlow 1.0 name).
+    StripVlan,
+    /// `pop_vlan` (OpenFlow 1.1+ name of the same action).
+    PopVlan,
+    /// `push_vlan:TPID`.
+    PushVlan(u16),
+    /// `dec_ttl` or `dec_ttl(id,…)`.
+    DecTtl(Vec<u16>),
+    /// `ct(...)`.
+    Ct(Ct),
+    /// `ct_clear`.
+    CtClear,
+    /// `note:hex.hex…` (bytes as OVS stores them, padding included once canonical).
+    Note(Vec<u8>),
+}
+
+impl Action {
+    /// `output:port`.
+    pub fn output(port: OfPort) -> Action {
+        Action::Output { port, max_len: 0 }
+    }
+    /// `NORMAL`.
+    pub fn normal() -> Action {
+        Action::output(OfPort::NORMAL)
+    }
+    /// `FLOOD`.
+    pub fn flood() -> Action {
+        Action::output(OfPort::FLOOD)
+    }
+    /// `CONTROLLER:max_len`.
+    pub fn controller(max_len: u16) -> Action {
+        Action::Output {
+            port: OfPort::CONTROLLER,
+            max_len,
+        }
+    }
+}

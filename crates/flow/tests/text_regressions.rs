@@ -1,0 +1,26 @@
+//! Inputs the fuzzers found, kept as regression tests (the same files seed `fuzz/seeds/`).
+
+use flow::text::{format_flow_add, parse_flow};
+
+/// Parses, prints, parses again: the same flow.
+fn round_trips(text: &str) {
+    let spec = parse_flow(text).expect("parses");
+    let printed = format_flow_add(&spec);
+    assert_eq!(
+        parse_flow(&printed).expect("printed form parses"),
+        spec,
+        "{printed}"
+    );
+}
+
+#[test]
+fn nat_port_range_with_equal_ends_round_trips() {
+    round_trips("ipv4,action=ct(commit,zone=5,nat(src=10.0.0000000000.9:100-100)),resubmit(,3)");
+    round_trips("ip,actions=ct(commit,nat(src=10.0.0.9-10.0.0.9:7-7))");
+}
+
+#[test]
+fn nat_port_range_from_zero_is_refused_like_ovs() {
+    // OVS: "bad action ... (OFPBAC_BAD_ARGUMENT)" when decoding its own encoding.
+    assert!(parse_flow("ip,actions=ct(commit,nat(src=10.0.0.9:0-20000))").is_err());
+}

@@ -1,0 +1,7 @@
+//! The subcommands, one module each.
+
+pub mod classbench;
+pub mod demo;
+pub mod gen_pcap;
+pub mod parse_flow;
+pub mod pcap_flows;
