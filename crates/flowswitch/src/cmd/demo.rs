@@ -200,11 +200,11 @@ impl DemoBridge {
     /// The decision for a packet: from the cache, else from the table (then cached).
     fn classify(&mut self, key: &FlowKey, hash: u32, stats: &mut PmdStats) -> u32 {
         let slot = hash as usize & (CACHE_SLOTS - 1);
-        if let Some((k, d)) = &self.cache[slot] {
-            if k == key {
-                stats.emc_hits += 1;
-                return *d;
-            }
+        if let Some((k, d)) = &self.cache[slot]
+            && k == key
+        {
+            stats.emc_hits += 1;
+            return *d;
         }
         let decision = match self.table.lookup(key) {
             Some(rule) => rule.value.clone(),
