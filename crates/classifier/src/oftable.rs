@@ -1,0 +1,1359 @@
+//! The OpenFlow-table classifier: tuple-space search over *relaxed* subtables (TupleMerge-style),
+//! priority-ordered, with megaflow un-wildcarding and staged lookup.
+//!
+//! # Structure
+//!
+//! - Every rule lives in exactly one **subtable**. A subtable has a mask `M_t` that is a subset
+//!   of the mask of every rule it holds (a *relaxed* mask: prefix fields are rounded down to a
+//!   coarser length, see [`Config`]). Rules are hashed on `key & M_t` into an open-addressing
+//!   bucket array; a bucket holds the head of an intrusive singly linked list of entries sorted
+//!   by rank (priority descending, then insertion order ascending). Entries of a bucket agree on
+//!   the hash of `M_t`'s bits, not necessarily on the bits themselves: every rule is always
+//!   checked against its own full mask, so hash collisions cost time, never correctness.
+//! - On insert a rule goes to the most specific compatible subtable (`M_t ⊆ M_r`) whose bucket
+//!   for the rule has fewer than `collision_limit` rules; if none, a new subtable is made with
+//!   the relaxed mask of the rule (or, if that one exists and is full there, the rule's exact
+//!   mask). Nothing ever moves between subtables, so insert and delete are a hash probe and a
+//!   short list walk plus bookkeeping.
+//! - Subtables are kept sorted by the highest rank they hold, so a lookup stops as soon as no
+//!   remaining subtable can beat the best match found so far.
+//! - Each subtable keeps a **prefilter**: the bits (on its check words) on which all its rules
+//!   agree, with their common value. A packet failing it skips the subtable without hashing
+//!   (on ClassBench this removes about half of the probes: e.g. a subtable whose rules are all
+//!   TCP is skipped for UDP packets).
+//! - Not built (yet): OVS-style prefix tries on `nw_src`/`nw_dst`/IPv6 that skip subtables by
+//!   prefix length and un-wildcard only the deciding address bits; subtable splitting that
+//!   *moves* rules (TupleMerge splits; here a full bucket only steers new rules elsewhere).
+//! - Layout for the lookup's sake: subtables live *inline* in the vector that orders them (their
+//!   hashed word indices and mask words inline too), and each subtable keeps its rules' check
+//!   data in one flat `u64` array, `2 + cw` words per entry: priority and a subtable-local mask
+//!   id, list link and rule index, then the masked key on the subtable's `cw` *check words* (the
+//!   union of its rules' word maps). A probe therefore touches the subtable, one bucket and one
+//!   entry. Rule masks are interned per subtable (few distinct per subtable) and globally (one
+//!   [`FlowMask`] per distinct mask, for [`OfTable::rule_match`] and insert-time candidate
+//!   lists). The public [`Rule`]s live in one slab addressed by index; nothing is boxed per
+//!   rule.
+//!
+//! # Megaflow wildcards ([`OfTable::lookup_wc`])
+//!
+//! The lookup adds to the caller's mask every bit it looked at: for each subtable probed, the
+//! bits of `M_t` it hashed, and for each rule it compared, that rule's mask. Every decision of
+//! the walk (which bucket, whether a rule matches, when to stop) is a function of those bits
+//! and of the best rank found so far, so a packet equal to the looked-up one under the result
+//! takes the same walk and gets the same answer (tested against the linear twin).
+//!
+//! A prefilter rejection un-wildcards only the filter bits of the first (lowest-index, hence
+//! earliest-stage) word that failed: those bits alone decide it.
+//!
+//! **Staged lookup**: a subtable whose mask spans several [`flow::Stage`]s keeps, for every stage
+//! but the last, a counted set of the hashes of its rules' keys restricted to the words of the
+//! stages up to that one. `lookup_wc` checks those sets in stage order and on the first miss
+//! un-wildcards only the subtable's bits of the stages consulted so far (a miss on `dl_type`
+//! says nothing about L4 ports, so those stay wildcarded). The plain [`OfTable::lookup`] skips
+//! the stage checks (they cost time and cannot change the answer).
+//!
+//! # Invariants
+//!
+//! - Every live rule is linked in exactly one bucket list of exactly one subtable, whose mask is
+//!   a subset of the rule's mask; lists are sorted by strictly decreasing rank.
+//! - A subtable's `max_rank` equals the highest rank of its rules; empty subtables are freed;
+//!   `order` lists the live subtables by decreasing `max_rank`.
+//! - Stage sets count, per hash, the rules of the subtable whose stage-prefix hashes to it.
+//!
+//! # Publishing to lock-free readers (intended protocol, not built yet)
+//!
+//! Writers own an `OfTable` privately. Readers never see it being modified: the writer applies a
+//! batch of flow mods to its private copy and then publishes an immutable snapshot through an
+//! `arc_swap::ArcSwap<OfTable<T>>` (`store`); a reader does `load()` (a wait-free pointer load
+//! plus a reference count or hazard-slot guard) and looks up in that snapshot for as long as it
+//! likes. To avoid a full clone per batch the writer keeps two copies (left-right): it applies
+//! the batch to the copy no reader is using, swaps the published pointer, waits until the old
+//! copy's `Arc` strong count drops to 1 (readers have moved on), then replays the same batch on
+//! it. Lookups therefore never wait for a writer, and a writer waits only for readers that still
+//! hold the previous version. Rule versions (OVS `cls_rule` visibility versions) are not needed
+//! with whole-table snapshots.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::linear::RuleId;
+use flow::key::STAGE_START;
+use flow::{FIELDS, FLOW_WORDS, FlowKey, FlowMask, WordMap};
+
+const NONE: u32 = u32::MAX;
+
+/// Tuning knobs of an [`OfTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Most rules a bucket list may hold before inserts look for (or make) another subtable.
+    pub collision_limit: u32,
+    /// Prefix fields of 32 bits or more are relaxed to a multiple of this length (1 = exact).
+    pub wide_prefix_step: u32,
+    /// Prefix fields narrower than 32 bits are relaxed to a multiple of this length.
+    pub narrow_prefix_step: u32,
+    /// Keep the per-stage hash sets that let `lookup_wc` un-wildcard only consulted stages.
+    pub staged: bool,
+    /// Place a rule in the compatible subtable with the lowest max rank (instead of the most
+    /// specific one).
+    pub band_priorities: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            collision_limit: 32,
+            wide_prefix_step: 16,
+            narrow_prefix_step: 16,
+            staged: true,
+            band_priorities: false,
+        }
+    }
+}
+
+/// One rule of an [`OfTable`].
+#[derive(Debug, Clone)]
+pub struct Rule<T> {
+    /// Identity given at insert.
+    pub id: RuleId,
+    /// Priority: higher wins.
+    pub priority: u32,
+    /// What the rule carries.
+    pub value: T,
+    seq: u64,
+    table: u32,
+    ent: u32,
+    class: u32,
+}
+
+/// Higher rank wins: priority first, then earlier insertion.
+#[inline(always)]
+fn rank(priority: u32, seq: u64) -> u128 {
+    (u128::from(priority) << 64) | u128::from(!seq)
+}
+
+/// An interned rule mask.
+#[derive(Debug, Clone)]
+struct MaskClass {
+    mask: FlowMask,
+    live: u32,
+    /// Compatible subtables (mask ⊆ this mask), most specific first.
+    compat: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    hash: u32,
+    head: u32,
+}
+
+const EMPTY_BUCKET: Bucket = Bucket {
+    hash: 0,
+    head: NONE,
+};
+
+/// A pass-through hasher for keys that already are good hashes.
+#[derive(Debug, Default, Clone, Copy)]
+struct PreHashed(u64);
+
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = u64::from(x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type CountSet = HashMap<u64, u32, BuildHasherDefault<PreHashed>>;
+
+const K1: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// One step of the word hash.
+#[inline(always)]
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(23) ^ x).wrapping_mul(K1)
+}
+
+#[inline(always)]
+fn fold(h: u64) -> u32 {
+    let h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (h >> 32) as u32
+}
+
+/// Words of entry metadata before the key: `prio << 32 | local mask`, `next << 32 | rule`.
+const META: usize = 2;
+
+/// One tuple of the tuple space. Hot fields first (`repr(C)` keeps the order).
+#[derive(Debug, Clone)]
+#[repr(C)]
+struct Subtable {
+    max_rank: u128,
+    nw: u8,
+    cw: u8,
+    idx: [u8; FLOW_WORDS],
+    cidx: [u8; FLOW_WORDS],
+    /// Packed probe data, so a probe touches few cache lines: for check word `j`,
+    /// `hot[2j]`/`hot[2j+1]` are the prefilter mask/value (every rule has
+    /// `key & mask == value` there: bits on which all its rules agree, possibly fewer after
+    /// removals, never more); then from `2*cw` the `nw` subtable mask words (order of `idx`).
+    hot: [u64; 3 * FLOW_WORDS],
+    buckets: Vec<Bucket>,
+    ents: Vec<u64>,
+    lmasks: Vec<u64>,
+    // Cold.
+    tid: u32,
+    used: u32,
+    n_ents: u32,
+    bits: u32,
+    mask: FlowMask,
+    lmask_class: Vec<u32>,
+    lmask_refs: Vec<u32>,
+    lmask_free: Vec<u32>,
+    lmask_of_class: HashMap<u32, u32, BuildHasherDefault<PreHashed>>,
+    /// Positions in `idx` where a stage ends (exclusive), for every stage but the last.
+    stage_ends: Box<[u8]>,
+    stage_sets: Vec<CountSet>,
+}
+
+impl Subtable {
+    fn new(tid: u32, mask: FlowMask, staged: bool) -> Subtable {
+        let map = mask.map();
+        let mut idx = [0u8; FLOW_WORDS];
+        let mut hot = [0u64; 3 * FLOW_WORDS];
+        let nw = map.len();
+        for (j, i) in map.iter().enumerate() {
+            idx[j] = i as u8;
+            hot[2 * nw + j] = mask.w[i];
+        }
+        let mut stage_ends = Vec::new();
+        if staged {
+            let stage_of = |w: u8| STAGE_START.iter().rposition(|&s| s <= usize::from(w));
+            for p in 1..nw {
+                if stage_of(idx[p]) != stage_of(idx[p - 1]) {
+                    stage_ends.push(p as u8);
+                }
+            }
+        }
+        Subtable {
+            max_rank: 0,
+            nw: nw as u8,
+            cw: nw as u8,
+            idx,
+            cidx: idx,
+            buckets: vec![EMPTY_BUCKET; 8],
+            ents: Vec::new(),
+            lmasks: Vec::new(),
+            hot,
+            tid,
+            used: 0,
+            n_ents: 0,
+            bits: mask.count_ones(),
+            mask,
+            lmask_class: Vec::new(),
+            lmask_refs: Vec::new(),
+            lmask_free: Vec::new(),
+            lmask_of_class: HashMap::default(),
+            stage_sets: vec![CountSet::default(); stage_ends.len()],
+            stage_ends: stage_ends.into_boxed_slice(),
+        }
+    }
+
+    #[inline(always)]
+    fn stride(&self) -> usize {
+        META + usize::from(self.cw)
+    }
+
+    /// The subtable mask words, in `idx` order.
+    #[inline(always)]
+    fn words(&self) -> &[u64] {
+        let at = 2 * usize::from(self.cw);
+        &self.hot[at..at + usize::from(self.nw)]
+    }
+
+    #[inline(always)]
+    fn hash(&self, pkt: &FlowKey) -> u32 {
+        let n = usize::from(self.nw);
+        let mut h = 0u64;
+        for (&i, &m) in self.idx[..n].iter().zip(self.words()) {
+            h = mix(h, pkt.w[usize::from(i) % FLOW_WORDS] & m);
+        }
+        fold(h)
+    }
+
+    /// Hashes of the stage prefixes (for every stage end) and the full hash.
+    fn stage_hashes(&self, pkt: &FlowKey, out: &mut Vec<u64>) -> u32 {
+        out.clear();
+        let n = usize::from(self.nw);
+        let mut h = 0u64;
+        let mut e = 0;
+        for (p, (&i, &m)) in self.idx[..n].iter().zip(self.words()).enumerate() {
+            if e < self.stage_ends.len() && usize::from(self.stage_ends[e]) == p {
+                out.push(h);
+                e += 1;
+            }
+            h = mix(h, pkt.w[usize::from(i) % FLOW_WORDS] & m);
+        }
+        fold(h)
+    }
+
+    /// The bucket position holding `hash`, if any.
+    #[inline(always)]
+    fn find(&self, hash: u32) -> Option<usize> {
+        let mask = self.buckets.len() - 1;
+        let mut p = hash as usize & mask;
+        loop {
+            let b = self.buckets[p];
+            if b.head == NONE {
+                return None;
+            }
+            if b.hash == hash {
+                return Some(p);
+            }
+            p = (p + 1) & mask;
+        }
+    }
+
+    /// The position for `hash`: existing bucket or the empty slot where it would go.
+    fn slot_for(&mut self, hash: u32) -> usize {
+        if (self.used as usize + 1) * 4 > self.buckets.len() * 3 {
+            self.grow();
+        }
+        let mask = self.buckets.len() - 1;
+        let mut p = hash as usize & mask;
+        loop {
+            let b = self.buckets[p];
+            if b.head == NONE || b.hash == hash {
+                return p;
+            }
+            p = (p + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let n = self.buckets.len() * 2;
+        let old = std::mem::replace(&mut self.buckets, vec![EMPTY_BUCKET; n]);
+        let mask = n - 1;
+        for b in old.into_iter().filter(|b| b.head != NONE) {
+            let mut p = b.hash as usize & mask;
+            while self.buckets[p].head != NONE {
+                p = (p + 1) & mask;
+            }
+            self.buckets[p] = b;
+        }
+    }
+
+    /// Removes the bucket at `p` (linear probing, backward-shift deletion).
+    fn delete_bucket(&mut self, mut p: usize) {
+        let mask = self.buckets.len() - 1;
+        self.buckets[p] = EMPTY_BUCKET;
+        self.used -= 1;
+        let mut q = (p + 1) & mask;
+        while self.buckets[q].head != NONE {
+            let home = self.buckets[q].hash as usize & mask;
+            // Move q back to p if p lies cyclically in [home, q).
+            if (q.wrapping_sub(home) & mask) >= (q.wrapping_sub(p) & mask) {
+                self.buckets[p] = self.buckets[q];
+                self.buckets[q] = EMPTY_BUCKET;
+                p = q;
+            }
+            q = (q + 1) & mask;
+        }
+    }
+
+    fn stage_add(&mut self, hashes: &[u64]) {
+        for (set, &h) in self.stage_sets.iter_mut().zip(hashes) {
+            *set.entry(h).or_insert(0) += 1;
+        }
+    }
+
+    fn stage_remove(&mut self, hashes: &[u64]) {
+        for (set, &h) in self.stage_sets.iter_mut().zip(hashes) {
+            if let Some(c) = set.get_mut(&h) {
+                *c -= 1;
+                if *c == 0 {
+                    set.remove(&h);
+                }
+            }
+        }
+    }
+
+    /// Un-wildcards the subtable's bits in words `idx[..end]`.
+    #[inline]
+    fn unwildcard(&self, end: usize, wc: &mut FlowMask) {
+        for (&i, &m) in self.idx[..end].iter().zip(self.words()) {
+            wc.w[usize::from(i) % FLOW_WORDS] |= m;
+        }
+    }
+
+    fn check_map(&self) -> WordMap {
+        let mut m = WordMap::EMPTY;
+        for &i in &self.cidx[..usize::from(self.cw)] {
+            m.insert(usize::from(i));
+        }
+        m
+    }
+
+    /// Makes the check words cover `extra` too, re-laying out every entry and local mask.
+    fn widen(&mut self, extra: WordMap) {
+        let old_map = self.check_map();
+        let new_map = WordMap(old_map.0 | extra.0);
+        if new_map == old_map {
+            return;
+        }
+        let old_cw = usize::from(self.cw);
+        let old_cidx = self.cidx;
+        let new_cw = new_map.len();
+        let mut cidx = [0u8; FLOW_WORDS];
+        for (j, i) in new_map.iter().enumerate() {
+            cidx[j] = i as u8;
+        }
+        // Position of each old check word in the new layout.
+        let place: Vec<usize> = old_cidx[..old_cw]
+            .iter()
+            .map(|&w| cidx[..new_cw].iter().position(|&x| x == w).unwrap_or(0))
+            .collect();
+        let n = self.n_ents as usize;
+        let mut ents = vec![0u64; n * (META + new_cw)];
+        for e in 0..n {
+            let src = &self.ents[e * (META + old_cw)..(e + 1) * (META + old_cw)];
+            let dst = &mut ents[e * (META + new_cw)..(e + 1) * (META + new_cw)];
+            dst[..META].copy_from_slice(&src[..META]);
+            for (j, &pl) in place.iter().enumerate() {
+                dst[META + pl] = src[META + j];
+            }
+        }
+        let nl = self.lmask_class.len();
+        let mut lmasks = vec![0u64; nl * new_cw];
+        for l in 0..nl {
+            for (j, &pl) in place.iter().enumerate() {
+                lmasks[l * new_cw + pl] = self.lmasks[l * old_cw + j];
+            }
+        }
+        let mut hot = [0u64; 3 * FLOW_WORDS];
+        for (j, &pl) in place.iter().enumerate() {
+            hot[2 * pl] = self.hot[2 * j];
+            hot[2 * pl + 1] = self.hot[2 * j + 1];
+        }
+        let nw = usize::from(self.nw);
+        hot[2 * new_cw..2 * new_cw + nw].copy_from_slice(self.words());
+        self.hot = hot;
+        self.ents = ents;
+        self.lmasks = lmasks;
+        self.cidx = cidx;
+        self.cw = new_cw as u8;
+    }
+
+    /// The local mask id for global class `class` with mask `mask`, made if needed.
+    fn local_mask(&mut self, class: u32, mask: &FlowMask) -> u32 {
+        if let Some(&l) = self.lmask_of_class.get(&class) {
+            self.lmask_refs[l as usize] += 1;
+            return l;
+        }
+        let cw = usize::from(self.cw);
+        let l = match self.lmask_free.pop() {
+            Some(l) => l,
+            None => {
+                self.lmask_class.push(NONE);
+                self.lmask_refs.push(0);
+                self.lmasks.extend(std::iter::repeat_n(0u64, cw));
+                (self.lmask_class.len() - 1) as u32
+            }
+        };
+        let base = l as usize * cw;
+        for j in 0..cw {
+            self.lmasks[base + j] = mask.w[usize::from(self.cidx[j]) % FLOW_WORDS];
+        }
+        self.lmask_class[l as usize] = class;
+        self.lmask_refs[l as usize] = 1;
+        self.lmask_of_class.insert(class, l);
+        l
+    }
+
+    fn release_mask(&mut self, l: u32) {
+        let r = &mut self.lmask_refs[l as usize];
+        *r -= 1;
+        if *r == 0 {
+            let class = self.lmask_class[l as usize];
+            self.lmask_of_class.remove(&class);
+            self.lmask_class[l as usize] = NONE;
+            self.lmask_free.push(l);
+        }
+    }
+
+    /// Narrows the prefilter so that a rule with masked key `key` and mask `mask` passes it.
+    fn filter_add(&mut self, key: &FlowKey, mask: &FlowMask) {
+        let first = self.n_ents == 0;
+        for j in 0..usize::from(self.cw) {
+            let i = usize::from(self.cidx[j]) % FLOW_WORDS;
+            if first {
+                self.hot[2 * j] = mask.w[i];
+            } else {
+                self.hot[2 * j] &= mask.w[i] & !(self.hot[2 * j + 1] ^ key.w[i]);
+            }
+            self.hot[2 * j + 1] = key.w[i] & self.hot[2 * j];
+        }
+    }
+
+    /// Whether `pkt` passes the prefilter (a `false` means no rule here can match).
+    #[inline(always)]
+    fn filter_pass(&self, pkt: &FlowKey) -> bool {
+        let cw = usize::from(self.cw);
+        let mut diff = 0u64;
+        for (&i, mv) in self.cidx[..cw]
+            .iter()
+            .zip(self.hot[..2 * cw].chunks_exact(2))
+        {
+            diff |= (pkt.w[usize::from(i) % FLOW_WORDS] & mv[0]) ^ mv[1];
+        }
+        diff == 0
+    }
+
+    /// If `pkt` fails the prefilter, un-wildcards the prefilter bits of the first (lowest,
+    /// so earliest-stage) word that fails and returns true. Those bits alone decide the
+    /// rejection, so this is sound and keeps later stages wildcarded.
+    fn filter_reject_wc(&self, pkt: &FlowKey, wc: &mut FlowMask) -> bool {
+        let cw = usize::from(self.cw);
+        for (&i, mv) in self.cidx[..cw]
+            .iter()
+            .zip(self.hot[..2 * cw].chunks_exact(2))
+        {
+            let i = usize::from(i) % FLOW_WORDS;
+            if (pkt.w[i] & mv[0]) ^ mv[1] != 0 {
+                wc.w[i] |= mv[0];
+                return true;
+            }
+        }
+        false
+    }
+
+    #[inline(always)]
+    fn ent_prio(&self, e: u32) -> u32 {
+        (self.ents[e as usize * self.stride()] >> 32) as u32
+    }
+
+    #[inline(always)]
+    fn ent_next(&self, e: u32) -> u32 {
+        (self.ents[e as usize * self.stride() + 1] >> 32) as u32
+    }
+
+    #[inline(always)]
+    fn ent_rule(&self, e: u32) -> u32 {
+        self.ents[e as usize * self.stride() + 1] as u32
+    }
+
+    fn set_next(&mut self, e: u32, next: u32) {
+        let i = e as usize * self.stride() + 1;
+        self.ents[i] = (u64::from(next) << 32) | (self.ents[i] & 0xffff_ffff);
+    }
+
+    /// The masked key of entry `e` as a full key (zero outside the check words).
+    fn ent_key(&self, e: u32) -> FlowKey {
+        let base = e as usize * self.stride() + META;
+        let mut k = FlowKey::ZERO;
+        for j in 0..usize::from(self.cw) {
+            k.w[usize::from(self.cidx[j]) % FLOW_WORDS] = self.ents[base + j];
+        }
+        k
+    }
+
+    /// Whether entry `e` matches `pkt` (full rule mask). With `wc`, un-wildcards the mask.
+    #[inline(always)]
+    fn ent_matches(&self, e: u32, pkt: &FlowKey, wc: Option<&mut FlowMask>) -> bool {
+        let cw = usize::from(self.cw);
+        let base = e as usize * (META + cw);
+        let l = (self.ents[base] as u32) as usize * cw;
+        let key = &self.ents[base + META..base + META + cw];
+        let lm = &self.lmasks[l..l + cw];
+        let cidx = &self.cidx[..cw];
+        if let Some(wc) = wc {
+            for (&i, &m) in cidx.iter().zip(lm) {
+                wc.w[usize::from(i) % FLOW_WORDS] |= m;
+            }
+        }
+        let mut diff = 0u64;
+        for ((&i, &m), &k) in cidx.iter().zip(lm).zip(key) {
+            diff |= (pkt.w[usize::from(i) % FLOW_WORDS] & m) ^ k;
+        }
+        diff == 0
+    }
+
+    fn bytes(&self) -> usize {
+        let sets: usize = self
+            .stage_sets
+            .iter()
+            .map(|s| s.capacity() * (std::mem::size_of::<(u64, u32)>() + 1))
+            .sum();
+        self.buckets.capacity() * std::mem::size_of::<Bucket>()
+            + self.ents.capacity() * 8
+            + self.lmasks.capacity() * 8
+            + (self.lmask_class.capacity()
+                + self.lmask_refs.capacity()
+                + self.lmask_free.capacity())
+                * 4
+            + self.lmask_of_class.capacity() * 9
+            + self.stage_ends.len()
+            + sets
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Slot<T> {
+    generation: u32,
+    rule: Option<Rule<T>>,
+}
+
+/// Counters describing the shape of an [`OfTable`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Live rules.
+    pub rules: usize,
+    /// Live subtables.
+    pub subtables: usize,
+    /// Distinct rule masks.
+    pub mask_classes: usize,
+    /// Longest bucket list.
+    pub max_list: usize,
+}
+
+/// The OpenFlow-table classifier; see the module docs.
+#[derive(Debug, Clone)]
+pub struct OfTable<T> {
+    cfg: Config,
+    slots: Vec<Slot<T>>,
+    free_slots: Vec<u32>,
+    classes: Vec<Option<MaskClass>>,
+    free_classes: Vec<u32>,
+    class_index: HashMap<FlowMask, u32>,
+    /// Live subtables by decreasing max rank.
+    order: Vec<Subtable>,
+    /// Subtable id → position in `order` (`NONE` if free).
+    pos: Vec<u32>,
+    free_tids: Vec<u32>,
+    table_index: HashMap<FlowMask, u32>,
+    next_seq: u64,
+    n_rules: usize,
+    scratch: Vec<u64>,
+}
+
+impl<T> Default for OfTable<T> {
+    fn default() -> Self {
+        Self::with_config(Config::default())
+    }
+}
+
+impl<T> OfTable<T> {
+    /// An empty table with the default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty table with the given configuration.
+    pub fn with_config(mut cfg: Config) -> Self {
+        cfg.collision_limit = cfg.collision_limit.max(1);
+        cfg.wide_prefix_step = cfg.wide_prefix_step.max(1);
+        cfg.narrow_prefix_step = cfg.narrow_prefix_step.max(1);
+        OfTable {
+            cfg,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            classes: Vec::new(),
+            free_classes: Vec::new(),
+            class_index: HashMap::new(),
+            order: Vec::new(),
+            pos: Vec::new(),
+            free_tids: Vec::new(),
+            table_index: HashMap::new(),
+            next_seq: 0,
+            n_rules: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> Config {
+        self.cfg
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.n_rules
+    }
+
+    /// Whether the table holds no rule.
+    pub fn is_empty(&self) -> bool {
+        self.n_rules == 0
+    }
+
+    /// Number of live subtables.
+    pub fn n_subtables(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Shape counters.
+    pub fn stats(&self) -> Stats {
+        let mut max_list = 0;
+        for st in &self.order {
+            for b in st.buckets.iter().filter(|b| b.head != NONE) {
+                let mut n = 0;
+                let mut e = b.head;
+                while e != NONE {
+                    n += 1;
+                    e = st.ent_next(e);
+                }
+                max_list = max_list.max(n);
+            }
+        }
+        Stats {
+            rules: self.n_rules,
+            subtables: self.order.len(),
+            mask_classes: self.class_index.len(),
+            max_list,
+        }
+    }
+
+    /// Estimated heap and inline footprint in bytes (capacities, not lengths).
+    pub fn memory_bytes(&self) -> usize {
+        let mut n = std::mem::size_of::<Self>();
+        n += self.slots.capacity() * std::mem::size_of::<Slot<T>>();
+        n += (self.free_slots.capacity()
+            + self.free_classes.capacity()
+            + self.free_tids.capacity()
+            + self.pos.capacity())
+            * 4;
+        n += self.order.capacity() * std::mem::size_of::<Subtable>();
+        for st in &self.order {
+            n += st.bytes();
+        }
+        for c in self.classes.iter().flatten() {
+            n += c.compat.capacity() * 4;
+        }
+        n += self.classes.capacity() * std::mem::size_of::<Option<MaskClass>>();
+        // HashMap entries: key + value + one control byte.
+        let hm = std::mem::size_of::<FlowMask>() + 4 + 1;
+        n += (self.class_index.capacity() + self.table_index.capacity()) * hm;
+        n
+    }
+
+    #[inline(always)]
+    fn rule_at(&self, r: u32) -> &Rule<T> {
+        match &self.slots[r as usize].rule {
+            Some(rule) => rule,
+            None => unreachable_rule(),
+        }
+    }
+
+    #[inline(always)]
+    fn class(&self, c: u32) -> &MaskClass {
+        match &self.classes[c as usize] {
+            Some(c) => c,
+            None => unreachable_rule(),
+        }
+    }
+
+    #[inline(always)]
+    fn table(&self, tid: u32) -> &Subtable {
+        &self.order[self.pos[tid as usize] as usize]
+    }
+
+    /// The rank of entry `e` of `st`.
+    #[inline(always)]
+    fn ent_rank(&self, st: &Subtable, e: u32) -> u128 {
+        rank(st.ent_prio(e), self.rule_at(st.ent_rule(e)).seq)
+    }
+
+    /// The match (key, mask) of a rule of this table.
+    pub fn rule_match(&self, rule: &Rule<T>) -> (FlowKey, FlowMask) {
+        let st = self.table(rule.table);
+        (st.ent_key(rule.ent), self.class(rule.class).mask)
+    }
+
+    /// The rule with identity `id`, if present.
+    pub fn get(&self, id: RuleId) -> Option<&Rule<T>> {
+        let (idx, generation) = split_id(id);
+        let s = self.slots.get(idx as usize)?;
+        if s.generation != generation {
+            return None;
+        }
+        s.rule.as_ref()
+    }
+
+    /// The relaxation of `m`: prefix-shaped fields shortened to a multiple of the step,
+    /// other fields kept, bits outside every field dropped. Always a subset of `m`.
+    fn relax(m: &FlowMask, wide_step: u32, narrow_step: u32) -> FlowMask {
+        let mut out = FlowMask::CATCHALL;
+        for f in FIELDS.iter() {
+            let fm = f.id.get_mask(m);
+            if fm == 0 {
+                continue;
+            }
+            let width = f.bits;
+            let len = fm.count_ones();
+            let top = (fm << (128 - width)).leading_ones();
+            let relaxed = if top == len && len < width {
+                let step = if width >= 32 { wide_step } else { narrow_step };
+                let l = len - len % step;
+                if l == 0 {
+                    0
+                } else {
+                    (f.id.max() >> (width - l)) << (width - l)
+                }
+            } else {
+                fm
+            };
+            f.id.set_mask(&mut out, relaxed);
+        }
+        out
+    }
+
+    fn intern_class(&mut self, mask: &FlowMask) -> u32 {
+        if let Some(&c) = self.class_index.get(mask) {
+            return c;
+        }
+        let mut compat: Vec<(u32, u32)> = self
+            .order
+            .iter()
+            .filter(|st| st.mask.is_subset_of(mask))
+            .map(|st| (st.bits, st.tid))
+            .collect();
+        compat.sort_by_key(|&(bits, _)| std::cmp::Reverse(bits));
+        let class = MaskClass {
+            mask: *mask,
+            live: 0,
+            compat: compat.into_iter().map(|(_, t)| t).collect(),
+        };
+        let c = match self.free_classes.pop() {
+            Some(c) => {
+                self.classes[c as usize] = Some(class);
+                c
+            }
+            None => {
+                self.classes.push(Some(class));
+                (self.classes.len() - 1) as u32
+            }
+        };
+        self.class_index.insert(*mask, c);
+        c
+    }
+
+    fn new_table(&mut self, mask: FlowMask) -> u32 {
+        let tid = match self.free_tids.pop() {
+            Some(t) => t,
+            None => {
+                self.pos.push(NONE);
+                (self.pos.len() - 1) as u32
+            }
+        };
+        let st = Subtable::new(tid, mask, self.cfg.staged);
+        let bits = st.bits;
+        self.pos[tid as usize] = self.order.len() as u32;
+        self.order.push(st);
+        self.table_index.insert(mask, tid);
+        // Register with every class whose mask it is compatible with.
+        let (order, pos) = (&self.order, &self.pos);
+        let bits_of = |t: u32| order[pos[t as usize] as usize].bits;
+        for c in self.classes.iter_mut().flatten() {
+            if mask.is_subset_of(&c.mask) {
+                let at = c.compat.partition_point(|&x| bits_of(x) >= bits);
+                c.compat.insert(at, tid);
+            }
+        }
+        tid
+    }
+
+    /// Length of the bucket list `key` would join in subtable `tid`, capped at `cap`.
+    fn list_len(&self, tid: u32, key: &FlowKey, cap: u32) -> u32 {
+        let st = self.table(tid);
+        let Some(p) = st.find(st.hash(key)) else {
+            return 0;
+        };
+        let mut n = 0;
+        let mut e = st.buckets[p].head;
+        while e != NONE && n < cap {
+            n += 1;
+            e = st.ent_next(e);
+        }
+        n
+    }
+
+    /// Adds a rule and returns its id.
+    pub fn insert(&mut self, priority: u32, key: &FlowKey, mask: &FlowMask, value: T) -> RuleId {
+        let key = key.masked(mask);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let c = self.intern_class(mask);
+
+        // Choose the subtable.
+        let limit = self.cfg.collision_limit;
+        let chosen = if self.cfg.band_priorities {
+            // The non-full compatible subtable with the lowest max rank: subtables then hold
+            // priority bands and the lookup's early stop cuts more of them.
+            let mut best: Option<(u128, u32)> = None;
+            for &t in &self.class(c).compat {
+                let mr = self.table(t).max_rank;
+                if best.is_some_and(|(b, _)| mr >= b) {
+                    continue;
+                }
+                if self.list_len(t, &key, limit) < limit {
+                    best = Some((mr, t));
+                }
+            }
+            best.map(|(_, t)| t)
+        } else {
+            self.class(c)
+                .compat
+                .iter()
+                .copied()
+                .find(|&t| self.list_len(t, &key, limit) < limit)
+        };
+        let tid = match chosen {
+            Some(t) => t,
+            None => {
+                // Every existing compatible subtable is full for this key: make the coarsest
+                // relaxation (halving the steps down to the exact mask) that does not exist.
+                let (mut w, mut n) = (self.cfg.wide_prefix_step, self.cfg.narrow_prefix_step);
+                let m = loop {
+                    let relaxed = Self::relax(mask, w, n);
+                    if !self.table_index.contains_key(&relaxed) || (w == 1 && n == 1) {
+                        break relaxed;
+                    }
+                    (w, n) = ((w / 2).max(1), (n / 2).max(1));
+                };
+                match self.table_index.get(&m) {
+                    Some(&t) => t,
+                    None => self.new_table(m),
+                }
+            }
+        };
+        if let Some(cl) = &mut self.classes[c as usize] {
+            cl.live += 1;
+        }
+
+        // Allocate the rule slot.
+        let r = match self.free_slots.pop() {
+            Some(r) => r,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    rule: None,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+
+        // Add the entry.
+        let my_rank = rank(priority, seq);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let p_tab = self.pos[tid as usize] as usize;
+        let st = &mut self.order[p_tab];
+        st.widen(mask.map());
+        let l = st.local_mask(c, mask);
+        st.filter_add(&key, mask);
+        let e = st.n_ents;
+        st.n_ents += 1;
+        st.ents.push((u64::from(priority) << 32) | u64::from(l));
+        st.ents.push((u64::from(NONE) << 32) | u64::from(r));
+        for j in 0..usize::from(st.cw) {
+            st.ents.push(key.w[usize::from(st.cidx[j]) % FLOW_WORDS]);
+        }
+        let h = st.stage_hashes(&key, &mut scratch);
+        st.stage_add(&scratch);
+        self.scratch = scratch;
+        let p = st.slot_for(h);
+        let head = st.buckets[p].head;
+        if head == NONE {
+            st.used += 1;
+            st.buckets[p] = Bucket { hash: h, head: e };
+        } else {
+            // After every entry of higher rank (all earlier entries of equal priority).
+            let slots = &self.slots;
+            let seq_of = |st: &Subtable, x: u32| match &slots[st.ent_rule(x) as usize].rule {
+                Some(rule) => rule.seq,
+                None => unreachable_rule(),
+            };
+            let mut prev = NONE;
+            let mut cur = head;
+            while cur != NONE && rank(st.ent_prio(cur), seq_of(st, cur)) > my_rank {
+                prev = cur;
+                cur = st.ent_next(cur);
+            }
+            st.set_next(e, cur);
+            if prev == NONE {
+                st.buckets[p].head = e;
+            } else {
+                st.set_next(prev, e);
+            }
+        }
+        let raise = my_rank > st.max_rank;
+        if raise {
+            st.max_rank = my_rank;
+        }
+
+        let s = &mut self.slots[r as usize];
+        s.generation = s.generation.wrapping_add(1);
+        let id = make_id(r, s.generation);
+        s.rule = Some(Rule {
+            id,
+            priority,
+            value,
+            seq,
+            table: tid,
+            ent: e,
+            class: c,
+        });
+        if raise {
+            self.reorder(tid);
+        }
+        self.n_rules += 1;
+        id
+    }
+
+    /// Moves subtable `tid` to its place in `order` for its (changed) max rank.
+    fn reorder(&mut self, tid: u32) {
+        let mut p = self.pos[tid as usize] as usize;
+        while p > 0 && self.order[p - 1].max_rank < self.order[p].max_rank {
+            self.order.swap(p - 1, p);
+            self.pos[self.order[p].tid as usize] = p as u32;
+            p -= 1;
+        }
+        while p + 1 < self.order.len() && self.order[p + 1].max_rank > self.order[p].max_rank {
+            self.order.swap(p, p + 1);
+            self.pos[self.order[p].tid as usize] = p as u32;
+            p += 1;
+        }
+        self.pos[tid as usize] = p as u32;
+    }
+
+    /// Position of the bucket of entry `e` and its predecessor in the list (`NONE` if head).
+    fn locate(&self, st: &Subtable, e: u32) -> Option<(usize, u32)> {
+        let key = st.ent_key(e);
+        let p = st.find(st.hash(&key))?;
+        let mut prev = NONE;
+        let mut cur = st.buckets[p].head;
+        while cur != NONE && cur != e {
+            prev = cur;
+            cur = st.ent_next(cur);
+        }
+        (cur == e).then_some((p, prev))
+    }
+
+    /// Removes a rule; returns its value if it was there.
+    pub fn remove(&mut self, id: RuleId) -> Option<T> {
+        let (r, generation) = split_id(id);
+        let s = self.slots.get(r as usize)?;
+        if s.generation != generation || s.rule.is_none() {
+            return None;
+        }
+        let (tid, e, c, my_rank) = {
+            let rule = self.rule_at(r);
+            (
+                rule.table,
+                rule.ent,
+                rule.class,
+                rank(rule.priority, rule.seq),
+            )
+        };
+        let p_tab = self.pos[tid as usize] as usize;
+
+        // Unlink from its bucket.
+        let (p, prev) = self.locate(&self.order[p_tab], e)?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let st = &mut self.order[p_tab];
+        let next = st.ent_next(e);
+        if prev == NONE {
+            if next == NONE {
+                st.delete_bucket(p);
+            } else {
+                st.buckets[p].head = next;
+            }
+        } else {
+            st.set_next(prev, next);
+        }
+        let key = st.ent_key(e);
+        st.stage_hashes(&key, &mut scratch);
+        st.stage_remove(&scratch);
+        self.scratch = scratch;
+        let l = (st.ents[e as usize * st.stride()]) as u32;
+        st.release_mask(l);
+
+        // Move the last entry into the hole.
+        let last = st.n_ents - 1;
+        if e != last {
+            let (moved_p, moved_prev) = self.locate(&self.order[p_tab], last)?;
+            let st = &mut self.order[p_tab];
+            let stride = st.stride();
+            let (dst, src) = (e as usize * stride, last as usize * stride);
+            st.ents.copy_within(src..src + stride, dst);
+            if moved_prev == NONE {
+                st.buckets[moved_p].head = e;
+            } else {
+                st.set_next(moved_prev, e);
+            }
+            let moved_rule = st.ent_rule(e);
+            if let Some(rule) = &mut self.slots[moved_rule as usize].rule {
+                rule.ent = e;
+            }
+        }
+        let st = &mut self.order[p_tab];
+        st.n_ents -= 1;
+        let stride = st.stride();
+        st.ents.truncate(st.n_ents as usize * stride);
+        let empty = st.n_ents == 0;
+        let was_max = st.max_rank == my_rank;
+
+        // Free the rule slot and the class.
+        let rule = self.slots[r as usize].rule.take()?;
+        self.free_slots.push(r);
+        let class_empty = match &mut self.classes[c as usize] {
+            Some(cl) => {
+                cl.live -= 1;
+                cl.live == 0
+            }
+            None => false,
+        };
+        if class_empty {
+            if let Some(cl) = self.classes[c as usize].take() {
+                self.class_index.remove(&cl.mask);
+            }
+            self.free_classes.push(c);
+        }
+        self.n_rules -= 1;
+
+        if empty {
+            self.drop_table(tid);
+        } else if was_max {
+            let st = &self.order[p_tab];
+            let new_max = st
+                .buckets
+                .iter()
+                .filter(|b| b.head != NONE)
+                .map(|b| self.ent_rank(st, b.head))
+                .max()
+                .unwrap_or(0);
+            self.order[p_tab].max_rank = new_max;
+            self.reorder(tid);
+        }
+        Some(rule.value)
+    }
+
+    fn drop_table(&mut self, tid: u32) {
+        let p = self.pos[tid as usize] as usize;
+        let st = self.order.remove(p);
+        for q in p..self.order.len() {
+            self.pos[self.order[q].tid as usize] = q as u32;
+        }
+        self.pos[tid as usize] = NONE;
+        self.free_tids.push(tid);
+        self.table_index.remove(&st.mask);
+        for c in self.classes.iter_mut().flatten() {
+            if st.mask.is_subset_of(&c.mask) {
+                c.compat.retain(|&x| x != tid);
+            }
+        }
+    }
+
+    /// Walks the list from `e`; returns the first entry that outranks `best` and matches.
+    #[inline(always)]
+    fn scan_list(
+        &self,
+        st: &Subtable,
+        mut e: u32,
+        pkt: &FlowKey,
+        best: Option<(u32, u64)>,
+        mut wc: Option<&mut FlowMask>,
+    ) -> Option<u32> {
+        while e != NONE {
+            if let Some((bp, bs)) = best {
+                let prio = st.ent_prio(e);
+                if prio < bp || (prio == bp && self.rule_at(st.ent_rule(e)).seq > bs) {
+                    return None;
+                }
+            }
+            if st.ent_matches(e, pkt, wc.as_deref_mut()) {
+                return Some(e);
+            }
+            e = st.ent_next(e);
+        }
+        None
+    }
+
+    /// The winning rule for `pkt`, if any.
+    #[inline]
+    pub fn lookup(&self, pkt: &FlowKey) -> Option<&Rule<T>> {
+        let mut best: Option<(u32, u64)> = None;
+        let mut best_rule = NONE;
+        let mut best_rank = 0u128;
+        for st in &self.order {
+            if best.is_some() && st.max_rank <= best_rank {
+                break;
+            }
+            if !st.filter_pass(pkt) {
+                continue;
+            }
+            let Some(p) = st.find(st.hash(pkt)) else {
+                continue;
+            };
+            if let Some(e) = self.scan_list(st, st.buckets[p].head, pkt, best, None) {
+                best_rule = st.ent_rule(e);
+                let rule = self.rule_at(best_rule);
+                best = Some((rule.priority, rule.seq));
+                best_rank = rank(rule.priority, rule.seq);
+            }
+        }
+        (best_rule != NONE).then(|| self.rule_at(best_rule))
+    }
+
+    /// The winning rule for `pkt`, adding to `wc` every bit the lookup consulted (sound
+    /// megaflow mask; see the module docs).
+    pub fn lookup_wc(&self, pkt: &FlowKey, wc: &mut FlowMask) -> Option<&Rule<T>> {
+        let mut best: Option<(u32, u64)> = None;
+        let mut best_rule = NONE;
+        let mut best_rank = 0u128;
+        let mut partial = Vec::new();
+        'tables: for st in &self.order {
+            if best.is_some() && st.max_rank <= best_rank {
+                break;
+            }
+            if st.filter_reject_wc(pkt, wc) {
+                continue;
+            }
+            let h = st.stage_hashes(pkt, &mut partial);
+            for (s, (set, ph)) in st.stage_sets.iter().zip(&partial).enumerate() {
+                if !set.contains_key(ph) {
+                    st.unwildcard(usize::from(st.stage_ends[s]), wc);
+                    continue 'tables;
+                }
+            }
+            st.unwildcard(usize::from(st.nw), wc);
+            let Some(p) = st.find(h) else {
+                continue;
+            };
+            if let Some(e) = self.scan_list(st, st.buckets[p].head, pkt, best, Some(wc)) {
+                best_rule = st.ent_rule(e);
+                let rule = self.rule_at(best_rule);
+                best = Some((rule.priority, rule.seq));
+                best_rank = rank(rule.priority, rule.seq);
+            }
+        }
+        (best_rule != NONE).then(|| self.rule_at(best_rule))
+    }
+
+    /// Work counters of one lookup of `pkt`: (subtables probed, bucket hits, entries compared).
+    pub fn probe_counts(&self, pkt: &FlowKey) -> (usize, usize, usize) {
+        let mut best: Option<(u32, u64)> = None;
+        let mut best_rank = 0u128;
+        let (mut probed, mut hits, mut compared) = (0, 0, 0);
+        for st in &self.order {
+            if best.is_some() && st.max_rank <= best_rank {
+                break;
+            }
+            if !st.filter_pass(pkt) {
+                continue;
+            }
+            probed += 1;
+            let Some(p) = st.find(st.hash(pkt)) else {
+                continue;
+            };
+            hits += 1;
+            let mut e = st.buckets[p].head;
+            while e != NONE {
+                if let Some((bp, bs)) = best {
+                    let prio = st.ent_prio(e);
+                    if prio < bp || (prio == bp && self.rule_at(st.ent_rule(e)).seq > bs) {
+                        break;
+                    }
+                }
+                compared += 1;
+                if st.ent_matches(e, pkt, None) {
+                    let rule = self.rule_at(st.ent_rule(e));
+                    best = Some((rule.priority, rule.seq));
+                    best_rank = rank(rule.priority, rule.seq);
+                    break;
+                }
+                e = st.ent_next(e);
+            }
+        }
+        (probed, hits, compared)
+    }
+
+    /// Live rules, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Rule<T>> {
+        self.slots.iter().filter_map(|s| s.rule.as_ref())
+    }
+
+    /// Checks the structural invariants (for tests); returns a description of the first
+    /// violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut seen = 0usize;
+        for (q, st) in self.order.iter().enumerate() {
+            let t = st.tid;
+            if self.pos[t as usize] as usize != q {
+                return Err(format!("pos of table {t} wrong"));
+            }
+            let mut max = 0u128;
+            let mut n = 0u32;
+            for b in st.buckets.iter().filter(|b| b.head != NONE) {
+                let mut e = b.head;
+                let mut last = u128::MAX;
+                while e != NONE {
+                    let r = st.ent_rule(e);
+                    let rule = self.rule_at(r);
+                    let (k, m) = self.rule_match(rule);
+                    if rule.table != t || rule.ent != e || rule.priority != st.ent_prio(e) {
+                        return Err(format!("rule {r} / entry {e} of table {t} disagree"));
+                    }
+                    if !st.mask.is_subset_of(&m) || m.map().0 & !st.check_map().0 != 0 {
+                        return Err(format!("table {t} mask does not fit rule {r}'s"));
+                    }
+                    if st.hash(&k) != b.hash {
+                        return Err(format!("rule {r} in the wrong bucket"));
+                    }
+                    if !st.filter_pass(&k) {
+                        return Err(format!("rule {r} fails its table's prefilter"));
+                    }
+                    let rk = self.ent_rank(st, e);
+                    if rk >= last {
+                        return Err(format!("bucket list of table {t} not sorted"));
+                    }
+                    last = rk;
+                    max = max.max(rk);
+                    n += 1;
+                    e = st.ent_next(e);
+                }
+            }
+            if n != st.n_ents || n == 0 || max != st.max_rank {
+                return Err(format!("table {t} counters wrong"));
+            }
+            seen += n as usize;
+        }
+        if seen != self.n_rules || self.iter().count() != seen {
+            return Err("rule count mismatch".into());
+        }
+        if self.order.windows(2).any(|w| w[0].max_rank < w[1].max_rank) {
+            return Err("order not sorted".into());
+        }
+        Ok(())
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unreachable_rule() -> ! {
+    // Indices stored in the structure always name live entries (module invariants).
+    unreachable!("oftable: dangling internal index")
+}
+
+fn make_id(idx: u32, generation: u32) -> RuleId {
+    RuleId((u64::from(generation) << 32) | u64::from(idx))
+}
+
+fn split_id(id: RuleId) -> (u32, u32) {
+    (id.0 as u32, (id.0 >> 32) as u32)
+}
