@@ -216,11 +216,7 @@ impl FlowKey {
 
     /// The map of non-zero words.
     pub fn map(&self) -> WordMap {
-        let mut m = 0u64;
-        for (i, &x) in self.w.iter().enumerate() {
-            m |= ((x != 0) as u64) << i;
-        }
-        WordMap(m)
+        nonzero_map(&self.w)
     }
 
     /// This key with every bit outside `mask` cleared.
@@ -258,11 +254,7 @@ impl FlowMask {
 
     /// The map of words with at least one significant bit.
     pub fn map(&self) -> WordMap {
-        let mut m = 0u64;
-        for (i, &x) in self.w.iter().enumerate() {
-            m |= ((x != 0) as u64) << i;
-        }
-        WordMap(m)
+        nonzero_map(&self.w)
     }
 
     /// Adds every bit of `other` (un-wildcarding).
@@ -284,23 +276,38 @@ impl FlowMask {
     }
 }
 
+/// The map of the non-zero words of `w`.
+fn nonzero_map(w: &[u64; FLOW_WORDS]) -> WordMap {
+    let mut m = 0u64;
+    for (i, &x) in w.iter().enumerate() {
+        m |= ((x != 0) as u64) << i;
+    }
+    WordMap(m)
+}
+
+/// Debug form: the type name and the non-zero words only.
+fn fmt_words(
+    f: &mut core::fmt::Formatter<'_>,
+    name: &str,
+    w: &[u64; FLOW_WORDS],
+) -> core::fmt::Result {
+    f.write_str(name)?;
+    f.write_str("{")?;
+    for i in nonzero_map(w).iter() {
+        write!(f, " w{}={:#x}", i, w[i])?;
+    }
+    f.write_str(" }")
+}
+
 impl core::fmt::Debug for FlowKey {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("FlowKey{")?;
-        for i in self.map().iter() {
-            write!(f, " w{}={:#x}", i, self.w[i])?;
-        }
-        f.write_str(" }")
+        fmt_words(f, "FlowKey", &self.w)
     }
 }
 
 impl core::fmt::Debug for FlowMask {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("FlowMask{")?;
-        for i in self.map().iter() {
-            write!(f, " w{}={:#x}", i, self.w[i])?;
-        }
-        f.write_str(" }")
+        fmt_words(f, "FlowMask", &self.w)
     }
 }
 
