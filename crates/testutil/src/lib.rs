@@ -7,6 +7,8 @@
 //!   independent twin of the `wire` crate.
 //! - [`flow_corpus`]: `ovs-ofctl` flow strings, hand-written and generated.
 //! - [`golden`]: answers recorded from OVS for those corpora (`data/*.tsv`), with readers.
+//! - [`pipelines`]: random OpenFlow pipelines and packets, OVS helpers to run them, and the
+//!   pipeline golden file (`data/pipelines_golden.tsv`) for the xlate differential test.
 //! - [`rng`]: a small self-contained seeded PRNG so corpora never change with a dependency.
 //!
 //! Nothing here is used by production code.
@@ -15,6 +17,7 @@ pub mod flow_corpus;
 pub mod golden;
 pub mod ovs;
 pub mod packets;
+pub mod pipelines;
 pub mod rng;
 
 pub use rng::TestRng;
