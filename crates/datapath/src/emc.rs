@@ -1,0 +1,360 @@
+//! Exact-match cache (EMC): packet key → flow, per PMD thread, no locks.
+//!
+//! As OVS's `emc_cache`: [`EMC_ENTRIES`] = 8192 entries; a key's two candidate slots are the
+//! low 13 bits of its hash and the next 13 bits (2-way); insertion is probabilistic — a
+//! packet that missed the EMC and hit further down is inserted with probability
+//! `1 / emc_insert_inv_prob` (default 100, i.e. 1 %; 1 = always, 0 = never), OVS's
+//! `other_config:emc-insert-inv-prob` — so that a flood of short flows does not thrash it.
+//!
+//! # Entry layout (why it scales better than OVS's)
+//!
+//! An entry keeps the key as a miniflow: the 32-bit word map and only the non-zero words,
+//! packed, up to [`EMC_MAX_WORDS`] = 14. The entry is two cache lines (128 bytes, OVS's is
+//! ~600), and the header (hash, map, flow) plus the first 6 words — all of a TCP/UDP over
+//! IPv4 key — share the first line, so a hit or a miss touches one line per way. Keys with
+//! more non-zero words (long IPv6/ND keys with conntrack state) are not cached here; they
+//! still hit the SMC or the megaflow classifier.
+//!
+//! # Lookup
+//!
+//! Compare the hash, then the map, then the packed words against the packet's words in map
+//! order (miniflow compare). The packet's map must be exactly its non-zero words (what
+//! `extract` returns), so two keys with equal maps and words are equal keys.
+//!
+//! # Invariants
+//!
+//! - A hit returns the flow last inserted for exactly this key, and only if it is not dead;
+//!   a dead flow is a miss and its entry is cleared on the spot ([`Emc::lookup`]) or by
+//!   the slow sweep ([`Emc::sweep`]).
+//! - Since the flow was inserted for this key after a lookup that returned it, the flow
+//!   matches the key (ARCHITECTURE.md invariant 2); a test checks it on random sequences.
+
+use std::sync::Arc;
+
+use flow::{FlowKey, WordMap};
+
+use crate::megaflow::DpFlow;
+
+/// Number of entries.
+pub const EMC_ENTRIES: usize = 1 << EMC_SHIFT;
+const EMC_SHIFT: u32 = 13;
+const EMC_MASK: u32 = (EMC_ENTRIES - 1) as u32;
+/// Most non-zero key words an entry holds.
+pub const EMC_MAX_WORDS: usize = 14;
+/// OVS's default `emc-insert-inv-prob`.
+pub const DEFAULT_EMC_INSERT_INV_PROB: u32 = 100;
+
+/// One entry: header and packed words, two cache lines.
+#[derive(Debug, Clone)]
+#[repr(C, align(64))]
+pub struct EmcEntry {
+    hash: u32,
+    map: u32,
+    flow: Option<Arc<DpFlow>>,
+    words: [u64; EMC_MAX_WORDS],
+}
+
+impl EmcEntry {
+    const EMPTY: EmcEntry = EmcEntry {
+        hash: 0,
+        map: 0,
+        flow: None,
+        words: [0; EMC_MAX_WORDS],
+    };
+
+    #[inline(always)]
+    fn key_eq(&self, key: &FlowKey, map: u32, hash: u32) -> bool {
+        if self.hash != hash || self.map != map {
+            return false;
+        }
+        let mut diff = 0u64;
+        for (j, i) in WordMap(u64::from(map)).iter().enumerate() {
+            diff |= self.words.get(j).copied().unwrap_or(!0) ^ key.w[i];
+        }
+        diff == 0
+    }
+
+    fn alive(&self) -> bool {
+        self.flow.as_ref().is_some_and(|f| !f.is_dead())
+    }
+}
+
+/// Counters of one EMC.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EmcStats {
+    /// Inserts done (the probability check passed).
+    pub inserts: u64,
+    /// Inserts skipped because the key has too many non-zero words.
+    pub too_wide: u64,
+    /// Entries cleared because their flow was dead.
+    pub dead_evicted: u64,
+}
+
+/// The exact-match cache of one PMD thread.
+#[derive(Debug)]
+pub struct Emc {
+    entries: Box<[EmcEntry]>,
+    insert_min: u32,
+    rng: u32,
+    sweep_pos: usize,
+    stats: EmcStats,
+}
+
+impl Default for Emc {
+    fn default() -> Self {
+        Emc::new(DEFAULT_EMC_INSERT_INV_PROB)
+    }
+}
+
+/// A packet key as a map fit for the EMC: `None` if the key has a word outside the first 32
+/// or more than [`EMC_MAX_WORDS`] non-zero words.
+#[inline(always)]
+fn emc_map(map: WordMap) -> Option<u32> {
+    let m = u32::try_from(map.0).ok()?;
+    (m.count_ones() as usize <= EMC_MAX_WORDS).then_some(m)
+}
+
+impl Emc {
+    /// An empty EMC inserting with probability `1 / insert_inv_prob` (0 = never).
+    pub fn new(insert_inv_prob: u32) -> Emc {
+        let mut e = Emc {
+            entries: vec![EmcEntry::EMPTY; EMC_ENTRIES].into_boxed_slice(),
+            insert_min: 0,
+            rng: 0x9e37_79b9,
+            sweep_pos: 0,
+            stats: EmcStats::default(),
+        };
+        e.set_insert_inv_prob(insert_inv_prob);
+        e
+    }
+
+    /// Changes the insertion probability to `1 / inv_prob` (0 = never insert).
+    pub fn set_insert_inv_prob(&mut self, inv_prob: u32) {
+        self.insert_min = u32::MAX.checked_div(inv_prob).unwrap_or(0);
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> EmcStats {
+        self.stats
+    }
+
+    #[inline(always)]
+    fn slots(hash: u32) -> [usize; 2] {
+        [
+            (hash & EMC_MASK) as usize,
+            ((hash >> EMC_SHIFT) & EMC_MASK) as usize,
+        ]
+    }
+
+    /// The live flow cached for `key` (`map` = its non-zero words, `hash` = `hash_key(key,
+    /// map, 0)`). A dead flow's entry is cleared and reported as a miss.
+    #[inline]
+    pub fn lookup(&mut self, key: &FlowKey, map: WordMap, hash: u32) -> Option<&Arc<DpFlow>> {
+        let m = emc_map(map)?;
+        let mut found = None;
+        for s in Self::slots(hash) {
+            let e = self.entries.get(s)?;
+            if e.key_eq(key, m, hash) {
+                found = Some(s);
+                break;
+            }
+        }
+        let s = found?;
+        let dead = self
+            .entries
+            .get(s)?
+            .flow
+            .as_ref()
+            .is_none_or(|f| f.is_dead());
+        if dead {
+            if let Some(e) = self.entries.get_mut(s) {
+                *e = EmcEntry::EMPTY;
+            }
+            self.stats.dead_evicted += 1;
+            return None;
+        }
+        self.entries.get(s)?.flow.as_ref()
+    }
+
+    /// [`Emc::lookup`] without eviction (a dead flow is still a miss).
+    #[inline]
+    pub fn peek(&self, key: &FlowKey, map: WordMap, hash: u32) -> Option<&Arc<DpFlow>> {
+        let m = emc_map(map)?;
+        Self::slots(hash)
+            .into_iter()
+            .filter_map(|s| self.entries.get(s))
+            .find(|e| e.key_eq(key, m, hash))
+            .and_then(|e| e.flow.as_ref())
+            .filter(|f| !f.is_dead())
+    }
+
+    /// Inserts with the configured probability (OVS `emc_probabilistic_insert`); returns
+    /// whether it inserted.
+    #[inline]
+    pub fn maybe_insert(
+        &mut self,
+        key: &FlowKey,
+        map: WordMap,
+        hash: u32,
+        flow: &Arc<DpFlow>,
+    ) -> bool {
+        if self.insert_min == 0 {
+            return false;
+        }
+        // xorshift32: a few cycles, per-PMD state, no shared line.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng = x;
+        if x > self.insert_min {
+            return false;
+        }
+        self.insert(key, map, hash, flow)
+    }
+
+    /// Inserts `key` → `flow` (OVS `emc_insert`): if one candidate holds the key, its flow is
+    /// replaced; otherwise the victim is a candidate without a live flow, else the one with
+    /// the lower hash. Returns false if the key is too wide for an entry.
+    pub fn insert(&mut self, key: &FlowKey, map: WordMap, hash: u32, flow: &Arc<DpFlow>) -> bool {
+        let Some(m) = emc_map(map) else {
+            self.stats.too_wide += 1;
+            return false;
+        };
+        let [a, b] = Self::slots(hash);
+        let mut victim = None::<usize>;
+        for s in [a, b] {
+            let Some(e) = self.entries.get(s) else {
+                continue;
+            };
+            if e.key_eq(key, m, hash) {
+                victim = Some(s);
+                break;
+            }
+            victim = match victim.and_then(|v| self.entries.get(v).map(|ve| (v, ve))) {
+                None => Some(s),
+                Some((v, ve)) => {
+                    if (ve.alive() && !e.alive()) || e.hash < ve.hash {
+                        Some(s)
+                    } else {
+                        Some(v)
+                    }
+                }
+            };
+        }
+        let Some(e) = victim.and_then(|v| self.entries.get_mut(v)) else {
+            return false;
+        };
+        e.hash = hash;
+        e.map = m;
+        e.flow = Some(flow.clone());
+        e.words = [0; EMC_MAX_WORDS];
+        for (w, i) in e.words.iter_mut().zip(WordMap(u64::from(m)).iter()) {
+            *w = key.w[i];
+        }
+        self.stats.inserts += 1;
+        true
+    }
+
+    /// Clears dead entries among the next `n` (OVS `emc_cache_slow_sweep` does one per PMD
+    /// loop iteration); returns how many it cleared.
+    pub fn sweep(&mut self, n: usize) -> usize {
+        let mut cleared = 0;
+        for _ in 0..n.min(EMC_ENTRIES) {
+            let pos = self.sweep_pos;
+            self.sweep_pos = (pos + 1) & (EMC_ENTRIES - 1);
+            if let Some(e) = self.entries.get_mut(pos)
+                && e.flow.as_ref().is_some_and(|f| f.is_dead())
+            {
+                *e = EmcEntry::EMPTY;
+                cleared += 1;
+            }
+        }
+        self.stats.dead_evicted += cleared as u64;
+        cleared
+    }
+
+    /// Empties the cache.
+    pub fn clear(&mut self) {
+        self.entries.fill(EmcEntry::EMPTY);
+    }
+
+    /// Number of entries holding a live flow.
+    pub fn live_entries(&self) -> usize {
+        self.entries.iter().filter(|e| e.alive()).count()
+    }
+
+    /// Bytes per entry.
+    pub const ENTRY_BYTES: usize = std::mem::size_of::<EmcEntry>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::megaflow::Ufid;
+    use flow::FlowMask;
+    use flow::hash::hash_key;
+
+    fn key(i: u64) -> FlowKey {
+        let mut k = FlowKey::ZERO;
+        k.w[0] = 1 << 32;
+        k.w[19] = i | 1 << 40;
+        k.w[29] = i.rotate_left(17) | 1;
+        k
+    }
+
+    #[test]
+    fn entry_is_two_lines() {
+        assert_eq!(Emc::ENTRY_BYTES, 128);
+    }
+
+    #[test]
+    fn insert_lookup_dead_sweep() {
+        let mut emc = Emc::new(1);
+        let f = Arc::new(DpFlow::new(Ufid(1), &key(1), &FlowMask::CATCHALL, 0));
+        let k = key(5);
+        let h = hash_key(&k, k.map(), 0);
+        assert!(emc.lookup(&k, k.map(), h).is_none());
+        assert!(emc.maybe_insert(&k, k.map(), h, &f));
+        assert!(Arc::ptr_eq(emc.lookup(&k, k.map(), h).unwrap(), &f));
+        // Same hash, different key: miss.
+        let k2 = key(6);
+        assert!(emc.lookup(&k2, k2.map(), h).is_none());
+        f.mark_dead();
+        assert!(emc.peek(&k, k.map(), h).is_none());
+        assert!(emc.lookup(&k, k.map(), h).is_none());
+        assert_eq!(emc.stats().dead_evicted, 1);
+        assert!(emc.maybe_insert(&k, k.map(), h, &f));
+        assert_eq!(emc.sweep(EMC_ENTRIES), 1);
+        assert_eq!(emc.live_entries(), 0);
+    }
+
+    #[test]
+    fn insert_probability() {
+        let f = Arc::new(DpFlow::new(Ufid(1), &key(1), &FlowMask::CATCHALL, 0));
+        let mut off = Emc::new(0);
+        let mut pct = Emc::new(100);
+        let mut n = 0;
+        for i in 0..100_000u64 {
+            let k = key(i);
+            let h = hash_key(&k, k.map(), 0);
+            assert!(!off.maybe_insert(&k, k.map(), h, &f));
+            n += usize::from(pct.maybe_insert(&k, k.map(), h, &f));
+        }
+        assert!((700..1300).contains(&n), "{n} inserts of 100000 at 1%");
+    }
+
+    #[test]
+    fn too_wide_keys_are_not_cached() {
+        let mut emc = Emc::new(1);
+        let mut k = FlowKey::ZERO;
+        for i in 0..20 {
+            k.w[i] = 1;
+        }
+        let f = Arc::new(DpFlow::new(Ufid(1), &k, &FlowMask::CATCHALL, 0));
+        let h = hash_key(&k, k.map(), 0);
+        assert!(!emc.insert(&k, k.map(), h, &f));
+        assert!(emc.lookup(&k, k.map(), h).is_none());
+        assert_eq!(emc.stats().too_wide, 1);
+    }
+}

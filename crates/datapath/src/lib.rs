@@ -1,0 +1,41 @@
+//! `datapath`: the datapath's cache tiers — megaflows, the exact-match cache, the
+//! signature-match cache and the ranked per-in_port megaflow classifier (dpcls).
+//!
+//! ```text
+//!  packet key + hash ─► Emc (exact key, per PMD) ─► Smc (16-bit signature → flow index,
+//!  per PMD, verified) ─► dpcls (per in_port, subtables per mask, ranked, batch) ─► miss
+//! ```
+//!
+//! What is here: the structures and their tests and benchmarks ([`megaflow`], [`flow_table`],
+//! [`emc`], [`smc`], [`dpcls`], and [`twin`], the linear reference they are all checked
+//! against). What is not yet: the PMD loop, upcalls, action execution and the per-PMD stats
+//! lines; they will call these.
+//!
+//! # Invariants (ARCHITECTURE.md 2)
+//!
+//! Every tier returns only a live megaflow that matches the packet under its mask: the EMC
+//! because it compares the exact key and the flow was inserted for that key, the SMC because
+//! it verifies each candidate, dpcls because it compares the masked words. With
+//! non-overlapping megaflows that is the one the twin finds.
+//!
+//! # Concurrency
+//!
+//! The EMC and SMC are owned by one PMD thread (`&mut self`, no atomics). The classifier is
+//! read without locks through published snapshots (see [`dpcls`] for the protocol); writers
+//! serialise on one mutex. Flow stats are written by the owning PMD only ([`megaflow`]).
+//! No `unsafe` in this crate.
+#![forbid(unsafe_code)]
+
+pub mod dpcls;
+pub mod emc;
+pub mod flow_table;
+pub mod megaflow;
+pub mod smc;
+pub mod twin;
+
+pub use dpcls::{Dpcls, DpclsConfig, DpclsReader, Inserted, LookupStats, RankOutcome, Snapshot};
+pub use emc::Emc;
+pub use flow_table::{FlowArena, FlowIndex};
+pub use megaflow::{ActionsId, DpFlow, FlowStats, Ufid};
+pub use smc::Smc;
+pub use twin::LinearMegaflows;

@@ -1,0 +1,209 @@
+//! A datapath flow (megaflow): masked key, mask, actions handle, liveness and stats.
+//!
+//! A [`DpFlow`] is immutable once built except for two things: its `dead` flag (set once by
+//! the writer that removes it, never cleared) and its [`FlowStats`] (written by the PMD thread
+//! that owns the flow, read by anyone). Every cache tier holds flows as `Arc<DpFlow>` and
+//! treats a dead flow as a miss, so removing a flow only needs the flag to be set before the
+//! flow's slots are cleared: a reader that still reaches the flow through a stale snapshot or
+//! cache entry sees the flag and does not use it.
+//!
+//! # Invariants
+//!
+//! - `key == key.masked(&mask)` (the key is stored masked) and `map == mask.map()`.
+//! - `hash == hash_masked(&key, &mask, map, 0)`: the hash the subtable of `mask` files it under.
+//! - `dead` goes false → true once.
+//!
+//! # Stats protocol
+//!
+//! OVS keeps per-flow stats under a per-flow mutex; here one PMD thread owns a flow (the
+//! classifier is per PMD, as in OVS), so [`FlowStats::record`] is a relaxed load + store of
+//! each counter (no `lock` prefix, no read-modify-write), on a 64-byte line of its own so
+//! that the owner's writes do not invalidate the line holding the key the lookup compares.
+//! Readers (revalidators, `dump-flows`) read relaxed and may see a batch half-applied; the
+//! counters are monotone, which is all they need. A second writer would lose updates, never
+//! corrupt memory: that is why it is a rule, not a safety condition.
+
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
+
+use flow::hash::hash_masked;
+use flow::{FlowKey, FlowMask, WordMap};
+
+/// A unique flow id (OVS's ufid: 128 bits, chosen by the installer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Ufid(pub u128);
+
+/// Handle of the datapath actions of a flow (an index into the action store of the caller).
+pub type ActionsId = u32;
+
+/// Per-flow counters, on a cache line of their own (see the module doc for the protocol).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct FlowStats {
+    packets: AtomicU64,
+    bytes: AtomicU64,
+    used: AtomicU64,
+    tcp_flags: AtomicU16,
+}
+
+/// A point-in-time copy of [`FlowStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowStatsSnapshot {
+    /// Packets that hit the flow.
+    pub packets: u64,
+    /// Bytes of those packets.
+    pub bytes: u64,
+    /// Time of the last hit, in the caller's unit (ms), 0 = never.
+    pub used: u64,
+    /// OR of the TCP flags seen.
+    pub tcp_flags: u16,
+}
+
+impl FlowStats {
+    /// Adds a batch of `packets` packets of `bytes` bytes seen at `now`. Only the owning PMD
+    /// thread calls this (single writer: plain load + store, no atomic read-modify-write).
+    #[inline]
+    pub fn record(&self, packets: u64, bytes: u64, now: u64, tcp_flags: u16) {
+        self.packets
+            .store(self.packets.load(Relaxed).wrapping_add(packets), Relaxed);
+        self.bytes
+            .store(self.bytes.load(Relaxed).wrapping_add(bytes), Relaxed);
+        if now > self.used.load(Relaxed) {
+            self.used.store(now, Relaxed);
+        }
+        let f = self.tcp_flags.load(Relaxed);
+        if f | tcp_flags != f {
+            self.tcp_flags.store(f | tcp_flags, Relaxed);
+        }
+    }
+
+    /// Reads the counters (each relaxed; see the module doc).
+    pub fn snapshot(&self) -> FlowStatsSnapshot {
+        FlowStatsSnapshot {
+            packets: self.packets.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            used: self.used.load(Relaxed),
+            tcp_flags: self.tcp_flags.load(Relaxed),
+        }
+    }
+}
+
+/// A datapath flow: what a megaflow classifier hit, an SMC hit or an EMC hit returns.
+#[derive(Debug)]
+#[repr(C)]
+pub struct DpFlow {
+    /// The key, already masked.
+    pub key: FlowKey,
+    /// Significant bits.
+    pub mask: FlowMask,
+    /// `mask.map()`.
+    pub map: WordMap,
+    /// `hash_masked(&key, &mask, map, 0)`.
+    pub hash: u32,
+    /// The flow's id.
+    pub ufid: Ufid,
+    /// Datapath actions handle.
+    pub actions: ActionsId,
+    dead: AtomicBool,
+    /// Counters, written by the owning PMD thread.
+    pub stats: FlowStats,
+}
+
+impl DpFlow {
+    /// A live flow matching `key` under `mask` (the key is masked here).
+    pub fn new(ufid: Ufid, key: &FlowKey, mask: &FlowMask, actions: ActionsId) -> DpFlow {
+        let key = key.masked(mask);
+        let map = mask.map();
+        DpFlow {
+            hash: hash_masked(&key, mask, map, 0),
+            key,
+            mask: *mask,
+            map,
+            ufid,
+            actions,
+            dead: AtomicBool::new(false),
+            stats: FlowStats::default(),
+        }
+    }
+
+    /// The in_port this flow matches (word 0, high half), or `None` if the mask does not
+    /// cover the whole in_port field.
+    pub fn in_port(&self) -> Option<u32> {
+        if self.mask.w[0] >> 32 == 0xffff_ffff {
+            Some((self.key.w[0] >> 32) as u32)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the flow was removed.
+    #[inline]
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Marks the flow removed (every tier then treats it as a miss).
+    pub fn mark_dead(&self) {
+        self.dead.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether packet key `pkt` matches this flow (compares only the mask's words).
+    #[inline]
+    pub fn matches(&self, pkt: &FlowKey) -> bool {
+        self.map
+            .iter()
+            .all(|i| pkt.w[i] & self.mask.w[i] == self.key.w[i])
+    }
+
+    /// Whether this flow and `other` can both match some packet.
+    pub fn overlaps(&self, other: &DpFlow) -> bool {
+        (0..flow::FLOW_WORDS)
+            .all(|i| (self.key.w[i] ^ other.key.w[i]) & self.mask.w[i] & other.mask.w[i] == 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_accumulate() {
+        let s = FlowStats::default();
+        s.record(2, 128, 5, 0x02);
+        s.record(1, 64, 3, 0x10);
+        assert_eq!(
+            s.snapshot(),
+            FlowStatsSnapshot {
+                packets: 3,
+                bytes: 192,
+                used: 5,
+                tcp_flags: 0x12
+            }
+        );
+        assert_eq!(std::mem::align_of::<FlowStats>(), 64);
+    }
+
+    #[test]
+    fn matches_and_overlap() {
+        let mut k = FlowKey::ZERO;
+        let mut m = FlowMask::CATCHALL;
+        k.w[0] = 7 << 32 | 0xdead;
+        m.w[0] = 0xffff_ffff << 32;
+        k.w[19] = 0x0a00_0001;
+        m.w[19] = 0xffff_ffff;
+        let f = DpFlow::new(Ufid(1), &k, &m, 0);
+        assert_eq!(f.key.w[0], 7 << 32);
+        assert_eq!(f.in_port(), Some(7));
+        let mut p = k;
+        p.w[29] = 99;
+        assert!(f.matches(&p));
+        p.w[19] = 0x0a00_0002;
+        assert!(!f.matches(&p));
+        let g = DpFlow::new(Ufid(2), &p, &m, 0);
+        assert!(!f.overlaps(&g));
+        let h = DpFlow::new(Ufid(3), &p, &FlowMask::CATCHALL, 0);
+        assert!(f.overlaps(&h) && g.overlaps(&h));
+        assert!(!f.is_dead());
+        f.mark_dead();
+        assert!(f.is_dead());
+    }
+}
