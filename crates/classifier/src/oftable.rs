@@ -4,8 +4,11 @@
 //! # Structure
 //!
 //! - Every rule lives in exactly one **subtable**. A subtable has a mask `M_t` that is a subset
-//!   of the mask of every rule it holds (a *relaxed* mask: prefix fields are rounded down to a
-//!   coarser length, see [`Config`]). Rules are hashed on `key & M_t` into an open-addressing
+//!   of the mask of every rule it holds (a *relaxed* mask, see [`Config`]: prefix fields of 32
+//!   bits or more are rounded down to a multiple of 16; narrower fields — ports, protocol,
+//!   `dl_type` — are by default dropped from `M_t` even when exact, as TupleMerge does with
+//!   ports, so that rules differing only there share a subtable and are told apart by the
+//!   per-rule check; a full bucket sends further rules to a finer subtable). Rules are hashed on `key & M_t` into an open-addressing
 //!   bucket array; a bucket holds the head of an intrusive singly linked list of entries sorted
 //!   by rank (priority descending, then insertion order ascending). Entries of a bucket agree on
 //!   the hash of `M_t`'s bits, not necessarily on the bits themselves: every rule is always
@@ -96,16 +99,20 @@ pub struct Config {
     /// Place a rule in the compatible subtable with the lowest max rank (instead of the most
     /// specific one).
     pub band_priorities: bool,
+    /// Relax exact narrow fields too (an exact `tp_dst` is a 16-bit prefix: with a narrow step
+    /// above 16 it leaves the subtable mask and is checked per rule only).
+    pub relax_exact_narrow: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            collision_limit: 32,
+            collision_limit: 64,
             wide_prefix_step: 16,
-            narrow_prefix_step: 16,
+            narrow_prefix_step: 17,
             staged: true,
             band_priorities: false,
+            relax_exact_narrow: true,
         }
     }
 }
@@ -323,7 +330,9 @@ impl Subtable {
 
     /// The position for `hash`: existing bucket or the empty slot where it would go.
     fn slot_for(&mut self, hash: u32) -> usize {
-        if (self.used as usize + 1) * 4 > self.buckets.len() * 3 {
+        // At most half full: almost every lookup probe is a miss, and a linear-probing miss
+        // scans the run up to the next empty slot.
+        if (self.used as usize + 1) * 2 > self.buckets.len() {
             self.grow();
         }
         let mask = self.buckets.len() - 1;
@@ -787,7 +796,7 @@ impl<T> OfTable<T> {
 
     /// The relaxation of `m`: prefix-shaped fields shortened to a multiple of the step,
     /// other fields kept, bits outside every field dropped. Always a subset of `m`.
-    fn relax(m: &FlowMask, wide_step: u32, narrow_step: u32) -> FlowMask {
+    fn relax(m: &FlowMask, wide_step: u32, narrow_step: u32, exact_narrow: bool) -> FlowMask {
         let mut out = FlowMask::CATCHALL;
         for f in FIELDS.iter() {
             let fm = f.id.get_mask(m);
@@ -797,7 +806,7 @@ impl<T> OfTable<T> {
             let width = f.bits;
             let len = fm.count_ones();
             let top = (fm << (128 - width)).leading_ones();
-            let relaxed = if top == len && len < width {
+            let relaxed = if top == len && (len < width || (exact_narrow && width < 32)) {
                 let step = if width >= 32 { wide_step } else { narrow_step };
                 let l = len - len % step;
                 if l == 0 {
@@ -920,7 +929,7 @@ impl<T> OfTable<T> {
                 // relaxation (halving the steps down to the exact mask) that does not exist.
                 let (mut w, mut n) = (self.cfg.wide_prefix_step, self.cfg.narrow_prefix_step);
                 let m = loop {
-                    let relaxed = Self::relax(mask, w, n);
+                    let relaxed = Self::relax(mask, w, n, self.cfg.relax_exact_narrow);
                     if !self.table_index.contains_key(&relaxed) || (w == 1 && n == 1) {
                         break relaxed;
                     }
@@ -1281,6 +1290,15 @@ impl<T> OfTable<T> {
             }
         }
         (probed, hits, compared)
+    }
+
+    /// Per live subtable, in lookup order: its mask, number of rules and highest priority
+    /// (for tuning and reports).
+    pub fn subtable_summary(&self) -> Vec<(FlowMask, usize, u32)> {
+        self.order
+            .iter()
+            .map(|st| (st.mask, st.n_ents as usize, (st.max_rank >> 64) as u32))
+            .collect()
     }
 
     /// Live rules, in no particular order.
