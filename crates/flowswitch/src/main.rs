@@ -24,6 +24,8 @@ enum Command {
     PcapFlows(cmd::pcap_flows::Args),
     /// Write the synthetic traffic generator's frames to a pcap file.
     GenPcap(cmd::gen_pcap::Args),
+    /// Trace a packet through an OpenFlow pipeline, like `ovs-appctl ofproto/trace`.
+    Trace(cmd::trace::Args),
     /// Classify a ClassBench trace with the OpenFlow classifier, checked against a linear scan.
     Classbench(cmd::classbench::Args),
     /// Replay the built-in packet set through the default bridge and print forwarding stats.
@@ -38,6 +40,7 @@ fn main() -> std::process::ExitCode {
         Command::GenPcap(a) => cmd::gen_pcap::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Classbench(a) => cmd::classbench::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -91,7 +91,108 @@ pub fn parse_actions(text: &str) -> Result<Vec<Action>, ParseError> {
     acx.parse_list(text, false)
 }
 
+/// Parses the flow text of `ovs-ofctl mod-flows` / `del-flows` (and their `--strict` forms): the
+/// match with the flow-mod keywords, plus what only those commands accept: `cookie=V/MASK` (a
+/// filter; without a mask the value is the new cookie for modify), `out_port=P`, and optional
+/// `actions=` (required by modify, absent for delete). No normalisation or protocol round trip.
+/// An empty text is the catch-all filter.
+pub fn parse_flow_filter(text: &str) -> Result<FlowSpec, ParseError> {
+    let cx = parse::Ctx { text };
+    let (mpart, apart) = match parse::split_actions(text) {
+        Some((m, a)) => (m, Some(a)),
+        None => (text, None),
+    };
+    // Take out `cookie=V/M` and `out_port=P`, blanking them (white space separates pairs, so
+    // the remaining columns stay right for error messages).
+    let base = parse::offset_in(text, mpart);
+    let mut blanked = mpart.as_bytes().to_vec();
+    let mut cookie = None;
+    let mut out_port = None;
+    for kv in lex::KvIter::new(mpart) {
+        let at_value = |msg: String| cx.err(base + kv.value_at, kv.value, msg);
+        let take = match kv.key {
+            "cookie" => {
+                let (v, m) = match kv.value.split_once('/') {
+                    Some((v, m)) => (v, Some(m)),
+                    None => (kv.value, None),
+                };
+                let bad = || at_value(format!("invalid numeric format {}", kv.value));
+                let v = value::str_to_u64(v).ok_or_else(bad)?;
+                let m = match m {
+                    Some(m) => Some(value::str_to_u64(m).ok_or_else(bad)?),
+                    None => None,
+                };
+                cookie = Some((v, m));
+                true
+            }
+            "out_port" => {
+                let p = crate::ofp::OfPort::parse(kv.value)
+                    .ok_or_else(|| at_value(format!("{}: output port is invalid", kv.value)))?;
+                out_port = Some(p);
+                true
+            }
+            _ => false,
+        };
+        if take {
+            let end = (kv.value_at + kv.value.len()).max(kv.key_at + kv.key.len());
+            for b in blanked.iter_mut().take(end).skip(kv.key_at) {
+                *b = b' ';
+            }
+        }
+    }
+    let stripped = String::from_utf8(blanked).map_err(|_| cx.err(0, text, "invalid UTF-8"))?;
+    let scx = parse::Ctx { text: &stripped };
+    let pm = parse::parse_match_part(&scx, &stripped, true).map_err(|mut e| {
+        e.column += base;
+        e
+    })?;
+    let mut spec = pm.spec;
+    match cookie {
+        Some((v, Some(m))) => {
+            spec.cookie = v & m;
+            spec.cookie_mask = m;
+        }
+        Some((v, None)) => spec.cookie = v,
+        None => {}
+    }
+    spec.out_port = out_port;
+    if let Some(a) = apart {
+        let mut acx = parse::ActCtx {
+            cx: &cx,
+            usable: Protocols::ANY,
+            depth: 0,
+        };
+        spec.actions = acx.parse_list(a, false)?;
+    }
+    Ok(spec)
+}
+
 /// A match as `ovs-ofctl` prints it (no priority).
 pub fn format_match(m: &Match) -> String {
     format::format_match_priority(m, crate::ofp::DEFAULT_PRIORITY)
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use super::*;
+    use crate::ofp::OfPort;
+
+    #[test]
+    fn del_and_mod_flows_syntax() {
+        let s =
+            parse_flow_filter("table=1,cookie=0x20/0xf0,out_port=2,ip,nw_dst=10.0.0.0/8").unwrap();
+        assert_eq!(s.table, Some(1));
+        assert_eq!((s.cookie, s.cookie_mask), (0x20, 0xf0));
+        assert_eq!(s.out_port, Some(OfPort(2)));
+        assert!(s.actions.is_empty());
+        assert_eq!(format_match(&s.match_), "ip,nw_dst=10.0.0.0/8");
+        let m = parse_flow_filter("priority=7,cookie=5,udp,actions=output:3").unwrap();
+        assert_eq!((m.priority, m.cookie, m.cookie_mask), (7, 5, 0));
+        assert_eq!(format_actions(&m.actions), "output:3");
+        assert_eq!(parse_flow_filter("").unwrap().match_, Match::catchall());
+        let e = parse_flow_filter("ip,out_port=bogus").unwrap_err();
+        assert_eq!(e.column, 4 + "out_port=".len());
+        assert!(parse_flow_filter("ip,nw_dst=1.2.3.4/33").is_err());
+        assert!(parse_flow_filter("cookie=0x1/zz").is_err());
+    }
 }

@@ -40,7 +40,7 @@ impl Ctx<'_> {
 }
 
 /// Offset of `sub` inside `whole` (both slices of the same text), else 0.
-fn offset_in(whole: &str, sub: &str) -> usize {
+pub(crate) fn offset_in(whole: &str, sub: &str) -> usize {
     let w = whole.as_ptr() as usize;
     let s = sub.as_ptr() as usize;
     if s >= w && s <= w + whole.len() {

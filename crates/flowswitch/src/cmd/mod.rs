@@ -5,3 +5,4 @@ pub mod demo;
 pub mod gen_pcap;
 pub mod parse_flow;
 pub mod pcap_flows;
+pub mod trace;

@@ -1,0 +1,94 @@
+//! `trace` subcommand: `ovs-appctl ofproto/trace` for a pipeline given as an `ovs-ofctl
+//! add-flows` file.
+//!
+//! `flowswitch trace --flows FILE [--bridge-ports N] 'in_port=1,udp,nw_dst=10.1.1.1'` traces a
+//! flow written in match syntax; `--packet HEX` traces packet bytes instead (the flow argument
+//! then only supplies metadata such as `in_port`, as in `ofproto/trace br0 in_port=1 HEX`). The
+//! bridge is OVS's test bridge: `br0` with its LOCAL port (datapath port 100) and ports
+//! `p1..pN` numbered 1..N. Output: `Flow:`, the per-table tree, `Final flow:`, `Megaflow:`,
+//! `Datapath actions:`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use flow::FieldId;
+use flow::extract::{PacketMeta, extract};
+use ofproto::{Backend, Bridge, XlateIn};
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Flow file in `ovs-ofctl add-flows` syntax (one flow per line, `#` comments).
+    #[arg(long)]
+    pub flows: PathBuf,
+    /// Number of ports `p1..pN` on the bridge.
+    #[arg(long, default_value_t = 4)]
+    pub bridge_ports: u16,
+    /// Packet bytes in hex (the flow argument then gives only metadata, e.g. `in_port=1`).
+    #[arg(long)]
+    pub packet: Option<String>,
+    /// Use the linear reference classifier instead of the tuple-space one.
+    #[arg(long)]
+    pub linear: bool,
+    /// The flow, in match syntax (`in_port=1,udp,nw_dst=10.1.1.1`).
+    pub flow: String,
+}
+
+fn unhex(s: &str) -> anyhow::Result<Vec<u8>> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(2) {
+        bail!("packet hex has an odd number of digits");
+    }
+    digits
+        .chunks(2)
+        .map(|p| {
+            let h = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+            match (h(p[0]), h(p[1])) {
+                (Some(a), Some(b)) => Ok(a << 4 | b),
+                _ => bail!("packet hex has a non-hex digit"),
+            }
+        })
+        .collect()
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.flows)
+        .with_context(|| format!("reading {}", args.flows.display()))?;
+    let backend = if args.linear {
+        Backend::Linear
+    } else {
+        Backend::TupleSpace
+    };
+    let mut br = Bridge::ovs_sandbox(args.bridge_ports, backend);
+    br.add_flows_text(&text, 0)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.flows.display()))?;
+    let m = flow::text::parse_match(&args.flow)
+        .map_err(|e| anyhow::anyhow!("Bad openflow flow syntax: {e}"))?;
+    let (key, side_effects) = match &args.packet {
+        Some(hex) => {
+            let bytes = unhex(hex)?;
+            if bytes.len() < 14 {
+                bail!("Packet data too short for Ethernet");
+            }
+            let in_port = m.value(FieldId::InPort) as u32;
+            let mut meta = PacketMeta::port(in_port);
+            meta.recirc_id = m.value(FieldId::RecircId) as u32;
+            meta.pkt_mark = m.value(FieldId::PktMark) as u32;
+            let mut k = flow::FlowKey::ZERO;
+            extract(&bytes, &meta, &mut k);
+            (k, true)
+        }
+        None => (m.key, false),
+    };
+    let input = XlateIn {
+        key,
+        now_ms: 0,
+        side_effects,
+        trace: true,
+        table: 0,
+    };
+    let out = ofproto::xlate(&mut br, &input);
+    print!("{}", ofproto::format_trace(&key, &out));
+    Ok(())
+}

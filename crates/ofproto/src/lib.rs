@@ -1,0 +1,28 @@
+//! `ofproto`: the OpenFlow slow path of flowswitch.
+//!
+//! - [`table`]: one OpenFlow table (rules, counters, timeouts) over a classifier that reports
+//!   the bits each lookup consulted;
+//! - [`bridge`]: a bridge (ports with VLAN modes, 255 tables, flow mods, expiry, MAC learning);
+//! - [`xlate`]: translation of a packet's flow key into datapath actions plus the megaflow mask
+//!   (OVS `ofproto-dpif-xlate.c`), including `NORMAL`;
+//! - [`odp`]: datapath actions and their OVS text form;
+//! - [`trace`]: the `ofproto/trace` report;
+//! - [`mac`]: the MAC learning table.
+//!
+//! Time is always passed in (milliseconds on the caller's clock); nothing here reads a clock or
+//! does I/O. Panic contract: no flow mod, key or packet makes anything here panic; bad flow
+//! mods return errors and change nothing; over-deep or looping pipelines end in a counted drop.
+#![forbid(unsafe_code)]
+
+pub mod bridge;
+pub mod mac;
+pub mod odp;
+pub mod table;
+pub mod trace;
+pub mod xlate;
+
+pub use bridge::{Bridge, FlowMod, FlowModCommand, FlowModError, Port, VlanMode};
+pub use odp::{OdpAction, format_odp_actions};
+pub use table::Backend;
+pub use trace::format_trace;
+pub use xlate::{XlateIn, XlateOut, xlate, xlate_ro};

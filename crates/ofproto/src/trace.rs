@@ -1,0 +1,169 @@
+//! The `ofproto/trace` report: the tree of bridges, tables, actions and notes a translation
+//! walked ([`Tracer`]), and the whole text OVS prints ([`format_trace`]).
+//!
+//! The tree and its printer follow OVS `ofproto-dpif-trace.c` exactly: a table node is
+//! appended to the current list and becomes the current list while its actions run (so a
+//! resubmitted table is a *sibling* that follows the `resubmit` action), and
+//! `oftrace_node_print_details` indents a node by `(level + more) * 4` where `more` says
+//! whether it has a following sibling or is a leaf; children print at `level + 2 * more`.
+
+use std::fmt::Write as _;
+
+use flow::FlowKey;
+
+use crate::odp::format_odp_actions;
+use crate::xlate::XlateOut;
+
+/// Kind of a trace node (OVS `enum oftrace_node_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// `bridge("br0")` with an underline.
+    Bridge,
+    /// ` 0. match, priority N`.
+    Table,
+    /// An action (leaf).
+    Action,
+    /// ` -> detail` (leaf).
+    Detail,
+    /// ` >> warning` (leaf).
+    Warn,
+    /// ` >>>> error <<<<` (leaf).
+    Error,
+}
+
+impl NodeKind {
+    fn terminal(self) -> bool {
+        !matches!(self, NodeKind::Bridge | NodeKind::Table)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    kind: NodeKind,
+    text: String,
+    subs: Vec<usize>,
+}
+
+/// The trace tree under construction. Node 0 is the invisible root.
+#[derive(Debug, Clone)]
+pub struct Tracer {
+    nodes: Vec<Node>,
+    cur: usize,
+}
+
+impl Default for Tracer {
+    fn default() -> Self {
+        Tracer {
+            nodes: vec![Node {
+                kind: NodeKind::Bridge,
+                text: String::new(),
+                subs: Vec::new(),
+            }],
+            cur: 0,
+        }
+    }
+}
+
+impl Tracer {
+    /// Appends a node to the current list; returns its index.
+    pub fn report(&mut self, kind: NodeKind, text: String) -> usize {
+        let id = self.nodes.len();
+        self.nodes.push(Node {
+            kind,
+            text,
+            subs: Vec::new(),
+        });
+        self.nodes[self.cur].subs.push(id);
+        id
+    }
+
+    /// Appends a node and makes its children the current list; returns the previous list, to
+    /// give back to [`Tracer::leave`].
+    pub fn enter(&mut self, kind: NodeKind, text: String) -> usize {
+        let id = self.report(kind, text);
+        std::mem::replace(&mut self.cur, id)
+    }
+
+    /// Returns to the list `prev` (from [`Tracer::enter`]).
+    pub fn leave(&mut self, prev: usize) {
+        self.cur = prev;
+    }
+
+    /// The tree as OVS prints it.
+    pub fn print(&self) -> String {
+        let mut out = String::new();
+        self.print_list(&mut out, &self.nodes[0].subs, 0);
+        out
+    }
+
+    fn print_list(&self, out: &mut String, list: &[usize], level: usize) {
+        for (i, &id) in list.iter().enumerate() {
+            let n = &self.nodes[id];
+            if n.kind == NodeKind::Bridge {
+                out.push('\n');
+            }
+            let more = usize::from(i + 1 < list.len() || n.kind.terminal());
+            let ind = " ".repeat((level + more) * 4);
+            out.push_str(&ind);
+            match n.kind {
+                NodeKind::Detail => {
+                    let _ = writeln!(out, " -> {}", n.text);
+                }
+                NodeKind::Warn => {
+                    let _ = writeln!(out, " >> {}", n.text);
+                }
+                NodeKind::Error => {
+                    let _ = writeln!(out, " >>>> {} <<<<", n.text);
+                }
+                NodeKind::Bridge => {
+                    let _ = writeln!(out, "{}", n.text);
+                    out.push_str(&ind);
+                    out.push_str(&"-".repeat(n.text.len()));
+                    out.push('\n');
+                }
+                NodeKind::Table | NodeKind::Action => {
+                    let _ = writeln!(out, "{}", n.text);
+                }
+            }
+            self.print_list(out, &n.subs, level + 2 * more);
+        }
+    }
+}
+
+/// The full `ofproto/trace` text for a translation of `initial` (`Flow:`, the tree,
+/// `Final flow:`, `Megaflow:`, `Datapath actions:` and, on failure, the error line).
+pub fn format_trace(initial: &FlowKey, out: &XlateOut) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Flow: {}", flow::text::format_flow_line(initial));
+    if let Some(t) = &out.trace {
+        s.push_str(&t.print());
+    }
+    s.push_str("\nFinal flow: ");
+    if out.final_key == *initial {
+        s.push_str("unchanged");
+    } else {
+        s.push_str(&flow::text::format_flow_line(&out.final_key));
+    }
+    s.push('\n');
+    let _ = writeln!(s, "Megaflow: {}", format_megaflow(initial, out));
+    let _ = write!(s, "Datapath actions: {}", format_odp_actions(&out.actions));
+    if let Some(e) = out.error {
+        let _ = write!(
+            s,
+            "\nTranslation failed ({}), packet is dropped.",
+            e.as_str()
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// The `Megaflow:` text (OVS `match_format` of the flow under the mask). The VLAN TPID bits
+/// we keep for soundness are not printed (OVS has no such field in its match syntax).
+pub fn format_megaflow(initial: &FlowKey, out: &XlateOut) -> String {
+    let mut m = out.megaflow(initial);
+    flow::FieldId::Vlan0Tpid.set_mask(&mut m.mask, 0);
+    flow::FieldId::Vlan1Tpid.set_mask(&mut m.mask, 0);
+    m.key = m.key.masked(&m.mask);
+    flow::text::format_match(&m)
+}
