@@ -391,52 +391,32 @@ impl OvsSandbox {
             Ok(Stdio::from(f))
         };
 
-        let ovsdb = self
-            .cmd(OVSDB_SERVER)
-            .arg(&db)
-            .arg(format!("--remote=punix:{}", self.db_sock().display()))
-            .arg(format!("--unixctl={}", self.ovsdb_ctl().display()))
-            .arg(format!(
-                "--pidfile={}",
-                dir.join("ovsdb-server.pid").display()
-            ))
-            .arg(format!(
-                "--log-file={}",
-                dir.join("ovsdb-server.log").display()
-            ))
-            .arg("--no-chdir")
-            .arg("-vconsole:off")
-            .stdin(Stdio::null())
-            .stdout(log("ovsdb-server.stdout")?)
-            .stderr(log("ovsdb-server.stderr")?)
-            .spawn()
-            .map_err(io_err("spawning ovsdb-server"))?;
+        let ovsdb = self.spawn_daemon(
+            OVSDB_SERVER,
+            "ovsdb-server",
+            &[
+                db.display().to_string(),
+                format!("--remote=punix:{}", self.db_sock().display()),
+                format!("--unixctl={}", self.ovsdb_ctl().display()),
+            ],
+            &log,
+        )?;
         self.ovsdb = Some(ovsdb);
         self.wait_for("ovsdb-server socket", |sb| sb.db_sock().exists())?;
         run(self.vsctl_cmd().arg("--no-wait").arg("init"))?;
 
-        let vswitchd = self
-            .cmd(OVS_VSWITCHD)
-            .arg("--enable-dummy=override")
-            .arg("--disable-system")
-            .arg("--disable-system-route")
-            .arg(format!("unix:{}", self.db_sock().display()))
-            .arg(format!("--unixctl={}", self.vswitchd_ctl().display()))
-            .arg(format!(
-                "--pidfile={}",
-                dir.join("ovs-vswitchd.pid").display()
-            ))
-            .arg(format!(
-                "--log-file={}",
-                dir.join("ovs-vswitchd.log").display()
-            ))
-            .arg("--no-chdir")
-            .arg("-vconsole:off")
-            .stdin(Stdio::null())
-            .stdout(log("ovs-vswitchd.stdout")?)
-            .stderr(log("ovs-vswitchd.stderr")?)
-            .spawn()
-            .map_err(io_err("spawning ovs-vswitchd"))?;
+        let vswitchd = self.spawn_daemon(
+            OVS_VSWITCHD,
+            "ovs-vswitchd",
+            &[
+                "--enable-dummy=override".to_string(),
+                "--disable-system".to_string(),
+                "--disable-system-route".to_string(),
+                format!("unix:{}", self.db_sock().display()),
+                format!("--unixctl={}", self.vswitchd_ctl().display()),
+            ],
+            &log,
+        )?;
         self.vswitchd = Some(vswitchd);
         self.wait_for("ovs-vswitchd control socket", |sb| {
             sb.vswitchd_ctl().exists()
@@ -556,6 +536,35 @@ impl OvsSandbox {
         }
         c.current_dir(&self.dir);
         c
+    }
+
+    /// Starts one OVS daemon in the sandbox: `args`, then the pidfile and log file named
+    /// after `name` in the sandbox directory, no console logging, stdout/stderr to
+    /// `<name>.stdout`/`<name>.stderr` (opened by `log`).
+    fn spawn_daemon(
+        &self,
+        program: &str,
+        name: &str,
+        args: &[String],
+        log: &dyn Fn(&str) -> Result<Stdio, OvsError>,
+    ) -> Result<Child, OvsError> {
+        self.cmd(program)
+            .args(args)
+            .arg(format!(
+                "--pidfile={}",
+                self.dir.join(format!("{name}.pid")).display()
+            ))
+            .arg(format!(
+                "--log-file={}",
+                self.dir.join(format!("{name}.log")).display()
+            ))
+            .arg("--no-chdir")
+            .arg("-vconsole:off")
+            .stdin(Stdio::null())
+            .stdout(log(&format!("{name}.stdout"))?)
+            .stderr(log(&format!("{name}.stderr"))?)
+            .spawn()
+            .map_err(io_err(format!("spawning {name}")))
     }
 
     fn vsctl_cmd(&self) -> Command {
