@@ -66,6 +66,9 @@ impl FlowArena {
         let i = self.next.load(Ordering::Relaxed);
         let slot = self.slots.get(i as usize)?;
         slot.set(flow).ok()?;
+        if let Some(f) = slot.get() {
+            f.set_arena_index(i);
+        }
         self.next.store(i + 1, Ordering::Release);
         Some(i)
     }

@@ -8,8 +8,9 @@
 //!
 //! What is here: the structures and their tests and benchmarks ([`megaflow`], [`flow_table`],
 //! [`emc`], [`smc`], [`dpcls`], and [`twin`], the linear reference they are all checked
-//! against). What is not yet: the PMD loop, upcalls, action execution and the per-PMD stats
-//! lines; they will call these.
+//! against), and [`pmd`], one PMD thread's loop over them: rx bursts, the tiers, upcalls
+//! through the [`pmd::Upcall`] trait, output/drop/VLAN actions and the per-PMD stats lines.
+//! Not yet: set-field actions, conntrack and recirculation, PMD threads and rxq assignment.
 //!
 //! # Invariants (ARCHITECTURE.md 2)
 //!
@@ -30,6 +31,7 @@ pub mod dpcls;
 pub mod emc;
 pub mod flow_table;
 pub mod megaflow;
+pub mod pmd;
 pub mod smc;
 pub mod twin;
 
@@ -37,5 +39,6 @@ pub use dpcls::{Dpcls, DpclsConfig, DpclsReader, Inserted, LookupStats, RankOutc
 pub use emc::Emc;
 pub use flow_table::{FlowArena, FlowIndex};
 pub use megaflow::{ActionsId, DpFlow, FlowStats, Ufid};
+pub use pmd::{ActionTable, DpAction, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};
 pub use smc::Smc;
 pub use twin::LinearMegaflows;

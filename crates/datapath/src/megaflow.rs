@@ -23,7 +23,7 @@
 //! counters are monotone, which is all they need. A second writer would lose updates, never
 //! corrupt memory: that is why it is a rule, not a safety condition.
 
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use flow::hash::hash_masked;
 use flow::{FlowKey, FlowMask, WordMap};
@@ -104,6 +104,10 @@ pub struct DpFlow {
     /// Datapath actions handle.
     pub actions: ActionsId,
     dead: AtomicBool,
+    /// Index of the flow in the newest arena that holds it (`u32::MAX` = none yet), set by
+    /// [`crate::flow_table::FlowArena::push`]; the SMC caches it (a stale value is harmless:
+    /// SMC hits are verified).
+    arena_index: AtomicU32,
     /// Counters, written by the owning PMD thread.
     pub stats: FlowStats,
 }
@@ -121,6 +125,7 @@ impl DpFlow {
             ufid,
             actions,
             dead: AtomicBool::new(false),
+            arena_index: AtomicU32::new(u32::MAX),
             stats: FlowStats::default(),
         }
     }
@@ -139,6 +144,17 @@ impl DpFlow {
     #[inline]
     pub fn is_dead(&self) -> bool {
         self.dead.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The flow's index in the newest arena it was pushed into (for the SMC), if any.
+    #[inline]
+    pub fn arena_index(&self) -> Option<u32> {
+        let i = self.arena_index.load(Relaxed);
+        (i != u32::MAX).then_some(i)
+    }
+
+    pub(crate) fn set_arena_index(&self, i: u32) {
+        self.arena_index.store(i, Relaxed);
     }
 
     /// Marks the flow removed (every tier then treats it as a miss).

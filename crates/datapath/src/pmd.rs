@@ -1,0 +1,974 @@
+//! One PMD (poll-mode driver) thread's loop: rx bursts → extract + hash → EMC → SMC → dpcls →
+//! upcall on a miss → actions → per-port tx bursts, with OVS's per-thread counters.
+//!
+//! # What a [`Pmd`] owns
+//!
+//! Its EMC and SMC (`&mut self`, nothing shared), its packet pool, its counters
+//! ([`PmdStats`]), the ports it polls and outputs to, and a [`DpclsReader`] of a megaflow
+//! classifier it shares (through an `Arc`) with whoever else installs or removes megaflows
+//! (revalidators, the control path). As in OVS the classifier is meant to be per PMD: two
+//! PMDs may share one (it is safe, and tested), but then both write the per-flow stats,
+//! which the [`crate::megaflow`] protocol allows only as lost updates. Datapath actions live
+//! in an append-only [`ActionTable`]; a megaflow carries an [`ActionsId`] into it. The
+//! slow path is reached through the [`Upcall`] trait, called on the PMD's thread.
+//!
+//! # One rx burst (OVS `dp_netdev_input` / `dfc_processing` / `fast_path_processing`)
+//!
+//! 1. `rx_burst` of ≤ [`BATCH_MAX`] packets; frames shorter than an Ethernet header are
+//!    dropped here and counted as `lost` (reason [`LostReasons::runt`]), as are the port's own
+//!    rx drops (pool exhausted, frame too large), read from its counters after each burst.
+//! 2. The batch is extracted and hashed at once ([`flow::extract::extract_hash_batch`]).
+//! 3. Per packet: EMC (if on), then SMC (if on); the misses go to dpcls as one batch.
+//!    A dpcls hit fills the EMC (probabilistically) and the SMC; an SMC hit fills the EMC.
+//! 4. The remaining misses go one by one to the [`Upcall`]. Before each upcall after the
+//!    first install of the batch, the classifier is looked up again (a flow installed for an
+//!    earlier packet of the batch may cover this one: counted as a megaflow hit, as OVS does),
+//!    so a batch never installs a megaflow twice; [`Dpcls::insert`] re-checks too. The mask
+//!    the upcall returns is widened to match `in_port` and `recirc_id` exactly (more 1-bits
+//!    are always sound).
+//! 5. Actions are executed per flow batch (packets with the same actions, batches in the
+//!    order of their first packet, packets in rx order within one): `Output` appends to
+//!    the port's output batch (a copy for every output but the last), `Drop` stops, VLAN
+//!    push/pop edit the frame in place. Output batches are sent with one `tx_burst` per port
+//!    at the end of the burst (or earlier when one fills).
+//!
+//! # Invariants
+//!
+//! - **Counters partition packets** (ARCHITECTURE.md 4): every packet counted in
+//!   `packets_received` is counted once in exactly one of `emc_hits`, `smc_hits`,
+//!   `megaflow_hits`, `upcall_ok`, `upcall_failed`, `lost` ([`PmdStats::classified`]).
+//! - **Tiers agree with the slow path** (ARCHITECTURE.md 2): a packet's actions are those of
+//!   a live megaflow matching it, or the upcall's answer for it; with a sound upcall (its mask
+//!   covers every bit its answer depends on) both are what the upcall would answer.
+//! - No input bytes panic: short frames are counted drops, anything else is extracted (the
+//!   extractor never panics) and classified.
+//! - Every packet buffer goes back to the pool: after a burst, nothing is held.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use flow::extract::{PacketMeta, extract_hash_batch};
+use flow::{FlowKey, FlowMask, WordMap};
+use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
+
+use crate::dpcls::{Dpcls, DpclsReader, RankOutcome};
+use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
+use crate::megaflow::{ActionsId, DpFlow, Ufid};
+use crate::smc::Smc;
+
+/// Bytes of an Ethernet header: shorter frames are dropped before classification.
+pub const ETH_HEADER_LEN: usize = 14;
+
+/// One datapath action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DpAction {
+    /// Send to the datapath port with this number (a copy if more actions follow).
+    Output(u32),
+    /// Drop the packet (the remaining actions are not executed).
+    Drop,
+    /// Push an 802.1Q/802.1ad tag: `tpid` (0x8100 or 0x88a8) and the wire TCI (pcp:3, dei:1,
+    /// vid:12; not the flow key's TCI with the "present" bit).
+    PushVlan {
+        /// Tag protocol id.
+        tpid: u16,
+        /// Tag control information as sent on the wire.
+        tci: u16,
+    },
+    /// Pop the outermost VLAN tag (no effect on an untagged frame).
+    PopVlan,
+}
+
+/// Append-only store of datapath action lists, shared by the upcall side (writes, interning
+/// equal lists to one id) and the PMDs (read, lock-free: one acquire load per lookup).
+#[derive(Debug)]
+pub struct ActionTable {
+    slots: Box<[OnceLock<Box<[DpAction]>>]>,
+    next: AtomicU32,
+    intern: Mutex<HashMap<Box<[DpAction]>, ActionsId>>,
+}
+
+impl Default for ActionTable {
+    fn default() -> Self {
+        ActionTable::new(1 << 16)
+    }
+}
+
+impl ActionTable {
+    /// A table with room for `capacity` distinct action lists (at least 1).
+    pub fn new(capacity: usize) -> ActionTable {
+        let capacity = capacity.clamp(1, (u32::MAX - 1) as usize);
+        ActionTable {
+            slots: (0..capacity).map(|_| OnceLock::new()).collect(),
+            next: AtomicU32::new(0),
+            intern: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The id of `actions`, adding it if new; `None` if the table is full.
+    pub fn intern(&self, actions: &[DpAction]) -> Option<ActionsId> {
+        let mut map = self.intern.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&id) = map.get(actions) {
+            return Some(id);
+        }
+        let id = self.next.load(Ordering::Relaxed);
+        let slot = self.slots.get(id as usize)?;
+        slot.set(actions.into()).ok()?;
+        self.next.store(id + 1, Ordering::Release);
+        map.insert(actions.into(), id);
+        Some(id)
+    }
+
+    /// The actions of `id`, if it was handed out.
+    #[inline]
+    pub fn get(&self, id: ActionsId) -> Option<&[DpAction]> {
+        self.slots
+            .get(id as usize)
+            .and_then(OnceLock::get)
+            .map(|b| &**b)
+    }
+
+    /// Number of distinct action lists.
+    pub fn len(&self) -> usize {
+        self.next.load(Ordering::Acquire) as usize
+    }
+
+    /// Whether no list was added.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why an upcall gave no answer (the packet is dropped and counted as a failed upcall).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpcallError {
+    /// The action table is full.
+    ActionsFull,
+    /// The slow path refused (reason).
+    Failed(String),
+}
+
+impl fmt::Display for UpcallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UpcallError::ActionsFull => f.write_str("the datapath action table is full"),
+            UpcallError::Failed(r) => write!(f, "upcall failed: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for UpcallError {}
+
+/// The slow path as the PMD sees it: for a packet key, the megaflow mask and actions.
+///
+/// Contract (soundness, ARCHITECTURE.md 1): every key equal to `key` under the returned mask
+/// gets the same answer, and masks of different answers never let one key match two
+/// megaflows. The actions are interned in `actions` (the table the PMD executes from).
+pub trait Upcall: Send {
+    /// Classifies `key`.
+    fn upcall(
+        &mut self,
+        key: &FlowKey,
+        actions: &ActionTable,
+    ) -> Result<(FlowMask, ActionsId), UpcallError>;
+}
+
+/// Switches of one PMD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PmdConfig {
+    /// Use the exact-match cache.
+    pub emc: bool,
+    /// Use the signature-match cache.
+    pub smc: bool,
+    /// EMC insert inverse probability (OVS `emc-insert-inv-prob`, default 100 = 1 %; 1 =
+    /// always; 0 = never).
+    pub emc_insert_inv_prob: u32,
+    /// Packet buffers in the pool.
+    pub pool_size: usize,
+    /// NUMA node, for the stats header.
+    pub numa_id: u32,
+    /// Core, for the stats header.
+    pub core_id: u32,
+}
+
+impl Default for PmdConfig {
+    fn default() -> Self {
+        PmdConfig {
+            emc: true,
+            smc: false,
+            emc_insert_inv_prob: DEFAULT_EMC_INSERT_INV_PROB,
+            pool_size: 4096,
+            numa_id: 0,
+            core_id: 0,
+        }
+    }
+}
+
+/// Packets dropped before classification, per reason (their sum is [`PmdStats::lost`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LostReasons {
+    /// Shorter than an Ethernet header.
+    pub runt: u64,
+    /// The port had no packet buffer (pool exhausted).
+    pub rx_nobuf: u64,
+    /// The frame was larger than a buffer.
+    pub rx_too_large: u64,
+}
+
+impl LostReasons {
+    /// Sum of the reasons.
+    pub fn total(&self) -> u64 {
+        self.runt + self.rx_nobuf + self.rx_too_large
+    }
+}
+
+/// Counters of one PMD, printed in `dpif-netdev/pmd-stats-show` vocabulary by `Display`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PmdStats {
+    /// NUMA node (header line).
+    pub numa_id: u32,
+    /// Core (header line).
+    pub core_id: u32,
+    /// Packets received (including those lost before classification).
+    pub packets_received: u64,
+    /// EMC hits.
+    pub emc_hits: u64,
+    /// SMC hits.
+    pub smc_hits: u64,
+    /// dpcls hits (including re-lookups after an install in the same batch).
+    pub megaflow_hits: u64,
+    /// Sum over megaflow hits of the 1-based rank of the subtable that matched.
+    pub subtable_lookups: u64,
+    /// Misses the upcall answered.
+    pub upcall_ok: u64,
+    /// Misses the upcall could not answer (dropped).
+    pub upcall_failed: u64,
+    /// Dropped before classification ([`LostReasons::total`]).
+    pub lost: u64,
+    /// Why they were lost.
+    pub lost_reasons: LostReasons,
+    /// Upcalls answered whose megaflow could not be installed (the packet was still handled).
+    pub install_failed: u64,
+    /// Megaflows installed.
+    pub flows_installed: u64,
+    /// Packets handed to output batches.
+    pub tx_packets: u64,
+    /// Output batches sent.
+    pub tx_batches: u64,
+    /// Packets no action sent anywhere (explicit or implicit drop, unknown actions id).
+    pub action_drops: u64,
+    /// Copies for a non-final output that failed (no buffer) or went to an unknown port.
+    pub output_errors: u64,
+    /// Cycles of polls that received nothing.
+    pub idle_cycles: u64,
+    /// Cycles of polls that received packets.
+    pub processing_cycles: u64,
+}
+
+impl PmdStats {
+    /// Every received packet is counted exactly once among these.
+    pub fn classified(&self) -> u64 {
+        self.emc_hits
+            + self.smc_hits
+            + self.megaflow_hits
+            + self.upcall_ok
+            + self.upcall_failed
+            + self.lost
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+impl fmt::Display for PmdStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total = self.idle_cycles + self.processing_cycles;
+        writeln!(
+            f,
+            "pmd thread numa_id {} core_id {}:",
+            self.numa_id, self.core_id
+        )?;
+        writeln!(f, "  packets received: {}", self.packets_received)?;
+        writeln!(f, "  packet recirculations: 0")?;
+        writeln!(
+            f,
+            "  avg. datapath passes per packet: {:.2}",
+            if self.packets_received > 0 { 1.0 } else { 0.0 }
+        )?;
+        writeln!(f, "  emc hits: {}", self.emc_hits)?;
+        writeln!(f, "  smc hits: {}", self.smc_hits)?;
+        writeln!(f, "  megaflow hits: {}", self.megaflow_hits)?;
+        writeln!(
+            f,
+            "  avg. subtable lookups per megaflow hit: {:.2}",
+            ratio(self.subtable_lookups, self.megaflow_hits)
+        )?;
+        writeln!(f, "  miss with success upcall: {}", self.upcall_ok)?;
+        writeln!(f, "  miss with failed upcall: {}", self.upcall_failed)?;
+        writeln!(f, "  lost: {}", self.lost)?;
+        writeln!(
+            f,
+            "  avg. packets per output batch: {:.2}",
+            ratio(self.tx_packets, self.tx_batches)
+        )?;
+        writeln!(
+            f,
+            "  idle cycles: {} ({:.2}%)",
+            self.idle_cycles,
+            100.0 * ratio(self.idle_cycles, total)
+        )?;
+        writeln!(
+            f,
+            "  processing cycles: {} ({:.2}%)",
+            self.processing_cycles,
+            100.0 * ratio(self.processing_cycles, total)
+        )?;
+        writeln!(
+            f,
+            "  avg cycles per packet: {:.2} ({}/{})",
+            ratio(total, self.packets_received),
+            total,
+            self.packets_received
+        )?;
+        write!(
+            f,
+            "  avg processing cycles per packet: {:.2} ({}/{})",
+            ratio(self.processing_cycles, self.packets_received),
+            self.processing_cycles,
+            self.packets_received
+        )
+    }
+}
+
+/// Why a port could not be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PmdError {
+    /// A port with this number is already attached.
+    DuplicatePort(u32),
+}
+
+impl fmt::Display for PmdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PmdError::DuplicatePort(n) => write!(f, "port {n} is already attached"),
+        }
+    }
+}
+
+impl std::error::Error for PmdError {}
+
+/// What [`Pmd::run_for`] did.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Counters at the end (cumulative since creation or the last reset).
+    pub stats: PmdStats,
+    /// Packets received during this run.
+    pub packets: u64,
+    /// Wall time of this run.
+    pub elapsed: Duration,
+}
+
+impl RunReport {
+    /// Millions of packets per second of this run.
+    pub fn mpps(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.packets as f64 / s / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+struct PortSlot {
+    no: u32,
+    port: Box<dyn Port>,
+    poll: bool,
+    out: Batch,
+    seen_nobuf: u64,
+    seen_too_large: u64,
+}
+
+/// Per-burst scratch, allocated once.
+struct Scratch {
+    keys: Box<[FlowKey; BATCH_MAX]>,
+    miss_keys: Box<[FlowKey; BATCH_MAX]>,
+    maps: [WordMap; BATCH_MAX],
+    hashes: [u32; BATCH_MAX],
+    metas: [PacketMeta; BATCH_MAX],
+    acts: [Option<ActionsId>; BATCH_MAX],
+    pkts: Vec<Option<Packet>>,
+}
+
+static NEXT_UFID: AtomicU64 = AtomicU64::new(1);
+
+/// One PMD thread's state and loop. See the module doc.
+pub struct Pmd {
+    cfg: PmdConfig,
+    emc: Emc,
+    smc: Smc,
+    dpcls: Arc<Dpcls>,
+    reader: DpclsReader,
+    actions: Arc<ActionTable>,
+    upcall: Box<dyn Upcall>,
+    ports: Vec<PortSlot>,
+    pool: PacketPool,
+    batch: Batch,
+    stats: PmdStats,
+    s: Scratch,
+    cycles_per_ms: u64,
+    next_rank_ms: u64,
+    metas_port: Option<u32>,
+}
+
+impl fmt::Debug for Pmd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pmd")
+            .field("cfg", &self.cfg)
+            .field(
+                "ports",
+                &self.ports.iter().map(|p| p.no).collect::<Vec<_>>(),
+            )
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pmd {
+    /// A PMD classifying with `dpcls`, executing from `actions`, asking `upcall` on misses.
+    pub fn new(
+        cfg: PmdConfig,
+        dpcls: Arc<Dpcls>,
+        actions: Arc<ActionTable>,
+        upcall: Box<dyn Upcall>,
+    ) -> Pmd {
+        let reader = dpcls.reader();
+        Pmd {
+            emc: Emc::new(cfg.emc_insert_inv_prob),
+            smc: Smc::new(),
+            reader,
+            dpcls,
+            actions,
+            upcall,
+            ports: Vec::new(),
+            pool: PacketPool::new(cfg.pool_size.max(2 * BATCH_MAX)),
+            batch: Batch::new(),
+            stats: PmdStats {
+                numa_id: cfg.numa_id,
+                core_id: cfg.core_id,
+                ..PmdStats::default()
+            },
+            s: Scratch {
+                keys: Box::new([FlowKey::ZERO; BATCH_MAX]),
+                miss_keys: Box::new([FlowKey::ZERO; BATCH_MAX]),
+                maps: [WordMap::EMPTY; BATCH_MAX],
+                hashes: [0; BATCH_MAX],
+                metas: [PacketMeta::port(0); BATCH_MAX],
+                acts: [None; BATCH_MAX],
+                pkts: Vec::with_capacity(BATCH_MAX),
+            },
+            cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
+            next_rank_ms: 0,
+            metas_port: None,
+            cfg,
+        }
+    }
+
+    /// Attaches `port` as datapath port `no`; `poll` = receive from it (else output only).
+    pub fn add_port(&mut self, no: u32, port: Box<dyn Port>, poll: bool) -> Result<(), PmdError> {
+        if self.ports.iter().any(|p| p.no == no) {
+            return Err(PmdError::DuplicatePort(no));
+        }
+        let s = port.stats();
+        self.ports.push(PortSlot {
+            no,
+            port,
+            poll,
+            out: Batch::new(),
+            seen_nobuf: s.rx_nobuf,
+            seen_too_large: s.rx_too_large,
+        });
+        Ok(())
+    }
+
+    /// The port attached as `no`.
+    pub fn port(&self, no: u32) -> Option<&dyn Port> {
+        self.ports.iter().find(|p| p.no == no).map(|p| &*p.port)
+    }
+
+    /// Turns the EMC on or off (off also empties it).
+    pub fn set_emc(&mut self, on: bool) {
+        self.cfg.emc = on;
+        if !on {
+            self.emc.clear();
+        }
+    }
+
+    /// Turns the SMC on or off (off also empties it).
+    pub fn set_smc(&mut self, on: bool) {
+        self.cfg.smc = on;
+        if !on {
+            self.smc.clear();
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> PmdConfig {
+        self.cfg
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &PmdStats {
+        &self.stats
+    }
+
+    /// Zeroes the counters (OVS `pmd-stats-clear`).
+    pub fn clear_stats(&mut self) {
+        self.stats = PmdStats {
+            numa_id: self.cfg.numa_id,
+            core_id: self.cfg.core_id,
+            ..PmdStats::default()
+        };
+    }
+
+    /// The packet pool (for leak checks: after a poll every buffer is back).
+    pub fn pool(&self) -> &PacketPool {
+        &self.pool
+    }
+
+    /// The classifier.
+    pub fn dpcls(&self) -> &Arc<Dpcls> {
+        &self.dpcls
+    }
+
+    /// One round over the polled ports (one burst each); returns the packets received.
+    pub fn poll_once(&mut self) -> u64 {
+        let before = self.stats.packets_received;
+        for pi in 0..self.ports.len() {
+            if self.ports.get(pi).is_some_and(|p| p.poll) {
+                self.poll_port(pi);
+            }
+        }
+        let cfg = self.dpcls.config();
+        if cfg.ranking {
+            // Local check first: `rank` takes the writer lock (try_lock) on every call.
+            let now_ms = netdev::tsc::now() / self.cycles_per_ms;
+            if now_ms >= self.next_rank_ms {
+                match self.dpcls.rank(now_ms) {
+                    RankOutcome::Busy => {}
+                    _ => self.next_rank_ms = now_ms.saturating_add(cfg.rank_interval_ms.max(1)),
+                }
+            }
+        }
+        self.stats.packets_received - before
+    }
+
+    /// Polls until `packets` packets were received or a round receives nothing (an
+    /// in-memory source drained or at its limit); returns the run's figures.
+    pub fn run_for(&mut self, packets: u64) -> RunReport {
+        let start = Instant::now();
+        let before = self.stats.packets_received;
+        while self.stats.packets_received - before < packets {
+            if self.poll_once() == 0 {
+                break;
+            }
+        }
+        RunReport {
+            stats: self.stats.clone(),
+            packets: self.stats.packets_received - before,
+            elapsed: start.elapsed(),
+        }
+    }
+
+    fn poll_port(&mut self, pi: usize) {
+        let t0 = netdev::tsc::now();
+        let Some(slot) = self.ports.get_mut(pi) else {
+            return;
+        };
+        let in_port = slot.no;
+        let n = slot.port.rx_burst(&mut self.pool, &mut self.batch);
+        // The port's own rx drops are packets lost before classification.
+        let ps = slot.port.stats();
+        let nobuf = ps.rx_nobuf.wrapping_sub(slot.seen_nobuf);
+        let too_large = ps.rx_too_large.wrapping_sub(slot.seen_too_large);
+        slot.seen_nobuf = ps.rx_nobuf;
+        slot.seen_too_large = ps.rx_too_large;
+        let st = &mut self.stats;
+        st.lost_reasons.rx_nobuf += nobuf;
+        st.lost_reasons.rx_too_large += too_large;
+        st.lost += nobuf + too_large;
+        st.packets_received += nobuf + too_large;
+        if n == 0 {
+            self.stats.idle_cycles += netdev::tsc::now().wrapping_sub(t0);
+            return;
+        }
+        self.process_batch(in_port);
+        self.stats.processing_cycles += netdev::tsc::now().wrapping_sub(t0);
+    }
+
+    /// Classifies and executes `self.batch` (received on `in_port`), leaving it empty.
+    fn process_batch(&mut self, in_port: u32) {
+        self.stats.packets_received += self.batch.len() as u64;
+        if self.batch.iter().any(|p| p.len() < ETH_HEADER_LEN) {
+            let before = self.batch.len();
+            self.batch
+                .retain_or_free(&mut self.pool, |p| p.len() >= ETH_HEADER_LEN);
+            let runts = (before - self.batch.len()) as u64;
+            self.stats.lost_reasons.runt += runts;
+            self.stats.lost += runts;
+        }
+        let n = self.batch.len().min(BATCH_MAX);
+        if n == 0 {
+            return;
+        }
+        for p in self.batch.iter_mut() {
+            p.in_port = in_port;
+        }
+        if self.metas_port != Some(in_port) {
+            self.s.metas.fill(PacketMeta::port(in_port));
+            self.metas_port = Some(in_port);
+        }
+        {
+            let pkts = self.batch.as_slice();
+            let data: [&[u8]; BATCH_MAX] =
+                core::array::from_fn(|i| pkts.get(i).map_or(&[][..], |p| p.data()));
+            extract_hash_batch(
+                &data[..n],
+                &self.s.metas[..n],
+                &mut self.s.keys[..n],
+                &mut self.s.maps[..n],
+                &mut self.s.hashes[..n],
+                0,
+            );
+        }
+        self.classify(in_port, n);
+        self.execute(n);
+    }
+
+    fn classify(&mut self, in_port: u32, n: usize) {
+        let now_ms = netdev::tsc::now() / self.cycles_per_ms;
+        let snap = self.reader.snapshot().clone();
+        let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
+        let mut miss_idx = [0u8; BATCH_MAX];
+        let mut m = 0usize;
+        let lens: [u64; BATCH_MAX] =
+            core::array::from_fn(|i| self.batch.as_slice().get(i).map_or(0, |p| p.len() as u64));
+        for (i, &len) in lens.iter().enumerate().take(n) {
+            let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
+            let flags = tcp_flags(k);
+            if emc_on && let Some(f) = self.emc.lookup(k, map, h) {
+                f.stats.record(1, len, now_ms, flags);
+                self.s.acts[i] = Some(f.actions);
+                self.stats.emc_hits += 1;
+                continue;
+            }
+            if smc_on && let Some(f) = self.smc.lookup(&snap.arena, k, h) {
+                f.stats.record(1, len, now_ms, flags);
+                self.s.acts[i] = Some(f.actions);
+                self.stats.smc_hits += 1;
+                if emc_on {
+                    self.emc.maybe_insert(k, map, h, f);
+                }
+                continue;
+            }
+            if let Some(x) = miss_idx.get_mut(m) {
+                *x = i as u8;
+                m += 1;
+            }
+        }
+        if m == 0 {
+            return;
+        }
+        for (j, &i) in miss_idx[..m].iter().enumerate() {
+            self.s.miss_keys[j] = self.s.keys[usize::from(i)];
+        }
+        let mut out: [Option<&Arc<DpFlow>>; BATCH_MAX] = [None; BATCH_MAX];
+        let ls = snap.lookup_batch(in_port, &self.s.miss_keys[..m], &mut out[..m]);
+        self.stats.subtable_lookups += ls.lookups;
+        let mut still = [0u8; BATCH_MAX];
+        let mut s_n = 0usize;
+        for j in 0..m {
+            let i = usize::from(miss_idx[j]);
+            match out[j] {
+                Some(f) => {
+                    self.megaflow_hit(f, i, lens[i], now_ms);
+                }
+                None => {
+                    still[s_n] = i as u8;
+                    s_n += 1;
+                }
+            }
+        }
+        let mut installed = false;
+        for &i in &still[..s_n] {
+            let i = usize::from(i);
+            if installed {
+                // A flow installed for an earlier packet of this batch may cover this one.
+                let fresh = self.dpcls.snapshot();
+                let mut o = [None];
+                let ls = fresh.lookup_batch(in_port, std::slice::from_ref(&self.s.keys[i]), &mut o);
+                if let Some(f) = o[0] {
+                    self.stats.subtable_lookups += ls.lookups;
+                    self.megaflow_hit(f, i, lens[i], now_ms);
+                    continue;
+                }
+            }
+            let key = self.s.keys[i];
+            match self.upcall.upcall(&key, &self.actions) {
+                Ok((mask, aid)) => {
+                    self.stats.upcall_ok += 1;
+                    self.s.acts[i] = Some(aid);
+                    let mut mask = mask;
+                    mask.w[0] = u64::MAX; // in_port and recirc_id exact, as OVS
+                    let ufid = Ufid(
+                        (1u128 << 127) | u128::from(NEXT_UFID.fetch_add(1, Ordering::Relaxed)),
+                    );
+                    match self.dpcls.insert(DpFlow::new(ufid, &key, &mask, aid)) {
+                        Ok(ins) => {
+                            installed = true;
+                            if matches!(ins, crate::dpcls::Inserted::New(..)) {
+                                self.stats.flows_installed += 1;
+                            }
+                            let f = ins.flow();
+                            f.stats.record(1, lens[i], now_ms, tcp_flags(&key));
+                            let (map, h) = (self.s.maps[i], self.s.hashes[i]);
+                            if self.cfg.emc {
+                                self.emc.maybe_insert(&key, map, h, f);
+                            }
+                            if self.cfg.smc {
+                                self.smc.insert(h, ins.index());
+                            }
+                        }
+                        Err(_) => self.stats.install_failed += 1,
+                    }
+                }
+                Err(_) => {
+                    self.stats.upcall_failed += 1;
+                    self.s.acts[i] = None;
+                }
+            }
+        }
+    }
+
+    fn megaflow_hit(&mut self, f: &Arc<DpFlow>, i: usize, len: u64, now_ms: u64) {
+        let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
+        f.stats.record(1, len, now_ms, tcp_flags(k));
+        self.s.acts[i] = Some(f.actions);
+        self.stats.megaflow_hits += 1;
+        if self.cfg.emc {
+            self.emc.maybe_insert(k, map, h, f);
+        }
+        if self.cfg.smc
+            && let Some(idx) = f.arena_index()
+        {
+            self.smc.insert(h, idx);
+        }
+    }
+
+    /// Executes the actions of the classified batch per flow batch: packets with the same
+    /// actions, in order of their first packet, each batch in rx order (OVS
+    /// `packet_batch_per_flow`); then one `tx_burst` per port with output.
+    fn execute(&mut self, n: usize) {
+        let mut pkts = std::mem::take(&mut self.s.pkts);
+        pkts.clear();
+        pkts.extend(self.batch.drain().map(Some));
+        let mut group_of = [u8::MAX; BATCH_MAX];
+        let mut gaids: [ActionsId; BATCH_MAX] = [0; BATCH_MAX];
+        let mut ng = 0usize;
+        for (i, g) in group_of.iter_mut().enumerate().take(n.min(pkts.len())) {
+            let Some(a) = self.s.acts[i] else { continue };
+            let pos = match gaids[..ng].iter().position(|&x| x == a) {
+                Some(p) => p,
+                None => {
+                    gaids[ng] = a;
+                    ng += 1;
+                    ng - 1
+                }
+            };
+            *g = pos as u8;
+        }
+        let table = Arc::clone(&self.actions);
+        for (g, &aid) in gaids[..ng].iter().enumerate() {
+            for (i, slot) in pkts.iter_mut().enumerate() {
+                if usize::from(group_of[i]) == g
+                    && let Some(p) = slot.take()
+                {
+                    self.execute_one(&table, p, Some(aid));
+                }
+            }
+        }
+        // Packets without actions (failed upcalls, counted there).
+        for p in pkts.iter_mut().filter_map(Option::take) {
+            self.pool.free(p);
+        }
+        self.s.pkts = pkts;
+        for slot in &mut self.ports {
+            if !slot.out.is_empty() {
+                self.stats.tx_packets += slot.out.len() as u64;
+                self.stats.tx_batches += 1;
+                slot.port.tx_burst(&mut slot.out, &mut self.pool);
+            }
+        }
+    }
+
+    fn execute_one(&mut self, table: &ActionTable, pkt: Packet, aid: Option<ActionsId>) {
+        let Some(list) = aid.and_then(|a| table.get(a)) else {
+            if aid.is_some() {
+                self.stats.action_drops += 1;
+            }
+            self.pool.free(pkt);
+            return;
+        };
+        let mut pkt = Some(pkt);
+        let mut sent = false;
+        for (j, a) in list.iter().enumerate() {
+            let last = j + 1 == list.len();
+            match *a {
+                DpAction::Output(no) => {
+                    let Some(pi) = self.ports.iter().position(|p| p.no == no) else {
+                        self.stats.output_errors += 1;
+                        continue;
+                    };
+                    let p = if last {
+                        pkt.take()
+                    } else {
+                        pkt.as_ref().and_then(|p| self.clone_packet(p))
+                    };
+                    let Some(p) = p else {
+                        self.stats.output_errors += 1;
+                        continue;
+                    };
+                    self.enqueue(pi, p);
+                    sent = true;
+                }
+                DpAction::Drop => break,
+                DpAction::PushVlan { tpid, tci } => {
+                    if let Some(p) = pkt.as_mut() {
+                        push_vlan(p, tpid, tci);
+                    }
+                }
+                DpAction::PopVlan => {
+                    if let Some(p) = pkt.as_mut() {
+                        pop_vlan(p);
+                    }
+                }
+            }
+        }
+        if let Some(p) = pkt {
+            self.pool.free(p);
+        }
+        if !sent {
+            self.stats.action_drops += 1;
+        }
+    }
+
+    fn clone_packet(&mut self, p: &Packet) -> Option<Packet> {
+        let mut c = self.pool.alloc()?;
+        if c.set_data(p.data()).is_err() {
+            self.pool.free(c);
+            return None;
+        }
+        c.in_port = p.in_port;
+        Some(c)
+    }
+
+    fn enqueue(&mut self, pi: usize, p: Packet) {
+        let Some(slot) = self.ports.get_mut(pi) else {
+            self.pool.free(p);
+            return;
+        };
+        if slot.out.is_full() {
+            self.stats.tx_packets += slot.out.len() as u64;
+            self.stats.tx_batches += 1;
+            slot.port.tx_burst(&mut slot.out, &mut self.pool);
+        }
+        if let Err(p) = slot.out.push(p) {
+            self.pool.free(p);
+        }
+    }
+}
+
+#[inline]
+fn tcp_flags(k: &FlowKey) -> u16 {
+    ((k.w[flow::key::w::TP] >> 16) & 0x0fff) as u16
+}
+
+/// Inserts a VLAN tag after the MAC addresses; false (packet unchanged) if the frame is
+/// shorter than two MACs or the headroom is short.
+pub fn push_vlan(p: &mut Packet, tpid: u16, tci: u16) -> bool {
+    if p.len() < 12 || p.push_front(4).is_none() {
+        return false;
+    }
+    let d = p.data_mut();
+    d.copy_within(4..16, 0);
+    if let Some(t) = d.get_mut(12..16) {
+        t[..2].copy_from_slice(&tpid.to_be_bytes());
+        t[2..].copy_from_slice(&tci.to_be_bytes());
+    }
+    true
+}
+
+/// Removes the outermost VLAN tag (TPID 0x8100 or 0x88a8); false if there is none.
+pub fn pop_vlan(p: &mut Packet) -> bool {
+    let d = p.data_mut();
+    let tpid = match d.get(12..14) {
+        Some(&[a, b]) => u16::from_be_bytes([a, b]),
+        _ => return false,
+    };
+    if d.len() < 18 || (tpid != 0x8100 && tpid != 0x88a8) {
+        return false;
+    }
+    d.copy_within(0..12, 4);
+    p.pull_front(4).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vlan_push_pop_round_trip() {
+        let frame: Vec<u8> = (0u8..40).collect();
+        let mut p = Packet::from_slice(&frame).unwrap();
+        assert!(push_vlan(&mut p, 0x8100, 0x2005));
+        assert_eq!(p.len(), 44);
+        assert_eq!(&p.data()[..12], &frame[..12]);
+        assert_eq!(&p.data()[12..16], &[0x81, 0x00, 0x20, 0x05]);
+        assert_eq!(&p.data()[16..], &frame[12..]);
+        assert!(pop_vlan(&mut p));
+        assert_eq!(p.data(), &frame[..]);
+        // Untagged (type 0x0c0d here): nothing to pop.
+        assert!(!pop_vlan(&mut p));
+        assert_eq!(p.data(), &frame[..]);
+        let mut short = Packet::from_slice(&[1, 2, 3]).unwrap();
+        assert!(!push_vlan(&mut short, 0x8100, 1));
+        assert!(!pop_vlan(&mut short));
+        assert_eq!(short.data(), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn stats_lines_and_partition() {
+        let s = PmdStats {
+            packets_received: 10,
+            emc_hits: 4,
+            smc_hits: 1,
+            megaflow_hits: 2,
+            subtable_lookups: 3,
+            upcall_ok: 1,
+            upcall_failed: 1,
+            lost: 1,
+            tx_packets: 6,
+            tx_batches: 4,
+            ..PmdStats::default()
+        };
+        assert_eq!(s.classified(), 10);
+        let text = s.to_string();
+        assert!(text.starts_with("pmd thread numa_id 0 core_id 0:\n  packets received: 10\n"));
+        assert!(text.contains("\n  avg. subtable lookups per megaflow hit: 1.50\n"));
+        assert!(text.contains("\n  avg. packets per output batch: 1.50\n"));
+        assert!(text.contains("\n  miss with failed upcall: 1\n  lost: 1\n"));
+    }
+}
