@@ -1,7 +1,7 @@
 //! ClassBench measurement of [`classifier::OfTable`] without the flowswitch CLI (same method as
 //! `flowswitch classbench`): `cargo run --release -p classifier --example classbench -- RULES
 //! TRACE [CFG...]`. Each `CFG` is a comma list of `key=value` overrides of `Config::default()`
-//! (`limit`, `wide`, `narrow`, `staged`, `band`); with none, the default configuration runs.
+//! (`limit`, `wide`, `narrow`, `staged`, `band`, `tries`); with none, the default configuration runs.
 //! Every configuration is built and timed in each of `ROUNDS` (env, default 3) interleaved
 //! rounds; the line per configuration reports the median Mpps (each round: best of 3 passes),
 //! mismatches against the range scan, subtables, probes per lookup, inserts/s and bytes.
@@ -24,6 +24,7 @@ fn parse_cfg(s: &str) -> Config {
             "wide" => c.wide_prefix_step = n,
             "narrow" => c.narrow_prefix_step = n,
             "staged" => c.staged = n != 0,
+            "tries" => c.prefix_tries = n != 0,
             "band" => c.band_priorities = n != 0,
             "exact" => c.relax_exact_narrow = n != 0,
             "default" => {}
@@ -127,9 +128,18 @@ fn main() {
                     co += c;
                 }
                 let nk = keys.len() as f64;
+                let t = Instant::now();
+                let mut bits = 0u64;
+                for k in &keys {
+                    let mut wc = flow::FlowMask::CATCHALL;
+                    black_box(table.lookup_wc(black_box(k), &mut wc));
+                    bits += u64::from(wc.count_ones());
+                }
+                let wc_mpps = nk / t.elapsed().as_secs_f64() / 1e6;
                 let bytes = table.memory_bytes();
                 info[ci] = format!(
-                    "mismatches={mism} subtables={} probed={:.1} hits={:.2} compared={:.2} bytes={bytes} B/rule={:.0} B/exp={:.0} max_list={}",
+                    "wc_Mpps={wc_mpps:.3} wc_bits={:.1} mismatches={mism} subtables={} probed={:.1} hits={:.2} compared={:.2} bytes={bytes} B/rule={:.0} B/exp={:.0} max_list={}",
+                    bits as f64 / nk,
                     table.n_subtables(),
                     pr as f64 / nk,
                     hi as f64 / nk,

@@ -24,9 +24,9 @@
 //!   agree, with their common value. A packet failing it skips the subtable without hashing
 //!   (on ClassBench this removes about half of the probes: e.g. a subtable whose rules are all
 //!   TCP is skipped for UDP packets).
-//! - Not built (yet): OVS-style prefix tries on `nw_src`/`nw_dst`/IPv6 that skip subtables by
-//!   prefix length and un-wildcard only the deciding address bits; subtable splitting that
-//!   *moves* rules (TupleMerge splits; here a full bucket only steers new rules elsewhere).
+//! - Optional ([`Config::prefix_tries`]): OVS-style prefix tries on `nw_dst`/`nw_src` over all
+//!   rules, used only by `lookup_wc` (see below). Not built: IPv6 tries; subtable splitting
+//!   that *moves* rules (TupleMerge splits; here a full bucket only steers new rules elsewhere).
 //! - Layout for the lookup's sake: subtables live *inline* in the vector that orders them (their
 //!   hashed word indices and mask words inline too), and each subtable keeps its rules' check
 //!   data in one flat `u64` array, `2 + cw` words per entry: priority and a subtable-local mask
@@ -39,14 +39,26 @@
 //!
 //! # Megaflow wildcards ([`OfTable::lookup_wc`])
 //!
-//! The lookup adds to the caller's mask every bit it looked at: for each subtable probed, the
-//! bits of `M_t` it hashed, and for each rule it compared, that rule's mask. Every decision of
-//! the walk (which bucket, whether a rule matches, when to stop) is a function of those bits
-//! and of the best rank found so far, so a packet equal to the looked-up one under the result
-//! takes the same walk and gets the same answer (tested against the linear twin).
+//! Soundness argument: the result is the winning rule `R` (or none); the mask must hold `R`'s
+//! mask and, for every rule `Q` ranking above `R`, at least one bit where the packet differs
+//! from `Q`'s match (then every packet equal under the mask matches `R` and no such `Q`). The
+//! walk visits every subtable that may hold such a `Q` and adds a *proof* for each:
 //!
-//! A prefilter rejection un-wildcards only the filter bits of the first (lowest-index, hence
-//! earliest-stage) word that failed: those bits alone decide it.
+//! - **Prefilter rejection**: all rules of the subtable agree on the filter bits, so one
+//!   failing field suffices; if a failing bit is already in the mask nothing is added, else
+//!   the cheapest field of the first failing word, as `proof_bits` shapes it: for address,
+//!   port, register and metadata fields the field's masked bits from its top down to the
+//!   first differing bit (OVS's prefix shape), for the others (`in_port`, `dl_type`,
+//!   `nw_proto`, VLAN, flags, ...) the field's masked bits whole.
+//! - **Small subtables** (at most `SMALL_SUBTABLE` rules): every rule is compared; the best
+//!   match adds its mask, every rule ranking above it (and above the best so far) adds one
+//!   proof as above. No subtable mask is un-wildcarded.
+//! - **Prefix tries** (if enabled, large subtables whose rules all have prefixes on a trie
+//!   field and none of whose prefix lengths matches the packet there): the top bits the trie
+//!   walk consulted, which prove every rule with a non-matching prefix differs.
+//! - Otherwise the subtable's hashed bits (all of `M_t`, or the consulted stages, below), which
+//!   rule out every rule of other buckets; in the probed bucket the winner adds its mask and
+//!   each compared non-matching rule one proof.
 //!
 //! **Staged lookup**: a subtable whose mask spans several [`flow::Stage`]s keeps, for every stage
 //! but the last, a counted set of the hashes of its rules' keys restricted to the words of the
@@ -81,9 +93,225 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::linear::RuleId;
 use flow::key::STAGE_START;
-use flow::{FIELDS, FLOW_WORDS, FlowKey, FlowMask, WordMap};
+use flow::{FIELDS, FLOW_WORDS, FieldId, FlowKey, FlowMask, WordMap};
 
 const NONE: u32 = u32::MAX;
+
+/// Subtables with at most this many rules are compared rule by rule in `lookup_wc`, each miss
+/// proven by a single bit, instead of un-wildcarding the subtable mask.
+const SMALL_SUBTABLE: u32 = 16;
+
+/// Per word and bit: the bits of that word in the same field, and whether a miss there may be
+/// proven by a prefix of the field down to the differing bit (addresses, ports, registers,
+/// metadata) rather than by the whole field (ids, `dl_type`, `nw_proto`, flags, ...: OVS
+/// megaflows hold those whole).
+static FIELD_OF_BIT: [[(u64, bool); 64]; FLOW_WORDS] = {
+    let mut t = [[(0u64, false); 64]; FLOW_WORDS];
+    let mut k = 0;
+    while k < FIELDS.len() {
+        let d = &FIELDS[k];
+        let prefix = (d.bits >= 32
+            && !matches!(d.id, FieldId::InPort | FieldId::RecircId | FieldId::CtState))
+            || matches!(d.id, FieldId::TpSrc | FieldId::TpDst);
+        let mut w = 0;
+        while w < 2 {
+            let (word, fm) = if d.bits == 128 {
+                (d.word + w, u64::MAX)
+            } else if d.bits == 64 {
+                (d.word, u64::MAX)
+            } else {
+                (d.word, ((1u64 << d.bits) - 1) << d.shift)
+            };
+            if word < FLOW_WORDS && (w == 0 || d.bits == 128) {
+                let mut b = 0;
+                while b < 64 {
+                    if fm & (1u64 << b) != 0 {
+                        t[word][b] = (fm, prefix);
+                    }
+                    b += 1;
+                }
+            }
+            w += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// The bits proving a miss found at `bit` (the most significant differing bit of its field
+/// in word `i`), given the word's mask `m` there: the prefix of the field's masked bits down
+/// to `bit`, or the field's masked bits whole (see [`FIELD_OF_BIT`]).
+#[inline]
+fn proof_bits(i: usize, bit: u64, m: u64) -> u64 {
+    let (fm, prefix) = FIELD_OF_BIT[i % FLOW_WORDS][bit.trailing_zeros() as usize % 64];
+    let sh = fm.trailing_zeros();
+    // `vlan_tci` (shift 32) and `vlan1_tci` (shift 0) of the VLAN word.
+    if i == flow::key::w::VLANS && fm != 0 && (sh == 0 || sh == 32) {
+        // A TCI: the sub-field that differs (PCP, or CFI and VID as OVS's `dl_vlan`), or the
+        // CFI bit alone (tagged or not).
+        let sub = [0xe000u64, 0x1000, 0x0fff]
+            .into_iter()
+            .map(|s| s << sh)
+            .find(|s| s & bit != 0)
+            .unwrap_or(fm);
+        return match sub >> sh {
+            0x0fff => m & (0x1fff << sh),
+            _ => m & sub,
+        };
+    }
+    if fm == 0 {
+        bit
+    } else if prefix {
+        m & fm & !(bit - 1)
+    } else {
+        m & fm
+    }
+}
+
+/// Offers, for every field where word `i` of the packet differs (`diff`, under mask `m`),
+/// its proof (`proof_bits` at the field's most significant differing bit) to `best`,
+/// which keeps the one adding the fewest bits to `wcw` (ties: the later one).
+#[inline]
+fn offer_proofs(i: usize, diff: u64, m: u64, wcw: u64, best: &mut Option<(usize, u64, u32)>) {
+    let mut d = diff;
+    while d != 0 {
+        let b = 63 - d.leading_zeros();
+        let bit = 1u64 << b;
+        let (fm, _) = FIELD_OF_BIT[i % FLOW_WORDS][b as usize % 64];
+        let proof = proof_bits(i, bit, m);
+        let cost = (proof & !wcw).count_ones();
+        if best.is_none_or(|(_, _, c)| cost <= c) {
+            *best = Some((i, proof, cost));
+        }
+        d &= !(fm | bit);
+    }
+}
+
+/// The 32-bit fields with prefix tries (OVS's default prefix fields).
+const TRIE_FIELDS: [FieldId; 2] = [FieldId::NwDst, FieldId::NwSrc];
+
+/// A rule's prefix length on a trie field, or `None` if its mask there is not a prefix.
+fn prefix_len(f: FieldId, mask: &FlowMask) -> Option<u32> {
+    let m = f.get_mask(mask) as u32;
+    let len = m.leading_ones();
+    (m.count_ones() == len).then_some(len)
+}
+
+/// The mask of the top `n` bits of a 32-bit field (`n` in `0..=32`).
+fn top_bits(n: u32) -> u32 {
+    u32::MAX.checked_shl(32 - n).unwrap_or(0)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TrieNode {
+    child: [u32; 2],
+    /// Rules whose prefix passes through (or ends at) this node.
+    refs: u32,
+    /// Rules whose prefix ends here.
+    end: u32,
+}
+
+const EMPTY_NODE: TrieNode = TrieNode {
+    child: [NONE; 2],
+    refs: 0,
+    end: 0,
+};
+
+/// A binary trie of the prefixes (value, length) of every rule of the table on one 32-bit
+/// field, with reference counts (OVS's prefix tries). Node 0 is the root (length 0); nodes
+/// with no reference are unlinked and recycled.
+#[derive(Debug, Clone)]
+struct PrefixTrie {
+    nodes: Vec<TrieNode>,
+    free: Vec<u32>,
+}
+
+impl PrefixTrie {
+    fn new() -> PrefixTrie {
+        PrefixTrie {
+            nodes: vec![EMPTY_NODE],
+            free: Vec::new(),
+        }
+    }
+
+    fn insert(&mut self, value: u32, len: u32) {
+        let mut n = 0usize;
+        self.nodes[0].refs += 1;
+        for d in 0..len {
+            let b = ((value >> (31 - d)) & 1) as usize;
+            let mut c = self.nodes[n].child[b];
+            if c == NONE {
+                c = match self.free.pop() {
+                    Some(c) => {
+                        self.nodes[c as usize] = EMPTY_NODE;
+                        c
+                    }
+                    None => {
+                        self.nodes.push(EMPTY_NODE);
+                        (self.nodes.len() - 1) as u32
+                    }
+                };
+                self.nodes[n].child[b] = c;
+            }
+            n = c as usize;
+            self.nodes[n].refs += 1;
+        }
+        self.nodes[n].end += 1;
+    }
+
+    /// Removes one (value, len) that `insert` added.
+    fn remove(&mut self, value: u32, len: u32) {
+        let mut n = 0usize;
+        self.nodes[0].refs -= 1;
+        for d in 0..len {
+            let b = ((value >> (31 - d)) & 1) as usize;
+            let c = self.nodes[n].child[b];
+            if c == NONE {
+                return;
+            }
+            let cn = &mut self.nodes[c as usize];
+            cn.refs -= 1;
+            if cn.refs == 0 {
+                // The whole subtree below holds no other prefix: unlink and recycle it.
+                self.nodes[n].child[b] = NONE;
+                let mut stack = vec![c];
+                while let Some(x) = stack.pop() {
+                    let node = self.nodes[x as usize];
+                    stack.extend(node.child.iter().copied().filter(|&y| y != NONE));
+                    self.free.push(x);
+                }
+                return;
+            }
+            n = c as usize;
+        }
+        self.nodes[n].end -= 1;
+    }
+
+    /// For a packet's field value: the set of lengths `l` (bit `l`) such that some rule's
+    /// prefix of length `l` matches it, and the number of top bits that prove every other
+    /// prefix does not match (the depth where the packet's path leaves the trie, plus one,
+    /// at most 32).
+    fn lookup(&self, value: u32) -> (u64, u32) {
+        let mut n = 0usize;
+        let mut plens = u64::from(self.nodes[0].end > 0);
+        for d in 0..32 {
+            let b = ((value >> (31 - d)) & 1) as usize;
+            let c = self.nodes[n].child[b];
+            if c == NONE {
+                return (plens, d + 1);
+            }
+            n = c as usize;
+            if self.nodes[n].end > 0 {
+                plens |= 1 << (d + 1);
+            }
+        }
+        (plens, 32)
+    }
+
+    fn bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<TrieNode>() + self.free.capacity() * 4
+    }
+}
 
 /// Tuning knobs of an [`OfTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +330,12 @@ pub struct Config {
     /// Relax exact narrow fields too (an exact `tp_dst` is a 16-bit prefix: with a narrow step
     /// above 16 it leaves the subtable mask and is checked per rule only).
     pub relax_exact_narrow: bool,
+    /// Keep OVS-style prefix tries on `nw_dst`/`nw_src` so that `lookup_wc` can prove a miss
+    /// in a large subtable with the few top address bits the trie consulted. Off by default:
+    /// on ClassBench acl1 10k it saves ~3.5 of ~99 megaflow bits per packet but halves the
+    /// `lookup_wc` and insert rates (the trie walk is pointer chasing); small subtables get
+    /// per-rule proofs anyway.
+    pub prefix_tries: bool,
 }
 
 impl Default for Config {
@@ -113,6 +347,7 @@ impl Default for Config {
             staged: true,
             band_priorities: false,
             relax_exact_narrow: true,
+            prefix_tries: false,
         }
     }
 }
@@ -228,6 +463,11 @@ struct Subtable {
     /// Positions in `idx` where a stage ends (exclusive), for every stage but the last.
     stage_ends: Box<[u8]>,
     stage_sets: Vec<CountSet>,
+    /// Per trie field: rules per prefix length, the set of lengths with rules (bit `l`),
+    /// and rules whose mask there is not a prefix.
+    plen_count: Box<[[u32; 33]; 2]>,
+    plens: [u64; 2],
+    nonprefix: [u32; 2],
 }
 
 impl Subtable {
@@ -270,6 +510,31 @@ impl Subtable {
             lmask_of_class: HashMap::default(),
             stage_sets: vec![CountSet::default(); stage_ends.len()],
             stage_ends: stage_ends.into_boxed_slice(),
+            plen_count: Box::new([[0; 33]; 2]),
+            plens: [0; 2],
+            nonprefix: [0; 2],
+        }
+    }
+
+    /// Counts (`add`) or uncounts a rule with mask `mask` in the per-field prefix lengths.
+    fn count_plens(&mut self, mask: &FlowMask, add: bool) {
+        for (t, &f) in TRIE_FIELDS.iter().enumerate() {
+            let c = match prefix_len(f, mask) {
+                Some(l) => &mut self.plen_count[t][l as usize],
+                None => &mut self.nonprefix[t],
+            };
+            if add {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
+            if let Some(l) = prefix_len(f, mask) {
+                if self.plen_count[t][l as usize] > 0 {
+                    self.plens[t] |= 1 << l;
+                } else {
+                    self.plens[t] &= !(1 << l);
+                }
+            }
         }
     }
 
@@ -525,22 +790,63 @@ impl Subtable {
         diff == 0
     }
 
-    /// If `pkt` fails the prefilter, un-wildcards the prefilter bits of the first (lowest,
-    /// so earliest-stage) word that fails and returns true. Those bits alone decide the
-    /// rejection, so this is sound and keeps later stages wildcarded.
-    fn filter_reject_wc(&self, pkt: &FlowKey, wc: &mut FlowMask) -> bool {
+    /// Whether `pkt` fails the prefilter, and if so the cheapest proof: `Some(None)` if a
+    /// failing filter bit is already in `wc`, else `Some(Some((word, bit)))`, the most
+    /// significant failing bit of the first failing word. All rules of the subtable agree
+    /// on every filter bit, so any one failing bit alone proves none of them matches.
+    fn filter_reject(&self, pkt: &FlowKey, wc: &FlowMask) -> Option<Option<(usize, u64)>> {
         let cw = usize::from(self.cw);
+        let mut first = None;
         for (&i, mv) in self.cidx[..cw]
             .iter()
             .zip(self.hot[..2 * cw].chunks_exact(2))
         {
             let i = usize::from(i) % FLOW_WORDS;
-            if (pkt.w[i] & mv[0]) ^ mv[1] != 0 {
-                wc.w[i] |= mv[0];
-                return true;
+            let diff = (pkt.w[i] & mv[0]) ^ mv[1];
+            if diff & wc.w[i] != 0 {
+                return Some(None);
+            }
+            if first.is_none() {
+                offer_proofs(i, diff, mv[0], wc.w[i], &mut first);
             }
         }
-        false
+        first.map(|(i, bits, _)| Some((i, bits)))
+    }
+
+    /// Whether entry `e` matches `pkt`, adding to `wc` a proof of the answer: the rule's mask
+    /// if it matches, else one bit where `pkt` differs from it (none if `wc` already holds
+    /// one; otherwise the most significant differing bit of the first differing word).
+    #[inline]
+    fn ent_matches_wc(&self, e: u32, pkt: &FlowKey, wc: &mut FlowMask) -> bool {
+        let cw = usize::from(self.cw);
+        let base = e as usize * (META + cw);
+        let l = (self.ents[base] as u32) as usize * cw;
+        let key = &self.ents[base + META..base + META + cw];
+        let lm = &self.lmasks[l..l + cw];
+        let cidx = &self.cidx[..cw];
+        let mut first = None;
+        for ((&i, &m), &k) in cidx.iter().zip(lm).zip(key) {
+            let i = usize::from(i) % FLOW_WORDS;
+            let diff = (pkt.w[i] & m) ^ k;
+            if diff & wc.w[i] != 0 {
+                return false;
+            }
+            if first.is_none() {
+                offer_proofs(i, diff, m, wc.w[i], &mut first);
+            }
+        }
+        match first {
+            Some((i, bit, _)) => {
+                wc.w[i] |= bit;
+                false
+            }
+            None => {
+                for (&i, &m) in cidx.iter().zip(lm) {
+                    wc.w[usize::from(i) % FLOW_WORDS] |= m;
+                }
+                true
+            }
+        }
     }
 
     #[inline(always)]
@@ -650,6 +956,8 @@ pub struct OfTable<T> {
     next_seq: u64,
     n_rules: usize,
     scratch: Vec<u64>,
+    /// One prefix trie per [`TRIE_FIELDS`] entry over every rule with a prefix mask there.
+    tries: [PrefixTrie; 2],
 }
 
 impl<T> Default for OfTable<T> {
@@ -683,6 +991,7 @@ impl<T> OfTable<T> {
             next_seq: 0,
             n_rules: 0,
             scratch: Vec::new(),
+            tries: [PrefixTrie::new(), PrefixTrie::new()],
         }
     }
 
@@ -741,6 +1050,7 @@ impl<T> OfTable<T> {
         for st in &self.order {
             n += st.bytes();
         }
+        n += self.tries.iter().map(PrefixTrie::bytes).sum::<usize>();
         for c in self.classes.iter().flatten() {
             n += c.compat.capacity() * 4;
         }
@@ -965,6 +1275,15 @@ impl<T> OfTable<T> {
         st.widen(mask.map());
         let l = st.local_mask(c, mask);
         st.filter_add(&key, mask);
+        st.count_plens(mask, true);
+        if self.cfg.prefix_tries {
+            for (t, &f) in TRIE_FIELDS.iter().enumerate() {
+                if let Some(len) = prefix_len(f, mask) {
+                    self.tries[t].insert(f.get(&key) as u32, len);
+                }
+            }
+        }
+        let st = &mut self.order[p_tab];
         let e = st.n_ents;
         st.n_ents += 1;
         st.ents.push((u64::from(priority) << 32) | u64::from(l));
@@ -1089,6 +1408,19 @@ impl<T> OfTable<T> {
         st.stage_hashes(&key, &mut scratch);
         st.stage_remove(&scratch);
         self.scratch = scratch;
+        let rmask = match &self.classes[c as usize] {
+            Some(cl) => cl.mask,
+            None => unreachable_rule(),
+        };
+        st.count_plens(&rmask, false);
+        if self.cfg.prefix_tries {
+            for (t, &f) in TRIE_FIELDS.iter().enumerate() {
+                if let Some(len) = prefix_len(f, &rmask) {
+                    self.tries[t].remove(f.get(&key) as u32, len);
+                }
+            }
+        }
+        let st = &mut self.order[p_tab];
         let l = (st.ents[e as usize * st.stride()]) as u32;
         st.release_mask(l);
 
@@ -1185,7 +1517,11 @@ impl<T> OfTable<T> {
                     return None;
                 }
             }
-            if st.ent_matches(e, pkt, wc.as_deref_mut()) {
+            let hit = match wc.as_deref_mut() {
+                Some(wc) => st.ent_matches_wc(e, pkt, wc),
+                None => st.ent_matches(e, pkt, None),
+            };
+            if hit {
                 return Some(e);
             }
             e = st.ent_next(e);
@@ -1226,11 +1562,82 @@ impl<T> OfTable<T> {
         let mut best_rule = NONE;
         let mut best_rank = 0u128;
         let mut partial = Vec::new();
+        let mut tries: [Option<(u64, u32)>; 2] = [None; 2];
         'tables: for st in &self.order {
             if best.is_some() && st.max_rank <= best_rank {
                 break;
             }
-            if st.filter_reject_wc(pkt, wc) {
+            let reject = st.filter_reject(pkt, wc);
+            if reject == Some(None) {
+                continue;
+            }
+            // Prefix tries: if no rule of the subtable can match on a trie field, the top
+            // bits the trie consulted prove it (every rule here has a prefix there).
+            // (A prefilter rejection costs one field's bits at most: look at the tries then
+            // only if they were consulted already.)
+            let mut skip: Option<(usize, u32, u32)> = None;
+            for t in 0..TRIE_FIELDS.len() {
+                if !self.cfg.prefix_tries
+                    || st.nonprefix[t] != 0
+                    || st.plens[t] & 1 != 0
+                    || (reject.is_some() && tries[t].is_none())
+                {
+                    continue;
+                }
+                let (matched, checkbits) = *tries[t]
+                    .get_or_insert_with(|| self.tries[t].lookup(TRIE_FIELDS[t].get(pkt) as u32));
+                if matched & st.plens[t] == 0 {
+                    let bits = top_bits(checkbits);
+                    let new = (bits & !(TRIE_FIELDS[t].get_mask(wc) as u32)).count_ones();
+                    if skip.is_none_or(|(_, _, n)| new < n) {
+                        skip = Some((t, bits, new));
+                    }
+                }
+            }
+            let trie_skip = |wc: &mut FlowMask| {
+                if let Some((t, bits, _)) = skip {
+                    let f = TRIE_FIELDS[t];
+                    let old = f.get_mask(wc);
+                    f.set_mask(wc, old | u128::from(bits));
+                }
+            };
+            if skip.is_some_and(|(_, _, n)| n == 0) {
+                continue;
+            }
+            if let Some(Some((i, bit))) = reject {
+                wc.w[i] |= bit;
+                continue;
+            }
+            if st.n_ents <= SMALL_SUBTABLE {
+                // Few rules: compare them all and prove each relevant miss by one bit.
+                let floor = best.map(|_| best_rank);
+                let mut win: Option<(u32, u128)> = None;
+                for e in 0..st.n_ents {
+                    let r = self.ent_rank(st, e);
+                    if floor.is_none_or(|f| r > f)
+                        && win.is_none_or(|(_, w)| r > w)
+                        && st.ent_matches(e, pkt, None)
+                    {
+                        win = Some((e, r));
+                    }
+                }
+                let floor = win.map(|(_, w)| w).or(floor);
+                for e in 0..st.n_ents {
+                    if floor.is_none_or(|f| self.ent_rank(st, e) > f) {
+                        st.ent_matches_wc(e, pkt, wc);
+                    }
+                }
+                if let Some((e, _)) = win {
+                    st.ent_matches_wc(e, pkt, wc);
+                    best_rule = st.ent_rule(e);
+                    let rule = self.rule_at(best_rule);
+                    best = Some((rule.priority, rule.seq));
+                    best_rank = rank(rule.priority, rule.seq);
+                }
+                continue;
+            }
+            if skip.is_some() {
+                trie_skip(wc);
                 continue;
             }
             let h = st.stage_hashes(pkt, &mut partial);
@@ -1374,4 +1781,64 @@ fn make_id(idx: u32, generation: u32) -> RuleId {
 
 fn split_id(id: RuleId) -> (u32, u32) {
     (id.0 as u32, (id.0 >> 32) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Brute-force twin of [`PrefixTrie::lookup`] over a list of (value, len).
+    fn naive(prefixes: &[(u32, u32)], v: u32) -> (u64, u32) {
+        let mut plens = 0u64;
+        let mut depth = 0u32;
+        for &(p, l) in prefixes {
+            let m = top_bits(l);
+            if (p ^ v) & m == 0 {
+                plens |= 1 << l;
+            }
+            // Bits of the packet's path shared with this prefix (at most its length).
+            let lcp = ((p ^ v) & m).leading_zeros().min(l);
+            depth = depth.max(lcp + u32::from(lcp < l));
+        }
+        (plens, depth.clamp(1, 32))
+    }
+
+    proptest! {
+        #[test]
+        fn trie_matches_naive(
+            ops in prop::collection::vec((any::<bool>(), 0u32..8, 0u32..33, any::<u32>()), 0..60),
+            probes in prop::collection::vec(any::<u32>(), 1..20),
+        ) {
+            let mut trie = PrefixTrie::new();
+            let mut live: Vec<(u32, u32)> = Vec::new();
+            for (add, seed, len, flip) in ops {
+                if add || live.is_empty() {
+                    let base = [0u32, u32::MAX, 0x5555_5555, 0xa5c3_0f00][seed as usize % 4];
+                    let v = (base ^ (1u32.checked_shl(flip % 40).unwrap_or(0))) & top_bits(len);
+                    trie.insert(v, len);
+                    live.push((v, len));
+                } else {
+                    let (v, l) = live.swap_remove(seed as usize % live.len());
+                    trie.remove(v, l);
+                }
+                for &p in &probes {
+                    for v in [p, live.first().map_or(p, |x| x.0 ^ (p & 0xff))] {
+                        let (tp, tc) = trie.lookup(v);
+                        let (np, nc) = naive(&live, v);
+                        prop_assert_eq!(tp, np);
+                        // The trie may walk deeper than the longest shared prefix + 1 only
+                        // through matching prefixes; it must always cover the naive depth.
+                        prop_assert!(tc >= nc, "checkbits {} < {}", tc, nc);
+                        // And its bits must prove every non-matching prefix differs.
+                        for &(pv, pl) in &live {
+                            if (pv ^ v) & top_bits(pl) != 0 {
+                                prop_assert!((pv ^ v) & top_bits(pl) & top_bits(tc) != 0);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

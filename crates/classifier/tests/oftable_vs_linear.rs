@@ -224,16 +224,23 @@ fn check(cfg: Config, ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
 }
 
 fn config() -> impl Strategy<Value = Config> {
-    (1u32..6, 1u32..9, 1u32..18, any::<bool>(), any::<bool>()).prop_map(
-        |(c, w, n, staged, band_priorities)| Config {
+    (
+        1u32..6,
+        1u32..9,
+        1u32..18,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(c, w, n, staged, band_priorities, prefix_tries)| Config {
             collision_limit: c,
             wide_prefix_step: w,
             narrow_prefix_step: n,
             staged,
             band_priorities,
             relax_exact_narrow: staged ^ band_priorities,
-        },
-    )
+            prefix_tries,
+        })
 }
 
 proptest! {
