@@ -879,20 +879,16 @@ impl Subtable {
         k
     }
 
-    /// Whether entry `e` matches `pkt` (full rule mask). With `wc`, un-wildcards the mask.
+    /// Whether entry `e` matches `pkt` (full rule mask). Un-wildcarding is
+    /// [`Self::ent_matches_wc`]'s job.
     #[inline(always)]
-    fn ent_matches(&self, e: u32, pkt: &FlowKey, wc: Option<&mut FlowMask>) -> bool {
+    fn ent_matches(&self, e: u32, pkt: &FlowKey) -> bool {
         let cw = usize::from(self.cw);
         let base = e as usize * (META + cw);
         let l = (self.ents[base] as u32) as usize * cw;
         let key = &self.ents[base + META..base + META + cw];
         let lm = &self.lmasks[l..l + cw];
         let cidx = &self.cidx[..cw];
-        if let Some(wc) = wc {
-            for (&i, &m) in cidx.iter().zip(lm) {
-                wc.w[usize::from(i) % FLOW_WORDS] |= m;
-            }
-        }
         let mut diff = 0u64;
         for ((&i, &m), &k) in cidx.iter().zip(lm).zip(key) {
             diff |= (pkt.w[usize::from(i) % FLOW_WORDS] & m) ^ k;
@@ -1519,7 +1515,7 @@ impl<T> OfTable<T> {
             }
             let hit = match wc.as_deref_mut() {
                 Some(wc) => st.ent_matches_wc(e, pkt, wc),
-                None => st.ent_matches(e, pkt, None),
+                None => st.ent_matches(e, pkt),
             };
             if hit {
                 return Some(e);
@@ -1616,7 +1612,7 @@ impl<T> OfTable<T> {
                     let r = self.ent_rank(st, e);
                     if floor.is_none_or(|f| r > f)
                         && win.is_none_or(|(_, w)| r > w)
-                        && st.ent_matches(e, pkt, None)
+                        && st.ent_matches(e, pkt)
                     {
                         win = Some((e, r));
                     }
@@ -1687,7 +1683,7 @@ impl<T> OfTable<T> {
                     }
                 }
                 compared += 1;
-                if st.ent_matches(e, pkt, None) {
+                if st.ent_matches(e, pkt) {
                     let rule = self.rule_at(st.ent_rule(e));
                     best = Some((rule.priority, rule.seq));
                     best_rank = rank(rule.priority, rule.seq);
