@@ -27,6 +27,7 @@
 //! No `unsafe` in this crate.
 #![forbid(unsafe_code)]
 
+pub mod actions;
 pub mod dpcls;
 pub mod emc;
 pub mod flow_table;
@@ -35,10 +36,11 @@ pub mod pmd;
 pub mod smc;
 pub mod twin;
 
+pub use actions::DpAction;
 pub use dpcls::{Dpcls, DpclsConfig, DpclsReader, Inserted, LookupStats, RankOutcome, Snapshot};
 pub use emc::Emc;
 pub use flow_table::{FlowArena, FlowIndex};
 pub use megaflow::{ActionsId, DpFlow, FlowStats, Ufid};
-pub use pmd::{ActionTable, DpAction, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};
+pub use pmd::{ActionTable, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};
 pub use smc::Smc;
 pub use twin::LinearMegaflows;

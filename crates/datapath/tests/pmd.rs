@@ -10,7 +10,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use datapath::pmd::{ActionTable, DpAction, Pmd, PmdConfig, Upcall, UpcallError};
+use datapath::DpAction;
+use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
 use datapath::{ActionsId, Dpcls, DpclsConfig};
 use flow::extract::{PacketMeta, extract};
 use flow::{FlowKey, FlowMask};

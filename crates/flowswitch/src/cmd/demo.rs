@@ -11,12 +11,12 @@
 //! packets that follow → actions per flow batch → port tx bursts. Every packet is counted
 //! exactly once among the hit/miss/lost counters; the demo checks that before it exits.
 
+use crate::upcall::OfprotoUpcall;
 use anyhow::Context;
-use datapath::{ActionTable, DpAction, Dpcls, DpclsConfig, Pmd, PmdConfig, Upcall, UpcallError};
-use flow::{FlowKey, FlowMask};
+use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig};
 use netdev::generator::{FrameSize, GeneratorConfig, GeneratorPort, Order, ProtocolMix};
 use netdev::null::NullPort;
-use ofproto::{Backend, Bridge, OdpAction, XlateIn, format_odp_actions, xlate};
+use ofproto::{Backend, Bridge};
 use std::sync::Arc;
 
 /// Arguments.
@@ -50,66 +50,6 @@ priority=0,actions=drop
 
 /// Number of ordinary ports of the demo bridge (`p1..pN`, datapath ports 1..=N).
 const N_PORTS: u16 = 3;
-
-/// The upcall: translate through the OpenFlow tables, keep what the datapath executes.
-#[derive(Debug)]
-pub struct OfprotoUpcall {
-    bridge: Bridge,
-    started: std::time::Instant,
-}
-
-impl OfprotoUpcall {
-    /// An upcall handler over `bridge`.
-    pub fn new(bridge: Bridge) -> Self {
-        OfprotoUpcall {
-            bridge,
-            started: std::time::Instant::now(),
-        }
-    }
-}
-
-impl Upcall for OfprotoUpcall {
-    fn upcall(
-        &mut self,
-        key: &FlowKey,
-        actions: &ActionTable,
-    ) -> Result<(FlowMask, datapath::ActionsId), UpcallError> {
-        let input = XlateIn {
-            key: *key,
-            now_ms: self.started.elapsed().as_millis() as u64,
-            side_effects: true,
-            trace: false,
-            table: 0,
-        };
-        let out = xlate(&mut self.bridge, &input);
-        if let Some(e) = &out.error {
-            return Err(UpcallError::Failed(format!("{e:?}")));
-        }
-        let mut dp = Vec::with_capacity(out.actions.len());
-        for a in &out.actions {
-            dp.push(match a {
-                OdpAction::Output(port) => DpAction::Output(*port),
-                // The datapath's TCI is the one on the wire; OVS's carries CFI as "present".
-                OdpAction::PushVlan { tpid, tci } => DpAction::PushVlan {
-                    tpid: *tpid,
-                    tci: tci & !flow::field::VLAN_CFI,
-                },
-                OdpAction::PopVlan => DpAction::PopVlan,
-                other => {
-                    return Err(UpcallError::Failed(format!(
-                        "datapath action not executed yet: {}",
-                        format_odp_actions(std::slice::from_ref(other))
-                    )));
-                }
-            });
-        }
-        if dp.is_empty() {
-            dp.push(DpAction::Drop);
-        }
-        let id = actions.intern(&dp).ok_or(UpcallError::ActionsFull)?;
-        Ok((out.mask, id))
-    }
-}
 
 /// The demo bridge with the default flows.
 pub fn default_bridge() -> anyhow::Result<Bridge> {
@@ -188,6 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datapath::{DpAction, Upcall};
+    use flow::FlowKey;
     use flow::extract::{PacketMeta, extract};
 
     #[test]
