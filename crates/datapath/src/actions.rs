@@ -54,6 +54,17 @@ pub fn pop_vlan(p: &mut Packet) -> bool {
     p.pull_front(4).is_some()
 }
 
+/// Applies one packet-editing action (everything but `Output` and `Drop`, which the PMD
+/// executes itself); false if the packet was left unchanged because the edit did not apply
+/// (no tag to pop, frame too short, no headroom).
+pub fn apply_edit(p: &mut Packet, a: &DpAction) -> bool {
+    match *a {
+        DpAction::PushVlan { tpid, tci } => push_vlan(p, tpid, tci),
+        DpAction::PopVlan => pop_vlan(p),
+        DpAction::Output(_) | DpAction::Drop => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

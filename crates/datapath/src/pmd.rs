@@ -54,7 +54,7 @@ use flow::extract::{PacketMeta, extract_hash_batch};
 use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
-use crate::actions::{DpAction, pop_vlan, push_vlan};
+use crate::actions::{DpAction, apply_edit};
 use crate::dpcls::{Dpcls, DpclsReader, RankOutcome};
 use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
 use crate::megaflow::{ActionsId, DpFlow, Ufid};
@@ -827,14 +827,9 @@ impl Pmd {
                     sent = true;
                 }
                 DpAction::Drop => break,
-                DpAction::PushVlan { tpid, tci } => {
+                ref edit => {
                     if let Some(p) = pkt.as_mut() {
-                        push_vlan(p, tpid, tci);
-                    }
-                }
-                DpAction::PopVlan => {
-                    if let Some(p) = pkt.as_mut() {
-                        pop_vlan(p);
+                        apply_edit(p, edit);
                     }
                 }
             }

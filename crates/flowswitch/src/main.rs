@@ -7,6 +7,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod dp_actions;
 mod upcall;
 
 /// A userspace virtual switch built on the Open vSwitch design.

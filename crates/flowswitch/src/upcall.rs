@@ -5,9 +5,10 @@
 //! ([`OdpAction`], OVS's `Datapath actions:` vocabulary) into what the PMD executes
 //! ([`DpAction`]). Used by `demo` and `bench`.
 
+use crate::dp_actions::to_dp_actions;
 use datapath::{ActionTable, DpAction, Upcall, UpcallError};
 use flow::{FlowKey, FlowMask};
-use ofproto::{Bridge, OdpAction, XlateIn, format_odp_actions, xlate};
+use ofproto::{Bridge, XlateIn, xlate};
 
 /// The upcall: translate through the OpenFlow tables, keep what the datapath executes.
 #[derive(Debug)]
@@ -43,24 +44,7 @@ impl Upcall for OfprotoUpcall {
         if let Some(e) = &out.error {
             return Err(UpcallError::Failed(format!("{e:?}")));
         }
-        let mut dp = Vec::with_capacity(out.actions.len());
-        for a in &out.actions {
-            dp.push(match a {
-                OdpAction::Output(port) => DpAction::Output(*port),
-                // The datapath's TCI is the one on the wire; OVS's carries CFI as "present".
-                OdpAction::PushVlan { tpid, tci } => DpAction::PushVlan {
-                    tpid: *tpid,
-                    tci: tci & !flow::field::VLAN_CFI,
-                },
-                OdpAction::PopVlan => DpAction::PopVlan,
-                other => {
-                    return Err(UpcallError::Failed(format!(
-                        "datapath action not executed yet: {}",
-                        format_odp_actions(std::slice::from_ref(other))
-                    )));
-                }
-            });
-        }
+        let mut dp = to_dp_actions(&out.actions).map_err(UpcallError::Failed)?;
         if dp.is_empty() {
             dp.push(DpAction::Drop);
         }
