@@ -55,7 +55,7 @@ use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
 use crate::actions::{DpAction, apply_edit};
-use crate::dpcls::{Dpcls, DpclsReader, RankOutcome};
+use crate::dpcls::{Dpcls, DpclsReader, RankOutcome, Snapshot};
 use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
 use crate::megaflow::{ActionsId, DpFlow, Ufid};
 use crate::smc::Smc;
@@ -381,8 +381,143 @@ struct Scratch {
     maps: [WordMap; BATCH_MAX],
     hashes: [u32; BATCH_MAX],
     metas: [PacketMeta; BATCH_MAX],
-    acts: [Option<ActionsId>; BATCH_MAX],
+    lens: [u32; BATCH_MAX],
     pkts: Vec<Option<Packet>>,
+}
+
+/// The flow batches of one burst (OVS `packet_batch_per_flow`): packets grouped by the flow
+/// they hit, so that flow stats are written once per flow and burst, and actions are looked
+/// up once per batch. Grouping compares flow pointers (the last batch first: bursts are
+/// usually runs of one flow); nothing is written into the shared flow.
+struct FlowBatches {
+    n: usize,
+    /// Packet → batch (`NONE`: no actions, e.g. a failed upcall).
+    of: [u8; BATCH_MAX],
+    flow: [Option<Arc<DpFlow>>; BATCH_MAX],
+    aid: [ActionsId; BATCH_MAX],
+    packets: [u32; BATCH_MAX],
+    bytes: [u64; BATCH_MAX],
+    flags: [u16; BATCH_MAX],
+}
+
+impl Default for FlowBatches {
+    fn default() -> Self {
+        FlowBatches {
+            n: 0,
+            of: [FlowBatches::NONE; BATCH_MAX],
+            flow: [const { None }; BATCH_MAX],
+            aid: [0; BATCH_MAX],
+            packets: [0; BATCH_MAX],
+            bytes: [0; BATCH_MAX],
+            flags: [0; BATCH_MAX],
+        }
+    }
+}
+
+impl FlowBatches {
+    const NONE: u8 = u8::MAX;
+
+    #[inline]
+    fn clear(&mut self) {
+        self.n = 0;
+        self.of = [Self::NONE; BATCH_MAX];
+    }
+
+    #[inline]
+    fn open(&mut self, flow: Option<Arc<DpFlow>>, aid: ActionsId) -> usize {
+        let g = self.n;
+        if let Some(slot) = self.flow.get_mut(g) {
+            *slot = flow;
+            self.aid[g] = aid;
+            self.packets[g] = 0;
+            self.bytes[g] = 0;
+            self.flags[g] = 0;
+            self.n += 1;
+        }
+        g
+    }
+
+    #[inline]
+    fn add(&mut self, i: usize, g: usize, len: u32, flags: u16) {
+        if let (Some(o), Some(p)) = (self.of.get_mut(i), self.packets.get_mut(g)) {
+            *o = g as u8;
+            *p += 1;
+            self.bytes[g] += u64::from(len);
+            self.flags[g] |= flags;
+        }
+    }
+
+    /// Adds packet `i` to the batch of `flow`.
+    #[inline]
+    fn join(&mut self, i: usize, flow: &Arc<DpFlow>, len: u32, flags: u16) {
+        let same = |f: &Option<Arc<DpFlow>>| f.as_ref().is_some_and(|f| Arc::ptr_eq(f, flow));
+        let g = match self.n.checked_sub(1) {
+            Some(last) if same(&self.flow[last]) => last,
+            _ => match self.flow[..self.n].iter().position(same) {
+                Some(g) => g,
+                None => self.open(Some(Arc::clone(flow)), flow.actions),
+            },
+        };
+        self.add(i, g, len, flags);
+    }
+
+    /// Adds packet `i`, whose actions have no installed flow, to a batch of `aid`.
+    fn join_unflowed(&mut self, i: usize, aid: ActionsId) {
+        let g = (0..self.n)
+            .find(|&g| self.flow[g].is_none() && self.aid[g] == aid)
+            .unwrap_or_else(|| self.open(None, aid));
+        self.add(i, g, 0, 0);
+    }
+
+    /// One stats update per flow.
+    fn record_stats(&self, now_ms: u64) {
+        for g in 0..self.n {
+            if let Some(f) = &self.flow[g] {
+                f.stats.record(
+                    u64::from(self.packets[g]),
+                    self.bytes[g],
+                    now_ms,
+                    self.flags[g],
+                );
+            }
+        }
+    }
+
+    /// The batches in the order of their first packet, and packet indexes `0..n` grouped
+    /// in that order, rx order within a batch (a counting sort).
+    fn order(&self, n: usize) -> ([u8; BATCH_MAX], [u8; BATCH_MAX]) {
+        let mut seq = [0u8; BATCH_MAX];
+        let mut start = [Self::NONE; BATCH_MAX];
+        let (mut k, mut acc) = (0usize, 0u8);
+        for &g in self.of.iter().take(n) {
+            if let Some(st) = start.get_mut(usize::from(g))
+                && *st == Self::NONE
+            {
+                *st = acc;
+                acc = acc.wrapping_add(self.packets[usize::from(g)] as u8);
+                seq[k] = g;
+                k += 1;
+            }
+        }
+        let mut out = [0u8; BATCH_MAX];
+        for (i, &g) in self.of.iter().enumerate().take(n) {
+            if let Some(st) = start.get_mut(usize::from(g)) {
+                if let Some(o) = out.get_mut(usize::from(*st)) {
+                    *o = i as u8;
+                }
+                *st += 1;
+            }
+        }
+        (seq, out)
+    }
+
+    /// Drops the burst's flow references.
+    fn release(&mut self) {
+        for f in &mut self.flow[..self.n] {
+            *f = None;
+        }
+        self.n = 0;
+    }
 }
 
 static NEXT_UFID: AtomicU64 = AtomicU64::new(1);
@@ -401,6 +536,7 @@ pub struct Pmd {
     batch: Batch,
     stats: PmdStats,
     s: Scratch,
+    g: FlowBatches,
     cycles_per_ms: u64,
     next_rank_ms: u64,
     metas_port: Option<u32>,
@@ -449,9 +585,10 @@ impl Pmd {
                 maps: [WordMap::EMPTY; BATCH_MAX],
                 hashes: [0; BATCH_MAX],
                 metas: [PacketMeta::port(0); BATCH_MAX],
-                acts: [None; BATCH_MAX],
+                lens: [0; BATCH_MAX],
                 pkts: Vec::with_capacity(BATCH_MAX),
             },
+            g: FlowBatches::default(),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
             metas_port: None,
@@ -636,21 +773,20 @@ impl Pmd {
         let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
         let mut miss_idx = [0u8; BATCH_MAX];
         let mut m = 0usize;
-        let lens: [u64; BATCH_MAX] =
-            core::array::from_fn(|i| self.batch.as_slice().get(i).map_or(0, |p| p.len() as u64));
-        for (i, &len) in lens.iter().enumerate().take(n) {
+        self.g.clear();
+        for i in 0..n {
+            self.s.lens[i] = self.batch.as_slice().get(i).map_or(0, |p| p.len() as u32);
+        }
+        for i in 0..n {
             let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
-            let flags = tcp_flags(k);
             if emc_on && let Some(f) = self.emc.lookup(k, map, h) {
-                f.stats.record(1, len, now_ms, flags);
-                self.s.acts[i] = Some(f.actions);
                 self.stats.emc_hits += 1;
+                self.g.join(i, f, self.s.lens[i], tcp_flags(k));
                 continue;
             }
             if smc_on && let Some(f) = self.smc.lookup(&snap.arena, k, h) {
-                f.stats.record(1, len, now_ms, flags);
-                self.s.acts[i] = Some(f.actions);
                 self.stats.smc_hits += 1;
+                self.g.join(i, f, self.s.lens[i], tcp_flags(k));
                 if emc_on {
                     self.emc.maybe_insert(k, map, h, f);
                 }
@@ -661,10 +797,16 @@ impl Pmd {
                 m += 1;
             }
         }
-        if m == 0 {
-            return;
+        if m > 0 {
+            self.classify_misses(in_port, &snap, &miss_idx[..m]);
         }
-        for (j, &i) in miss_idx[..m].iter().enumerate() {
+        self.g.record_stats(now_ms);
+    }
+
+    /// dpcls for the EMC/SMC misses, then upcalls for what dpcls missed.
+    fn classify_misses(&mut self, in_port: u32, snap: &Arc<Snapshot>, miss_idx: &[u8]) {
+        let m = miss_idx.len();
+        for (j, &i) in miss_idx.iter().enumerate() {
             self.s.miss_keys[j] = self.s.keys[usize::from(i)];
         }
         let mut out: [Option<&Arc<DpFlow>>; BATCH_MAX] = [None; BATCH_MAX];
@@ -672,12 +814,10 @@ impl Pmd {
         self.stats.subtable_lookups += ls.lookups;
         let mut still = [0u8; BATCH_MAX];
         let mut s_n = 0usize;
-        for j in 0..m {
-            let i = usize::from(miss_idx[j]);
+        for (j, &i) in miss_idx.iter().enumerate() {
+            let i = usize::from(i);
             match out[j] {
-                Some(f) => {
-                    self.megaflow_hit(f, i, lens[i], now_ms);
-                }
+                Some(f) => self.megaflow_hit(f, i),
                 None => {
                     still[s_n] = i as u8;
                     s_n += 1;
@@ -694,7 +834,7 @@ impl Pmd {
                 let ls = fresh.lookup_batch(in_port, std::slice::from_ref(&self.s.keys[i]), &mut o);
                 if let Some(f) = o[0] {
                     self.stats.subtable_lookups += ls.lookups;
-                    self.megaflow_hit(f, i, lens[i], now_ms);
+                    self.megaflow_hit(f, i);
                     continue;
                 }
             }
@@ -702,7 +842,6 @@ impl Pmd {
             match self.upcall.upcall(&key, &self.actions) {
                 Ok((mask, aid)) => {
                     self.stats.upcall_ok += 1;
-                    self.s.acts[i] = Some(aid);
                     let mut mask = mask;
                     mask.w[0] = u64::MAX; // in_port and recirc_id exact, as OVS
                     let ufid = Ufid(
@@ -715,7 +854,7 @@ impl Pmd {
                                 self.stats.flows_installed += 1;
                             }
                             let f = ins.flow();
-                            f.stats.record(1, lens[i], now_ms, tcp_flags(&key));
+                            self.g.join(i, f, self.s.lens[i], tcp_flags(&key));
                             let (map, h) = (self.s.maps[i], self.s.hashes[i]);
                             if self.cfg.emc {
                                 self.emc.maybe_insert(&key, map, h, f);
@@ -724,21 +863,20 @@ impl Pmd {
                                 self.smc.insert(h, ins.index());
                             }
                         }
-                        Err(_) => self.stats.install_failed += 1,
+                        Err(_) => {
+                            self.stats.install_failed += 1;
+                            self.g.join_unflowed(i, aid);
+                        }
                     }
                 }
-                Err(_) => {
-                    self.stats.upcall_failed += 1;
-                    self.s.acts[i] = None;
-                }
+                Err(_) => self.stats.upcall_failed += 1,
             }
         }
     }
 
-    fn megaflow_hit(&mut self, f: &Arc<DpFlow>, i: usize, len: u64, now_ms: u64) {
+    fn megaflow_hit(&mut self, f: &Arc<DpFlow>, i: usize) {
         let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
-        f.stats.record(1, len, now_ms, tcp_flags(k));
-        self.s.acts[i] = Some(f.actions);
+        self.g.join(i, f, self.s.lens[i], tcp_flags(k));
         self.stats.megaflow_hits += 1;
         if self.cfg.emc {
             self.emc.maybe_insert(k, map, h, f);
@@ -750,38 +888,41 @@ impl Pmd {
         }
     }
 
-    /// Executes the actions of the classified batch per flow batch: packets with the same
-    /// actions, in order of their first packet, each batch in rx order (OVS
-    /// `packet_batch_per_flow`); then one `tx_burst` per port with output.
+    /// Executes each flow batch's actions (batches in the order of their first packet,
+    /// packets in rx order within one), then sends the output batches.
     fn execute(&mut self, n: usize) {
         let mut pkts = std::mem::take(&mut self.s.pkts);
         pkts.clear();
         pkts.extend(self.batch.drain().map(Some));
-        let mut group_of = [u8::MAX; BATCH_MAX];
-        let mut gaids: [ActionsId; BATCH_MAX] = [0; BATCH_MAX];
-        let mut ng = 0usize;
-        for (i, g) in group_of.iter_mut().enumerate().take(n.min(pkts.len())) {
-            let Some(a) = self.s.acts[i] else { continue };
-            let pos = match gaids[..ng].iter().position(|&x| x == a) {
-                Some(p) => p,
-                None => {
-                    gaids[ng] = a;
-                    ng += 1;
-                    ng - 1
-                }
-            };
-            *g = pos as u8;
-        }
+        let n = n.min(pkts.len());
+        let (seq, order) = self.g.order(n);
         let table = Arc::clone(&self.actions);
-        for (g, &aid) in gaids[..ng].iter().enumerate() {
-            for (i, slot) in pkts.iter_mut().enumerate() {
-                if usize::from(group_of[i]) == g
-                    && let Some(p) = slot.take()
-                {
+        let mut pos = 0usize;
+        for &g in &seq[..self.g.n] {
+            let g = usize::from(g);
+            let cnt = self.g.packets[g] as usize;
+            let members = order.get(pos..pos + cnt).unwrap_or_default();
+            pos += cnt;
+            let aid = self.g.aid[g];
+            let list = table.get(aid);
+            if let Some(&[DpAction::Output(no)]) = list
+                && let Some(pi) = self.ports.iter().position(|p| p.no == no)
+            {
+                // The common case: every packet of the batch goes to one port, no copies.
+                for &i in members {
+                    if let Some(p) = pkts.get_mut(usize::from(i)).and_then(Option::take) {
+                        self.enqueue(pi, p);
+                    }
+                }
+                continue;
+            }
+            for &i in members {
+                if let Some(p) = pkts.get_mut(usize::from(i)).and_then(Option::take) {
                     self.execute_one(&table, p, Some(aid));
                 }
             }
         }
+        self.g.release();
         // Packets without actions (failed upcalls, counted there).
         for p in pkts.iter_mut().filter_map(Option::take) {
             self.pool.free(p);
