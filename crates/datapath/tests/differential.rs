@@ -89,6 +89,7 @@ fn run(seed: u64, steps: usize) {
         rank_interval_ms: 1,
         // Small arenas force compactions.
         arena_capacity: 4 + r.below(40) as usize,
+        prefilter: r.below(4) != 0,
     };
     let cls = Dpcls::new(cfg);
     let mut reader = cls.reader();
@@ -97,10 +98,24 @@ fn run(seed: u64, steps: usize) {
     let mut smc = Smc::new();
     let mut index: HashMap<Ufid, u32> = HashMap::new();
     let n_masks = 1 + r.below(6) as usize;
+    // Half the runs give every mask a shared part, so the signature prefilter has a
+    // common projection to filter on.
+    let shared = if r.below(2) == 0 {
+        let mut m = FlowMask::CATCHALL;
+        m.w[29] = 0xffff_0000_0000_ffff & r.next();
+        m.w[19] = r.next() & 0x0000_ffff_ffff_0000;
+        m
+    } else {
+        FlowMask::CATCHALL
+    };
     let masks: Vec<FlowMask> = (0..n_masks)
         .map(|_| {
             let with_port = per_port || r.below(2) == 0;
-            random_mask(&mut r, with_port)
+            let mut m = random_mask(&mut r, with_port);
+            for (a, b) in m.w.iter_mut().zip(shared.w.iter()) {
+                *a |= *b;
+            }
+            m
         })
         .collect();
     let ports = [1u32, 2, 7];

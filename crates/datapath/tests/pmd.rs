@@ -320,7 +320,10 @@ fn check_run(rules: &Rules, frames: &[Vec<Vec<u8>>; 2], emc: bool, smc: bool) {
                     b.sort();
                     a == b
                 };
-                panic!("port {} frames differ at {first:?} (same multiset: {same_set}) emc {emc} smc {smc} pass {pass}", i + 1);
+                panic!(
+                    "port {} frames differ at {first:?} (same multiset: {same_set}) emc {emc} smc {smc} pass {pass}",
+                    i + 1
+                );
             }
         }
         let st = s.pmd.stats();

@@ -58,8 +58,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use arc_swap::{ArcSwap, Cache};
-use flow::hash::{Crc32c, CrcTask, Level, run_at, run_best};
-use flow::{FlowKey, FlowMask};
+use flow::hash::{Crc32c, CrcTask, Level, hash_masked_with, run_at, run_best};
+use flow::{FlowKey, FlowMask, WordMap};
 
 use crate::flow_table::{FlowArena, FlowIndex};
 use crate::megaflow::{DpFlow, Ufid};
@@ -79,6 +79,8 @@ pub struct DpclsConfig {
     pub rank_interval_ms: u64,
     /// Initial flow arena size; indices below 0xffff can be cached in the SMC.
     pub arena_capacity: usize,
+    /// Skip subtables whose signature filter rules the key out (see the module doc).
+    pub prefilter: bool,
 }
 
 impl Default for DpclsConfig {
@@ -88,6 +90,7 @@ impl Default for DpclsConfig {
             ranking: true,
             rank_interval_ms: 1000,
             arena_capacity: 0xffff,
+            prefilter: true,
         }
     }
 }
@@ -99,6 +102,74 @@ pub struct PortCls {
     pub port: u32,
     /// Subtables, most-hit first after a ranking.
     pub subtables: Vec<Arc<Subtable>>,
+    /// The bits every subtable's mask has (their intersection): the signature's projection.
+    pub common: FlowMask,
+    common_map: WordMap,
+    /// Whether lookups consult the signature filters.
+    pub filtered: bool,
+}
+
+/// Hash basis of signatures (any constant other than the subtables' 0 decorrelates them).
+const SIG_BASIS: u32 = 0x5eed_f117;
+
+impl PortCls {
+    /// A port classifier over `subtables`; sets the signature bit of every live flow (in
+    /// `arena`) under the new common mask (bits are only ever added: see the module doc).
+    fn build(port: u32, subtables: Vec<Arc<Subtable>>, arena: &FlowArena, prefilter: bool) -> Self {
+        let mut common = FlowMask {
+            w: [u64::MAX; flow::FLOW_WORDS],
+        };
+        for st in &subtables {
+            for (c, m) in common.w.iter_mut().zip(st.mask.w.iter()) {
+                *c &= *m;
+            }
+        }
+        if subtables.is_empty() {
+            common = FlowMask::CATCHALL;
+        }
+        // A projection of word 0 only (in_port, recirc_id) is the same for every key of the
+        // port: nothing to filter on.
+        let filtered = prefilter && subtables.len() >= 2 && common.w[1..].iter().any(|&w| w != 0);
+        let pc = PortCls {
+            port,
+            subtables,
+            common_map: common.map(),
+            common,
+            filtered,
+        };
+        if filtered {
+            for st in &pc.subtables {
+                for (_, idx) in st.entries() {
+                    if let Some(f) = arena.get(idx) {
+                        st.sig_set(pc.sig(&f.key));
+                    }
+                }
+            }
+        }
+        pc
+    }
+
+    /// The same classifier with its subtables in another order (the common mask, and so
+    /// every signature bit, stays valid).
+    fn reordered(&self, subtables: Vec<Arc<Subtable>>) -> Self {
+        PortCls {
+            port: self.port,
+            subtables,
+            common: self.common,
+            common_map: self.common_map,
+            filtered: self.filtered,
+        }
+    }
+
+    /// The signature bit of `key` (writer side).
+    fn sig(&self, key: &FlowKey) -> u32 {
+        flow::hash::hash_masked(key, &self.common, self.common_map, SIG_BASIS) >> 23
+    }
+
+    #[inline(always)]
+    fn sig_with<C: Crc32c>(&self, c: C, key: &FlowKey) -> u32 {
+        hash_masked_with(c, key, &self.common, self.common_map, SIG_BASIS) >> 23
+    }
 }
 
 /// Everything a lookup reads, published as a whole.
@@ -109,6 +180,7 @@ pub struct Snapshot {
     /// Port classifiers, sorted by port.
     pub ports: Vec<Arc<PortCls>>,
     per_port: bool,
+    prefilter: bool,
 }
 
 /// Counters of one batch lookup.
@@ -234,6 +306,9 @@ impl CrcTask for BatchTask<'_, '_, '_> {
     fn run<C: Crc32c>(self, c: C) -> LookupStats {
         let n = self.keys.len().min(LOOKUP_BATCH);
         let mut remaining: u32 = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        if self.port.filtered {
+            return self.run_filtered(c, n, remaining);
+        }
         let mut stats = LookupStats::default();
         for (pos, st) in self.port.subtables.iter().enumerate() {
             if remaining == 0 {
@@ -245,6 +320,55 @@ impl CrcTask for BatchTask<'_, '_, '_> {
                 st.hits.0.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
                 stats.hits += k;
                 stats.lookups += k * (pos as u64 + 1);
+                remaining &= !found;
+            }
+        }
+        stats
+    }
+}
+
+impl BatchTask<'_, '_, '_> {
+    /// The lookup with signature filters: each key is probed only in the subtables whose
+    /// filter has its signature bit. "Subtable lookups" counts, per hit key, the subtables
+    /// it was actually probed in (without filters that is the hit subtable's position).
+    #[inline(always)]
+    fn run_filtered<C: Crc32c>(self, c: C, n: usize, mut remaining: u32) -> LookupStats {
+        let mut sig = [0u32; LOOKUP_BATCH];
+        for (s, k) in sig.iter_mut().zip(self.keys).take(n) {
+            *s = self.port.sig_with(c, k);
+        }
+        let mut probes = [0u8; LOOKUP_BATCH];
+        let mut stats = LookupStats::default();
+        for st in &self.port.subtables {
+            if remaining == 0 {
+                break;
+            }
+            let mut cand = 0u32;
+            let mut r = remaining;
+            while r != 0 {
+                let i = r.trailing_zeros() as usize;
+                r &= r - 1;
+                if sig.get(i).is_some_and(|&b| st.sig_has(b)) {
+                    cand |= 1 << i;
+                    if let Some(p) = probes.get_mut(i) {
+                        *p = p.saturating_add(1);
+                    }
+                }
+            }
+            if cand == 0 {
+                continue;
+            }
+            let found = st.lookup_batch(c, self.imp, self.arena, self.keys, cand, self.out);
+            if found != 0 {
+                let k = u64::from(found.count_ones());
+                st.hits.0.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+                stats.hits += k;
+                let mut f = found;
+                while f != 0 {
+                    let i = f.trailing_zeros() as usize;
+                    f &= f - 1;
+                    stats.lookups += u64::from(probes.get(i).copied().unwrap_or(0));
+                }
                 remaining &= !found;
             }
         }
@@ -358,6 +482,7 @@ impl Dpcls {
             arena: Arc::new(FlowArena::new(cfg.arena_capacity)),
             ports: Vec::new(),
             per_port: cfg.per_port,
+            prefilter: cfg.prefilter,
         });
         Dpcls {
             current: Arc::new(ArcSwap::new(snap.clone())),
@@ -456,6 +581,11 @@ impl Dpcls {
         }
         match st {
             Some(st) if st.has_room() => {
+                // Signature bit first, then the slot (release): a reader that can find the
+                // flow through this port classifier also sees its bit.
+                if let Some(pc) = pc {
+                    st.sig_set(pc.sig(&flow.key));
+                }
                 st.insert(flow.hash, idx);
             }
             Some(st) => {
@@ -552,10 +682,9 @@ impl Dpcls {
                 ports.push(p.clone());
             } else {
                 changed += 1;
-                ports.push(Arc::new(PortCls {
-                    port: p.port,
-                    subtables: v.into_iter().map(|(_, s)| s).collect(),
-                }));
+                ports.push(Arc::new(
+                    p.reordered(v.into_iter().map(|(_, s)| s).collect()),
+                ));
             }
         }
         if changed > 0 {
@@ -563,6 +692,7 @@ impl Dpcls {
                 arena: cur.arena.clone(),
                 ports,
                 per_port: cur.per_port,
+                prefilter: cur.prefilter,
             };
             self.publish(w, snap);
         }
@@ -653,13 +783,19 @@ fn replace_subtable(
             })
             .collect();
         if !subtables.is_empty() {
-            ports.push(Arc::new(PortCls { port, subtables }));
+            ports.push(Arc::new(PortCls::build(
+                port,
+                subtables,
+                &cur.arena,
+                cur.prefilter,
+            )));
         }
     }
     Snapshot {
         arena: cur.arena.clone(),
         ports,
         per_port: cur.per_port,
+        prefilter: cur.prefilter,
     }
 }
 
@@ -671,21 +807,19 @@ fn add_subtable(cur: &Snapshot, port: u32, new: Arc<Subtable>) -> Snapshot {
             if let Some(p) = ports.get_mut(i) {
                 let mut subtables = p.subtables.clone();
                 subtables.push(new);
-                *p = Arc::new(PortCls { port, subtables });
+                *p = Arc::new(PortCls::build(port, subtables, &cur.arena, cur.prefilter));
             }
         }
         Err(i) => ports.insert(
             i,
-            Arc::new(PortCls {
-                port,
-                subtables: vec![new],
-            }),
+            Arc::new(PortCls::build(port, vec![new], &cur.arena, cur.prefilter)),
         ),
     }
     Snapshot {
         arena: cur.arena.clone(),
         ports,
         per_port: cur.per_port,
+        prefilter: cur.prefilter,
     }
 }
 
@@ -750,12 +884,18 @@ fn rebuild_all(w: &Writer, arena: Arc<FlowArena>, per_port: bool, cur: &Snapshot
             }
             subtables.push(Arc::new(st));
         }
-        ports.push(Arc::new(PortCls { port, subtables }));
+        ports.push(Arc::new(PortCls::build(
+            port,
+            subtables,
+            &arena,
+            cur.prefilter,
+        )));
     }
     Snapshot {
         arena,
         ports,
         per_port,
+        prefilter: cur.prefilter,
     }
 }
 
@@ -780,8 +920,43 @@ mod tests {
     }
 
     #[test]
+    fn prefilter_probes_only_the_subtable_with_the_signature() {
+        // The masks of `mask(i)` share in_port and nw_src: the signature is (port, src), and
+        // each src has its flow in one subtable.
+        for prefilter in [false, true] {
+            let cls = Dpcls::new(DpclsConfig {
+                prefilter,
+                ..DpclsConfig::default()
+            });
+            for i in 0..5u64 {
+                let f = DpFlow::new(Ufid(u128::from(i)), &key(1, i), &mask(i as usize), 0);
+                assert!(matches!(cls.insert(f), Ok(Inserted::New(..))));
+            }
+            let snap = cls.snapshot();
+            assert_eq!(snap.port(1).unwrap().filtered, prefilter);
+            let mut stats = LookupStats::default();
+            for (src, n) in [(4u64, 40), (2, 20), (0, 5)] {
+                let keys = vec![key(1, src); n];
+                let mut out = vec![None; n];
+                stats.add(snap.lookup_batch(1, &keys, &mut out));
+                assert!(out.iter().all(Option::is_some));
+            }
+            // Misses stay misses (src 9 has no flow; its bit may collide, never its match).
+            let mut out = vec![None; 3];
+            snap.lookup_batch(1, &[key(1, 9), key(2, 4), key(1, 4)], &mut out);
+            assert!(out[0].is_none() && out[1].is_none() && out[2].is_some());
+            let want = if prefilter { 65 } else { 40 * 5 + 20 * 3 + 5 };
+            assert_eq!(stats.lookups, want, "prefilter {prefilter}");
+        }
+    }
+
+    #[test]
     fn rank_orders_by_descending_hits_and_lookups_drop() {
-        let cls = Dpcls::new(DpclsConfig::default());
+        // Ranking alone (the prefilter would make every hit cost one probe).
+        let cls = Dpcls::new(DpclsConfig {
+            prefilter: false,
+            ..DpclsConfig::default()
+        });
         // Subtable i holds the flow for src = i; created in order 0..5.
         for i in 0..5u64 {
             let f = DpFlow::new(Ufid(u128::from(i)), &key(1, i), &mask(i as usize), 0);
@@ -922,11 +1097,9 @@ mod tests {
                 st.insert(f.hash, idx);
                 let snap = Snapshot {
                     arena: snap.arena.clone(),
-                    ports: vec![Arc::new(PortCls {
-                        port: 0,
-                        subtables: vec![st],
-                    })],
+                    ports: vec![Arc::new(PortCls::build(0, vec![st], &snap.arena, true))],
                     per_port: false,
+                    prefilter: true,
                 };
                 for imp in [Impl::Auto, Impl::Generic] {
                     let mut out = [None; 2];

@@ -64,6 +64,14 @@ pub enum Impl {
     Generic,
 }
 
+/// Bits in a subtable's signature filter (see [`crate::dpcls`], "Signature prefilter").
+pub const SIG_BITS: u32 = 512;
+
+/// The signature filter: one cache line of bits, set by the writer, read by lookups.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct Sig([AtomicU64; (SIG_BITS / 64) as usize]);
+
 /// A counter on a cache line of its own.
 #[derive(Debug, Default)]
 #[repr(align(64))]
@@ -89,6 +97,9 @@ pub struct Subtable {
     pub(crate) hits: Padded,
     /// Value of `hits` at the last ranking (written by the ranker only).
     pub(crate) ranked_hits: AtomicU64,
+    /// Signature filter: bit `sig(k)` is set for the projection of every flow added (bits
+    /// are only ever set; a stale bit costs a probe, never an answer).
+    sig: Sig,
 }
 
 impl Subtable {
@@ -124,7 +135,28 @@ impl Subtable {
             used: AtomicUsize::new(0),
             hits: Padded::default(),
             ranked_hits: AtomicU64::new(0),
+            sig: Sig::default(),
         }
+    }
+
+    /// Sets signature bit `bit` (mod [`SIG_BITS`]). Writer only; done before the flow's
+    /// slot is published.
+    #[inline]
+    pub(crate) fn sig_set(&self, bit: u32) {
+        let b = bit % SIG_BITS;
+        if let Some(w) = self.sig.0.get((b / 64) as usize) {
+            w.fetch_or(1u64 << (b % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether signature bit `bit` (mod [`SIG_BITS`]) is set.
+    #[inline(always)]
+    pub(crate) fn sig_has(&self, bit: u32) -> bool {
+        let b = bit % SIG_BITS;
+        self.sig
+            .0
+            .get((b / 64) as usize)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1u64 << (b % 64)) != 0)
     }
 
     /// The lookup this subtable uses.
