@@ -752,10 +752,8 @@ impl Pmd {
         }
         {
             let pkts = self.batch.as_slice();
-            let data: [&[u8]; BATCH_MAX] =
-                core::array::from_fn(|i| pkts.get(i).map_or(&[][..], |p| p.data()));
             extract_hash_batch(
-                &data[..n],
+                pkts.get(..n).unwrap_or_default(),
                 &self.s.metas[..n],
                 &mut self.s.keys[..n],
                 &mut self.s.maps[..n],

@@ -62,6 +62,14 @@ pub struct Packet {
     pub rss_hash: Option<u32>,
 }
 
+impl AsRef<[u8]> for Packet {
+    /// The frame bytes ([`Packet::data`]): a batch's packets go to batch extraction as they are.
+    #[inline]
+    fn as_ref(&self) -> &[u8] {
+        self.data()
+    }
+}
+
 impl std::fmt::Debug for Packet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Packet")
