@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod dp_actions;
+mod revalidate;
 mod upcall;
 
 /// A userspace virtual switch built on the Open vSwitch design.

@@ -1,29 +1,286 @@
 //! The upcall handler: a datapath miss translated through the OpenFlow tables.
 //!
-//! [`OfprotoUpcall`] implements [`datapath::Upcall`] over an [`ofproto::Bridge`]: it runs
+//! [`OfprotoUpcall`] implements [`datapath::Upcall`] over a [`SharedBridge`]: it runs
 //! `ofproto::xlate` on the missed key and converts the datapath actions xlate emits
-//! ([`OdpAction`], OVS's `Datapath actions:` vocabulary) into what the PMD executes
-//! ([`DpAction`]). Used by `demo` and `bench`.
+//! ([`OdpAction`](ofproto::OdpAction), OVS's `Datapath actions:` vocabulary) into what the
+//! PMD executes ([`DpAction`]). Used by `demo`, `bench` and the revalidator.
+//!
+//! # Sharing the bridge
+//!
+//! One [`ofproto::Bridge`] is used by three parties: the upcall handler (on the PMD thread,
+//! only on a miss — never per hit), the control path (flow mods) and the revalidator
+//! ([`crate::revalidate`]). It lives in a [`SharedBridge`] behind one `Mutex`, with the clock
+//! every party reads MAC-learning time from and a change signal ([`SharedBridge::notify`])
+//! that wakes a revalidator thread after a flow mod or a MAC-table change.
+//!
+//! # Ukeys (OVS `struct udpif_key`)
+//!
+//! When a revalidator is attached ([`crate::revalidate::Revalidator::upcall`]), every answer
+//! is also recorded as a [`Ukey`] keyed by the megaflow it installs (masked key, mask as
+//! installed): the full packet key it was translated from, the table version and MAC-table
+//! generation it was made at, the MAC entries NORMAL consulted, the rules it hit (for stats)
+//! and the MACs it learned (refreshed while the megaflow keeps hitting). The revalidator adopts
+//! the ukey of each new megaflow; a megaflow without one is revalidated from its masked key.
+//!
+//! # Lock order
+//!
+//! No two of these locks are ever held at once: the bridge lock, the ukey-store lock, the
+//! change-signal lock, and the datapath classifier's writer lock (taken by `Dpcls::insert`
+//! and `Dpcls::remove`). Each is taken, used and released on its own.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
 use datapath::{ActionTable, DpAction, Upcall, UpcallError};
+use flow::ofp::OfPort;
 use flow::{FlowKey, FlowMask};
-use ofproto::{Bridge, XlateIn, xlate};
+use ofproto::table::RuleHandle;
+use ofproto::{Bridge, FlowModCommand, FlowModError, XlateIn, XlateOut, xlate};
+
+/// Where MAC-learning and flow-mod time comes from.
+#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
+#[derive(Debug)]
+enum Clock {
+    /// Milliseconds since the bridge was shared.
+    Real(Instant),
+    /// Set by the owner (tests, replays).
+    Manual(AtomicU64),
+}
+
+/// A bridge shared by the upcall handler, the control path and the revalidator. See the
+/// module doc.
+#[derive(Debug)]
+pub struct SharedBridge {
+    bridge: Mutex<Bridge>,
+    clock: Clock,
+    changes: Mutex<u64>,
+    changed: Condvar,
+}
+
+#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
+impl SharedBridge {
+    /// `bridge`, shared, on a real clock starting at 0 now.
+    pub fn new(bridge: Bridge) -> Arc<SharedBridge> {
+        Self::with_clock(bridge, Clock::Real(Instant::now()))
+    }
+
+    /// `bridge`, shared, on a clock that only [`SharedBridge::set_now_ms`] moves.
+    pub fn with_manual_clock(bridge: Bridge, now_ms: u64) -> Arc<SharedBridge> {
+        Self::with_clock(bridge, Clock::Manual(AtomicU64::new(now_ms)))
+    }
+
+    fn with_clock(bridge: Bridge, clock: Clock) -> Arc<SharedBridge> {
+        Arc::new(SharedBridge {
+            bridge: Mutex::new(bridge),
+            clock,
+            changes: Mutex::new(0),
+            changed: Condvar::new(),
+        })
+    }
+
+    /// The current time (ms).
+    pub fn now_ms(&self) -> u64 {
+        match &self.clock {
+            Clock::Real(t0) => u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Clock::Manual(t) => t.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Moves a manual clock to `now_ms`; false (and nothing done) on a real clock.
+    pub fn set_now_ms(&self, now_ms: u64) -> bool {
+        match &self.clock {
+            Clock::Real(_) => false,
+            Clock::Manual(t) => {
+                t.store(now_ms, Ordering::Relaxed);
+                true
+            }
+        }
+    }
+
+    /// The bridge, locked (a poisoned lock is recovered: every bridge operation leaves the
+    /// bridge consistent or unchanged). Hold it briefly: upcalls wait for it.
+    pub fn lock(&self) -> MutexGuard<'_, Bridge> {
+        self.bridge.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// (table version, MAC-table generation): what a cached decision depends on.
+    pub fn generation(&self) -> (u64, u64) {
+        let b = self.lock();
+        (b.version, b.mac.generation())
+    }
+
+    /// Applies one flow mod in `ovs-ofctl` syntax at the current time and signals the change.
+    pub fn flow_mod_text(
+        &self,
+        command: FlowModCommand,
+        text: &str,
+    ) -> Result<ofproto::bridge::FlowModResult, FlowModError> {
+        let now = self.now_ms();
+        let r = self.lock().flow_mod_text(command, text, now);
+        self.notify();
+        r
+    }
+
+    /// Applies a flow mod at the current time and signals the change.
+    pub fn flow_mod(
+        &self,
+        fm: &ofproto::FlowMod,
+    ) -> Result<ofproto::bridge::FlowModResult, FlowModError> {
+        let now = self.now_ms();
+        let r = self.lock().flow_mod(fm, now);
+        self.notify();
+        r
+    }
+
+    /// Signals that the tables or the MAC table may have changed (wakes [`Self::wait_change`]).
+    pub fn notify(&self) {
+        let mut n = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.wrapping_add(1);
+        self.changed.notify_all();
+    }
+
+    /// The change counter (bumped by every [`Self::notify`]).
+    pub fn changes(&self) -> u64 {
+        *self.changes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the change counter differs from `seen` or `timeout` passes; returns the
+    /// counter.
+    pub fn wait_change(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self
+            .changed
+            .wait_timeout_while(g, timeout, |n| *n == seen)
+            .unwrap_or_else(|e| e.into_inner());
+        *g
+    }
+}
+
+#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
+/// What an upcall decided, kept for the revalidator (OVS `struct udpif_key`).
+#[derive(Debug, Clone)]
+pub struct Ukey {
+    /// The packet key translated (unmasked).
+    pub key: FlowKey,
+    /// Bridge table version at translation.
+    pub table_version: u64,
+    /// MAC-table generation at translation.
+    pub mac_generation: u64,
+    /// (MAC, VLAN) entries NORMAL looked up.
+    pub mac_deps: Vec<(u64, u16)>,
+    /// OpenFlow rules hit (stats go to these).
+    pub rules: Vec<(u8, RuleHandle)>,
+    /// MACs the translation learned (refreshed while the megaflow hits, OVS `XC_NORMAL`).
+    pub learned: Vec<(u64, u16, OfPort)>,
+    /// Revalidation pass during which it was recorded (for collecting unadopted ukeys).
+    pub(crate) pass: u64,
+}
+
+impl Ukey {
+    /// The record of translation `out` of `key`.
+    pub fn from_xlate(key: &FlowKey, out: &XlateOut, learned: Vec<(u64, u16, OfPort)>) -> Ukey {
+        Ukey {
+            key: *key,
+            table_version: out.table_version,
+            mac_generation: out.mac_generation,
+            mac_deps: out.mac_deps.clone(),
+            rules: out.rules.clone(),
+            learned,
+            pass: 0,
+        }
+    }
+}
+
+/// Most ukeys kept waiting for adoption (OVS's default flow limit); beyond it, answers are not
+/// recorded and the revalidator falls back to the megaflow's masked key.
+pub const UKEY_MAX: usize = 200_000;
+
+/// Ukeys of answered upcalls not yet adopted by the revalidator, keyed by the megaflow they
+/// install: (masked key, mask as installed).
+#[derive(Debug, Default)]
+pub struct UkeyStore {
+    map: Mutex<HashMap<(FlowKey, FlowMask), Ukey>>,
+    /// The revalidator's pass counter (stamps new ukeys).
+    pub(crate) pass: AtomicU64,
+    /// Ukeys not recorded because the store was full.
+    pub(crate) dropped: AtomicU64,
+}
+
+impl UkeyStore {
+    /// The map, locked (poison recovered: it holds plain data).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<(FlowKey, FlowMask), Ukey>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, flow_key: FlowKey, mask: FlowMask, mut ukey: Ukey) {
+        ukey.pass = self.pass.load(Ordering::Relaxed);
+        let mut m = self.lock();
+        if m.len() >= UKEY_MAX && !m.contains_key(&(flow_key, mask)) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        m.insert((flow_key, mask), ukey);
+    }
+}
+
+/// The mask the PMD installs for an upcall's `mask`: `in_port` and `recirc_id` (word 0) made
+/// exact, as `datapath::pmd` does before `Dpcls::insert` (its module doc, step 4). The
+/// revalidator compares installed masks with this; a test checks they agree.
+pub fn dp_mask(mask: &FlowMask) -> FlowMask {
+    let mut m = *mask;
+    m.w[0] = u64::MAX;
+    m
+}
+
+/// The datapath actions the PMD executes for translation `out` (an empty list is `[Drop]`),
+/// or why there are none.
+pub fn dp_actions_of(out: &XlateOut) -> Result<Vec<DpAction>, UpcallError> {
+    if let Some(e) = &out.error {
+        return Err(UpcallError::Failed(format!("{e:?}")));
+    }
+    let mut dp = to_dp_actions(&out.actions).map_err(UpcallError::Failed)?;
+    if dp.is_empty() {
+        dp.push(DpAction::Drop);
+    }
+    Ok(dp)
+}
 
 /// The upcall: translate through the OpenFlow tables, keep what the datapath executes.
 #[derive(Debug)]
 pub struct OfprotoUpcall {
-    bridge: Bridge,
-    started: std::time::Instant,
+    shared: Arc<SharedBridge>,
+    ukeys: Option<Arc<UkeyStore>>,
 }
 
+#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
 impl OfprotoUpcall {
-    /// An upcall handler over `bridge`.
+    /// An upcall handler over `bridge` (shared with nobody else yet, real clock).
     pub fn new(bridge: Bridge) -> Self {
+        Self::with_shared(SharedBridge::new(bridge))
+    }
+
+    /// An upcall handler over a shared bridge.
+    pub fn with_shared(shared: Arc<SharedBridge>) -> Self {
         OfprotoUpcall {
-            bridge,
-            started: std::time::Instant::now(),
+            shared,
+            ukeys: None,
         }
+    }
+
+    /// An upcall handler that also records ukeys into `ukeys` (see the module doc).
+    pub(crate) fn with_ukeys(shared: Arc<SharedBridge>, ukeys: Arc<UkeyStore>) -> Self {
+        OfprotoUpcall {
+            shared,
+            ukeys: Some(ukeys),
+        }
+    }
+
+    /// The shared bridge.
+    pub fn shared(&self) -> &Arc<SharedBridge> {
+        &self.shared
     }
 }
 
@@ -35,20 +292,32 @@ impl Upcall for OfprotoUpcall {
     ) -> Result<(FlowMask, datapath::ActionsId), UpcallError> {
         let input = XlateIn {
             key: *key,
-            now_ms: self.started.elapsed().as_millis() as u64,
+            now_ms: self.shared.now_ms(),
             side_effects: true,
             trace: false,
             table: 0,
         };
-        let out = xlate(&mut self.bridge, &input);
-        if let Some(e) = &out.error {
-            return Err(UpcallError::Failed(format!("{e:?}")));
+        let (out, mac_changed) = {
+            let mut br = self.shared.lock();
+            let g = br.mac.generation();
+            let out = xlate(&mut br, &input);
+            let changed = br.mac.generation() != g;
+            (out, changed)
+        };
+        let answer = dp_actions_of(&out).and_then(|dp| {
+            let id = actions.intern(&dp).ok_or(UpcallError::ActionsFull)?;
+            if let Some(store) = &self.ukeys {
+                let m = dp_mask(&out.mask);
+                let learned = out.learned.clone();
+                store.record(key.masked(&m), m, Ukey::from_xlate(key, &out, learned));
+            }
+            Ok((out.mask, id))
+        });
+        if mac_changed {
+            // A MAC was learned or moved: megaflows that consulted it must be revalidated
+            // (signalled after the ukey is recorded, so the pass it wakes can find it).
+            self.shared.notify();
         }
-        let mut dp = to_dp_actions(&out.actions).map_err(UpcallError::Failed)?;
-        if dp.is_empty() {
-            dp.push(DpAction::Drop);
-        }
-        let id = actions.intern(&dp).ok_or(UpcallError::ActionsFull)?;
-        Ok((out.mask, id))
+        answer
     }
 }

@@ -1,0 +1,1381 @@
+//! The revalidator (OVS `ofproto-dpif-upcall.c`: `revalidate`, `revalidate_ukey`): keeps the
+//! datapath's megaflows coherent with the OpenFlow tables and the MAC table, pushes their
+//! stats up to the OpenFlow rules and expires idle ones.
+//!
+//! # One pass ([`Revalidator::run`], time passed in)
+//!
+//! 1. Dump: `Dpcls::flows()` (a copy; never blocks lookups). Each megaflow not seen before
+//!    adopts the [`Ukey`] its upcall recorded (full packet key, table version, MAC generation,
+//!    MAC entries consulted, rules hit, MACs learned); one without (installed by someone else,
+//!    or its ukey was dropped) gets a key-less record and is revalidated from its masked key.
+//!    Ukeys left unadopted for a whole pass (the install failed or found the flow already
+//!    there) are collected.
+//! 2. Stats: each megaflow's packets/bytes since the last pass are credited to the rules its
+//!    decision hit ([`ofproto::Bridge::credit`], which also marks them used for OpenFlow idle
+//!    timeouts), and the MACs its translation learned are refreshed at `now` (OVS
+//!    `XC_NORMAL`: traffic through a cached NORMAL decision keeps its MAC entry from aging).
+//!    Unlike OVS, a refresh never moves or re-creates an entry: the packets counted may
+//!    predate a move an upcall has seen since, and replaying them would move the MAC back.
+//!    A megaflow with no new packet for [`RevalidatorConfig::max_idle_ms`] is deleted (OVS
+//!    `max-idle`, 10 s). Idle time is measured on the revalidator's clock: a flow is active
+//!    at a pass that sees its packet count grow. Then timeouts: OpenFlow idle/hard timeouts
+//!    ([`ofproto::Bridge::expire`], after the stats so that cached traffic counts as use) and
+//!    MAC aging ([`ofproto::mac::MacTable::expire`]), so that what they change is
+//!    revalidated below.
+//! 3. Revalidation: a megaflow whose decision was made at the current table version, and
+//!    none of whose consulted MAC entries changed since ([`ofproto::mac::MacTable::
+//!    changed_since`]), is still right and is skipped (OVS's `reval_seq` check, made
+//!    per-MAC). Any other is translated again (side effects off) from its key; it is kept
+//!    only if the datapath actions are the same and the new mask, as the PMD installs it
+//!    ([`crate::upcall::dp_mask`]), *equals* the installed one — so every kept megaflow is
+//!    exactly what an upcall would install now, and live megaflows never overlap. (OVS keeps
+//!    a flow whose installed mask is at least as specific as the new one, and rewrites the
+//!    actions in place when only they changed, `UKEY_MODIFY`; here a megaflow's actions are
+//!    immutable and equality is stricter: either costs at most a re-upcall.) Otherwise it
+//!    is removed with `Dpcls::remove`, which marks it dead first, so the EMC and SMC (which
+//!    check the flag on every hit) stop using it at once. A megaflow with `recirc_id != 0`
+//!    cannot be re-translated yet (no frozen state here) and is removed.
+//!
+//! Every pass therefore leaves the datapath in the state ARCHITECTURE.md invariant 3 asks
+//! for: once a flow mod (or a MAC-table change) has been applied and a pass has run, every
+//! live megaflow gives exactly what a fresh translation on the new tables gives. Passes run
+//! after every change (the [`SharedBridge`] change signal: flow mods through it, and upcalls
+//! that changed the MAC table) and periodically ([`Revalidator::spawn`]).
+//!
+//! # MAC learning
+//!
+//! A change of the MAC table (new entry, a MAC moving ports, aging, eviction, flush) bumps its
+//! generation; the pass re-translates only the megaflows that looked up an entry that changed
+//! since their decision (NORMAL records the (MAC, VLAN) pairs it looked up, including misses
+//! that flooded). This is the targeted form of "revalidate everything on any MAC change".
+//!
+//! # Races (what is and is not covered)
+//!
+//! An upcall translated before a flow mod may install its megaflow after the pass that
+//! followed the flow mod has dumped the flows. Its ukey carries the old table version, and a
+//! megaflow's first pass always checks it (a ukey-less one is always re-translated), so the
+//! next pass removes it. The revalidator thread makes that next pass come soon: while ukeys
+//! wait for adoption it passes again after [`PENDING_RECHECK`] (1 ms) instead of its period.
+//! Closing the window entirely needs the datapath to report installs to the upcall handler.
+//! Packets counted by a megaflow after its final stats were read (at most the burst that
+//! raced with its removal) are not credited to rules.
+//!
+//! # Locking
+//!
+//! A pass holds the bridge lock once for the stats and timeouts, then per chunk of
+//! [`RevalidatorConfig::chunk`] megaflows while translating (so upcalls interleave); it never
+//! holds it while taking the classifier's writer lock (removals are done after). See
+//! [`crate::upcall`] for the lock order (no two held at once).
+//!
+//! # Invariants
+//!
+//! - Every tracked megaflow is live in the classifier at the end of a pass, and every live
+//!   megaflow dumped by the pass is tracked.
+//! - A megaflow kept by a re-translation equals, in mask and actions, what an upcall for its
+//!   key would install against the tables and MAC table of that moment.
+
+// Not wired into a subcommand yet (the daemon and `bench` will own one per PMD); only the
+// tests use it until then.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
+use flow::field::FieldId;
+use ofproto::{Bridge, XlateIn, xlate_ro};
+
+use crate::upcall::{OfprotoUpcall, SharedBridge, Ukey, UkeyStore, dp_actions_of, dp_mask};
+
+/// OVS's default `max-idle` (ms).
+pub const DEFAULT_MAX_IDLE_MS: u64 = 10_000;
+/// OVS's revalidator period (`ofproto_max_revalidator`, ms): the period to give
+/// [`Revalidator::spawn`].
+pub const DEFAULT_PERIOD_MS: u64 = 500;
+
+/// How soon [`Revalidator::spawn`]'s thread passes again while upcall answers wait to be
+/// adopted (their installs may have raced with the last dump).
+pub const PENDING_RECHECK: Duration = Duration::from_millis(1);
+
+/// Revalidator settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RevalidatorConfig {
+    /// Delete megaflows without a new packet for this long (0 = never).
+    pub max_idle_ms: u64,
+    /// Run OpenFlow rule timeouts and MAC aging in each pass (after the stats push).
+    pub expire: bool,
+    /// Megaflows translated per hold of the bridge lock.
+    pub chunk: usize,
+}
+
+impl Default for RevalidatorConfig {
+    fn default() -> Self {
+        RevalidatorConfig {
+            max_idle_ms: DEFAULT_MAX_IDLE_MS,
+            expire: true,
+            chunk: 256,
+        }
+    }
+}
+
+/// What one pass (or all passes, summed) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassStats {
+    /// Megaflows dumped.
+    pub flows: usize,
+    /// New megaflows that adopted their upcall's ukey.
+    pub adopted: usize,
+    /// New megaflows without a ukey (revalidated from their masked key).
+    pub unkeyed: usize,
+    /// Unadopted ukeys collected.
+    pub ukeys_collected: usize,
+    /// Megaflows translated again.
+    pub revalidated: usize,
+    /// Megaflows whose decision was still current (not translated).
+    pub skipped: usize,
+    /// Removed: actions or mask changed.
+    pub removed_changed: usize,
+    /// Removed: translation failed, is not executable, or cannot be redone (recirculation).
+    pub removed_failed: usize,
+    /// Removed: idle.
+    pub removed_idle: usize,
+    /// Packets credited to OpenFlow rules.
+    pub packets_pushed: u64,
+    /// Bytes credited to OpenFlow rules.
+    pub bytes_pushed: u64,
+    /// OpenFlow rules expired (idle/hard timeout).
+    pub rules_expired: usize,
+    /// MAC entries aged out.
+    pub macs_expired: usize,
+    /// MAC entries re-learned from cached traffic.
+    pub macs_refreshed: usize,
+}
+
+impl PassStats {
+    /// Megaflows removed, for any reason.
+    pub fn removed(&self) -> usize {
+        self.removed_changed + self.removed_failed + self.removed_idle
+    }
+
+    fn add(&mut self, o: &PassStats) {
+        self.flows += o.flows;
+        self.adopted += o.adopted;
+        self.unkeyed += o.unkeyed;
+        self.ukeys_collected += o.ukeys_collected;
+        self.revalidated += o.revalidated;
+        self.skipped += o.skipped;
+        self.removed_changed += o.removed_changed;
+        self.removed_failed += o.removed_failed;
+        self.removed_idle += o.removed_idle;
+        self.packets_pushed += o.packets_pushed;
+        self.bytes_pushed += o.bytes_pushed;
+        self.rules_expired += o.rules_expired;
+        self.macs_expired += o.macs_expired;
+        self.macs_refreshed += o.macs_refreshed;
+    }
+}
+
+/// What the revalidator knows of one megaflow.
+#[derive(Debug)]
+struct Tracked {
+    flow: Arc<DpFlow>,
+    /// The decision last checked (or the upcall's).
+    ukey: Ukey,
+    /// `ukey`'s generation fields describe a translation of `ukey.key` (false for a megaflow
+    /// found without a ukey, until its first re-translation).
+    validated: bool,
+    /// Stats already credited.
+    packets: u64,
+    bytes: u64,
+    /// Revalidator time at which the packet count last grew (or the flow was first seen).
+    last_active_ms: u64,
+}
+
+enum Verdict {
+    Keep(Box<Ukey>),
+    Changed,
+    Failed,
+}
+
+/// The revalidator of one datapath classifier. See the module doc.
+#[derive(Debug)]
+pub struct Revalidator {
+    shared: Arc<SharedBridge>,
+    ukeys: Arc<UkeyStore>,
+    dpcls: Arc<Dpcls>,
+    actions: Arc<ActionTable>,
+    cfg: RevalidatorConfig,
+    tracked: HashMap<Ufid, Tracked>,
+    passes: u64,
+    totals: PassStats,
+}
+
+impl Revalidator {
+    /// A revalidator for the megaflows of `dpcls` (actions in `actions`), translated through
+    /// `shared`. Give the PMD the handler from [`Revalidator::upcall`] so that its answers
+    /// are recorded as ukeys.
+    pub fn new(
+        shared: Arc<SharedBridge>,
+        dpcls: Arc<Dpcls>,
+        actions: Arc<ActionTable>,
+        cfg: RevalidatorConfig,
+    ) -> Revalidator {
+        Revalidator {
+            shared,
+            ukeys: Arc::new(UkeyStore::default()),
+            dpcls,
+            actions,
+            cfg,
+            tracked: HashMap::new(),
+            passes: 0,
+            totals: PassStats::default(),
+        }
+    }
+
+    /// An upcall handler over the same bridge that records ukeys for this revalidator.
+    pub fn upcall(&self) -> OfprotoUpcall {
+        OfprotoUpcall::with_ukeys(self.shared.clone(), self.ukeys.clone())
+    }
+
+    /// The shared bridge.
+    pub fn shared(&self) -> &Arc<SharedBridge> {
+        &self.shared
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> RevalidatorConfig {
+        self.cfg
+    }
+
+    /// Sums over every pass so far.
+    pub fn totals(&self) -> PassStats {
+        self.totals
+    }
+
+    /// Passes run.
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+
+    /// Ukeys not recorded because the store was full.
+    pub fn ukeys_dropped(&self) -> u64 {
+        self.ukeys.dropped.load(Ordering::Relaxed)
+    }
+
+    /// One pass at time `now_ms` (the bridge's clock, ms). See the module doc.
+    pub fn run(&mut self, now_ms: u64) -> PassStats {
+        self.pass(now_ms, false)
+    }
+
+    /// A pass that re-translates every megaflow, current or not (OVS's full revalidation).
+    pub fn run_full(&mut self, now_ms: u64) -> PassStats {
+        self.pass(now_ms, true)
+    }
+
+    fn pass(&mut self, now: u64, full: bool) -> PassStats {
+        self.passes += 1;
+        self.ukeys.pass.store(self.passes, Ordering::Relaxed);
+        let mut st = PassStats::default();
+
+        // 1. Dump, adopt ukeys, collect the unadopted.
+        let flows = self.dpcls.flows();
+        st.flows = flows.len();
+        let live: HashSet<Ufid> = flows.iter().map(|f| f.ufid).collect();
+        self.tracked.retain(|u, _| live.contains(u));
+        {
+            let mut store = self.ukeys.lock();
+            for f in &flows {
+                if self.tracked.contains_key(&f.ufid) {
+                    continue;
+                }
+                let (ukey, validated) = match store.remove(&(f.key, f.mask)) {
+                    Some(u) if f.matches(&u.key) => {
+                        st.adopted += 1;
+                        (u, true)
+                    }
+                    _ => {
+                        st.unkeyed += 1;
+                        (keyless(f), false)
+                    }
+                };
+                self.tracked.insert(
+                    f.ufid,
+                    Tracked {
+                        flow: f.clone(),
+                        ukey,
+                        validated,
+                        packets: 0,
+                        bytes: 0,
+                        last_active_ms: now,
+                    },
+                );
+            }
+            let before = store.len();
+            let pass = self.passes;
+            store.retain(|_, u| u.pass.saturating_add(1) >= pass);
+            st.ukeys_collected = before - store.len();
+        }
+
+        // 2. Stats, learning refresh, idle; then timeouts (after the stats, so traffic
+        // since the last pass counts as use).
+        let mut idle = Vec::new();
+        {
+            let mut br = self.shared.lock();
+            for f in &flows {
+                let Some(t) = self.tracked.get_mut(&f.ufid) else {
+                    continue;
+                };
+                let s = f.stats.snapshot();
+                let dp = s.packets.saturating_sub(t.packets);
+                let db = s.bytes.saturating_sub(t.bytes);
+                if dp > 0 {
+                    br.credit(&t.ukey.rules, dp, db, now);
+                    st.packets_pushed += dp;
+                    st.bytes_pushed += db;
+                    t.packets = s.packets;
+                    t.bytes = s.bytes;
+                    t.last_active_ms = now;
+                    for &(mac, vlan, port) in &t.ukey.learned {
+                        // Refresh only: never move or re-create an entry from traffic that
+                        // may predate a move seen by an upcall since.
+                        if br.mac.lookup(mac, vlan, now) == Some(port) {
+                            br.mac.learn(mac, vlan, port, now);
+                            st.macs_refreshed += 1;
+                        }
+                    }
+                } else if self.cfg.max_idle_ms > 0
+                    && now.saturating_sub(t.last_active_ms) >= self.cfg.max_idle_ms
+                {
+                    idle.push(f.ufid);
+                }
+            }
+            if self.cfg.expire {
+                st.rules_expired = br.expire(now).len();
+                st.macs_expired = br.mac.expire(now);
+            }
+        }
+        let idle_set: HashSet<Ufid> = idle.iter().copied().collect();
+
+        // 3. Revalidation, a chunk per lock hold.
+        let mut changed = Vec::new();
+        let todo: Vec<&Arc<DpFlow>> = flows
+            .iter()
+            .filter(|f| !idle_set.contains(&f.ufid))
+            .collect();
+        for chunk in todo.chunks(self.cfg.chunk.max(1)) {
+            let br = self.shared.lock();
+            for f in chunk {
+                let Some(t) = self.tracked.get_mut(&f.ufid) else {
+                    continue;
+                };
+                let current = t.validated
+                    && t.ukey.table_version == br.version
+                    && !t
+                        .ukey
+                        .mac_deps
+                        .iter()
+                        .any(|&(m, v)| br.mac.changed_since(m, v, t.ukey.mac_generation));
+                if current && !full {
+                    st.skipped += 1;
+                    continue;
+                }
+                st.revalidated += 1;
+                match verdict(&br, f, &t.ukey, &self.actions, now) {
+                    Verdict::Keep(u) => {
+                        let learned = std::mem::take(&mut t.ukey.learned);
+                        t.ukey = *u;
+                        t.ukey.learned = learned;
+                        t.validated = true;
+                    }
+                    Verdict::Changed => {
+                        st.removed_changed += 1;
+                        changed.push(f.ufid);
+                    }
+                    Verdict::Failed => {
+                        st.removed_failed += 1;
+                        changed.push(f.ufid);
+                    }
+                }
+            }
+        }
+        st.removed_idle = idle.len();
+
+        // 4. Removals (classifier lock only), then their last stats (bridge lock only).
+        let mut gone = Vec::new();
+        for u in idle.iter().chain(changed.iter()) {
+            self.dpcls.remove(*u);
+            if let Some(t) = self.tracked.remove(u) {
+                gone.push(t);
+            }
+        }
+        if !gone.is_empty() {
+            let mut br = self.shared.lock();
+            for t in &gone {
+                let s = t.flow.stats.snapshot();
+                let dp = s.packets.saturating_sub(t.packets);
+                let db = s.bytes.saturating_sub(t.bytes);
+                if dp > 0 {
+                    br.credit(&t.ukey.rules, dp, db, now);
+                    st.packets_pushed += dp;
+                    st.bytes_pushed += db;
+                }
+            }
+        }
+        self.totals.add(&st);
+        st
+    }
+
+    /// Runs passes on a thread of its own: after every change signalled on the shared bridge
+    /// (flow mods through it, MAC-table changes by upcalls) and at least every `period`,
+    /// with time from the bridge's clock.
+    pub fn spawn(self, period: Duration) -> std::io::Result<RevalidatorThread> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = self.shared.clone();
+        let last = Arc::new(Mutex::new(PassStats::default()));
+        let (stop2, last2) = (stop.clone(), last.clone());
+        let handle = std::thread::Builder::new()
+            .name("revalidator".into())
+            .spawn(move || {
+                let mut r = self;
+                while !stop2.load(Ordering::Acquire) {
+                    let seen = r.shared.changes();
+                    let st = r.run(r.shared.now_ms());
+                    *last2.lock().unwrap_or_else(|e| e.into_inner()) = st;
+                    // Ukeys not adopted yet: their megaflows are being installed (the pass
+                    // may have dumped before the install); look again soon.
+                    let wait = if r.ukeys.lock().is_empty() {
+                        period
+                    } else {
+                        period.min(PENDING_RECHECK)
+                    };
+                    r.shared.wait_change(seen, wait);
+                }
+                r
+            })?;
+        Ok(RevalidatorThread {
+            stop,
+            shared,
+            last,
+            handle: Some(handle),
+        })
+    }
+}
+
+/// A megaflow's record when its ukey is unknown: its masked key, never validated.
+fn keyless(f: &DpFlow) -> Ukey {
+    Ukey {
+        key: f.key,
+        table_version: u64::MAX,
+        mac_generation: 0,
+        mac_deps: Vec::new(),
+        rules: Vec::new(),
+        learned: Vec::new(),
+        pass: 0,
+    }
+}
+
+/// Whether megaflow `f`, decided as `ukey` says, is still what the tables decide.
+fn verdict(br: &Bridge, f: &DpFlow, ukey: &Ukey, actions: &ActionTable, now: u64) -> Verdict {
+    if FieldId::RecircId.get(&ukey.key) != 0 {
+        return Verdict::Failed;
+    }
+    let input = XlateIn {
+        key: ukey.key,
+        now_ms: now,
+        side_effects: false,
+        trace: false,
+        table: 0,
+    };
+    let out = xlate_ro(br, &input);
+    let Ok(dp) = dp_actions_of(&out) else {
+        return Verdict::Failed;
+    };
+    if actions.get(f.actions) != Some(dp.as_slice()) || dp_mask(&out.mask) != f.mask {
+        return Verdict::Changed;
+    }
+    Verdict::Keep(Box::new(Ukey::from_xlate(&ukey.key, &out, Vec::new())))
+}
+
+/// A revalidator running on its own thread ([`Revalidator::spawn`]).
+#[derive(Debug)]
+pub struct RevalidatorThread {
+    stop: Arc<AtomicBool>,
+    shared: Arc<SharedBridge>,
+    last: Arc<Mutex<PassStats>>,
+    handle: Option<JoinHandle<Revalidator>>,
+}
+
+impl RevalidatorThread {
+    /// What the last pass did.
+    pub fn last_pass(&self) -> PassStats {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stops the thread after its current pass; returns the revalidator (`None` if the
+    /// thread panicked).
+    pub fn stop(mut self) -> Option<Revalidator> {
+        self.stop.store(true, Ordering::Release);
+        self.shared.notify();
+        self.handle.take().and_then(|h| h.join().ok())
+    }
+}
+
+impl Drop for RevalidatorThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.shared.notify();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datapath::{DpclsConfig, Pmd, PmdConfig};
+    use flow::FlowKey;
+    use flow::extract::{PacketMeta, extract};
+    use flow::ofp::OfPort;
+    use netdev::{MemHandle, MemPort, Packet};
+    use ofproto::{Backend, FlowMod, FlowModCommand, VlanMode};
+    use proptest::prelude::*;
+    use testutil::pipelines::{
+        PipelineMix, PipelinePacket, flow_protocol, random_packets_for, random_pipeline,
+    };
+    use testutil::rng::TestRng;
+
+    /// Datapath ports of `Bridge::ovs_sandbox(4)`: p1..p4 and LOCAL (100).
+    const DP_PORTS: [u32; 5] = [1, 2, 3, 4, 100];
+
+    /// (port, frame) pairs, sorted (the PMD sends per port at the end of a burst, so only the
+    /// order within one port is defined; one packet per burst here).
+    type Sent = Vec<(u32, Vec<u8>)>;
+
+    /// A PMD (real EMC/SMC/dpcls) whose upcalls translate through a shared bridge, with a
+    /// revalidator, memory ports on every datapath port and a manual clock.
+    struct Harness {
+        pmd: Pmd,
+        reval: Revalidator,
+        shared: Arc<SharedBridge>,
+        actions: Arc<ActionTable>,
+        ports: Vec<(u32, MemHandle)>,
+    }
+
+    impl Harness {
+        fn new(bridge: Bridge, emc: bool, smc: bool, cfg: RevalidatorConfig) -> Harness {
+            let shared = SharedBridge::with_manual_clock(bridge, 1_000);
+            let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
+            let actions = Arc::new(ActionTable::new(1 << 12));
+            let reval = Revalidator::new(shared.clone(), dpcls.clone(), actions.clone(), cfg);
+            let pcfg = PmdConfig {
+                emc,
+                smc,
+                emc_insert_inv_prob: 1,
+                pool_size: 128,
+                ..PmdConfig::default()
+            };
+            let mut pmd = Pmd::new(pcfg, dpcls, actions.clone(), Box::new(reval.upcall()));
+            let mut ports = Vec::new();
+            for no in DP_PORTS {
+                let p = MemPort::new(format!("p{no}"));
+                ports.push((no, p.handle()));
+                pmd.add_port(no, Box::new(p), true).expect("port");
+            }
+            Harness {
+                pmd,
+                reval,
+                shared,
+                actions,
+                ports,
+            }
+        }
+
+        fn now(&self) -> u64 {
+            self.shared.now_ms()
+        }
+
+        fn advance(&self, ms: u64) {
+            self.shared.set_now_ms(self.now() + ms);
+        }
+
+        fn revalidate(&mut self) -> PassStats {
+            let now = self.now();
+            self.reval.run(now)
+        }
+
+        /// Sends one frame into `in_port`, returns what came out.
+        fn send(&mut self, in_port: u32, frame: &[u8]) -> Sent {
+            let h = &self
+                .ports
+                .iter()
+                .find(|(n, _)| *n == in_port)
+                .expect("port")
+                .1;
+            h.inject(frame.to_vec());
+            while h.rx_pending() > 0 {
+                self.pmd.poll_once();
+            }
+            let mut out: Sent = Vec::new();
+            for (no, h) in &self.ports {
+                out.extend(h.take_tx().into_iter().map(|f| (*no, f)));
+            }
+            out.sort();
+            out
+        }
+
+        /// What a fresh translation on the current tables and MAC table does with `frame`
+        /// (as the upcall would: side effects seen, not applied), executed independently of
+        /// the PMD.
+        fn expect(&self, in_port: u32, frame: &[u8]) -> Sent {
+            if frame.len() < datapath::pmd::ETH_HEADER_LEN {
+                return Vec::new();
+            }
+            let mut key = FlowKey::ZERO;
+            extract(frame, &PacketMeta::port(in_port), &mut key);
+            let out = {
+                let br = self.shared.lock();
+                xlate_ro(
+                    &br,
+                    &XlateIn {
+                        key,
+                        now_ms: self.now(),
+                        side_effects: true,
+                        trace: false,
+                        table: 0,
+                    },
+                )
+            };
+            let Ok(acts) = dp_actions_of(&out) else {
+                return Vec::new();
+            };
+            let mut sent = Vec::new();
+            let Ok(mut p) = Packet::from_slice(frame) else {
+                return Vec::new();
+            };
+            for a in &acts {
+                match *a {
+                    datapath::DpAction::Output(no) => {
+                        if DP_PORTS.contains(&no) {
+                            sent.push((no, p.data().to_vec()));
+                        }
+                    }
+                    datapath::DpAction::Drop => break,
+                    ref edit => {
+                        datapath::actions::apply_edit(&mut p, edit);
+                    }
+                }
+            }
+            sent.sort();
+            sent
+        }
+
+        /// Sends `frame` and returns (got, expected before sending).
+        fn send_check(&mut self, in_port: u32, frame: &[u8]) -> (Sent, Sent) {
+            let want = self.expect(in_port, frame);
+            (self.send(in_port, frame), want)
+        }
+    }
+
+    fn bridge(flows: &str) -> Bridge {
+        let mut b = Bridge::ovs_sandbox(4, Backend::TupleSpace);
+        b.add_flows_text(flows, 0).expect("flows");
+        b
+    }
+
+    fn udp(sport: u16) -> Vec<u8> {
+        testutil::packets::udp4([10, 0, 0, 1], [10, 0, 0, 2], sport, 53, 10)
+    }
+
+    fn eth(dst: u8, src: u8, sport: u16) -> Vec<u8> {
+        let mut f = udp(sport);
+        f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, dst]);
+        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, src]);
+        f
+    }
+
+    fn ports_of(s: &Sent) -> Vec<u32> {
+        s.iter().map(|(p, _)| *p).collect()
+    }
+
+    const TIERS: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
+
+    /// A flow mod changes a cached decision: without a pass the stale answer is still used
+    /// (the datapath is not coherent by itself: this is what the revalidator is for); after
+    /// one, the new one.
+    #[test]
+    fn modify_then_revalidate() {
+        for (emc, smc) in TIERS {
+            let mut h = Harness::new(
+                bridge("priority=10,udp,actions=output:2\npriority=0,actions=drop"),
+                emc,
+                smc,
+                RevalidatorConfig::default(),
+            );
+            let f = udp(1000);
+            for _ in 0..3 {
+                let (got, want) = h.send_check(1, &f);
+                assert_eq!(got, want);
+                assert_eq!(ports_of(&got), [2]);
+            }
+            let st = h.revalidate();
+            assert_eq!((st.flows, st.adopted, st.removed()), (1, 1, 0));
+            assert_eq!((st.skipped, st.revalidated), (1, 0), "{st:?}");
+            h.shared
+                .flow_mod_text(
+                    FlowModCommand::ModifyStrict,
+                    "priority=10,udp,actions=output:3",
+                )
+                .expect("mod");
+            // Stale: the cached megaflow still forwards to 2, the tables say 3.
+            let (got, want) = h.send_check(1, &f);
+            assert_eq!(ports_of(&got), [2], "emc {emc} smc {smc}");
+            assert_eq!(ports_of(&want), [3]);
+            let st = h.revalidate();
+            assert_eq!((st.revalidated, st.removed_changed), (1, 1), "{st:?}");
+            for _ in 0..3 {
+                let (got, want) = h.send_check(1, &f);
+                assert_eq!(got, want);
+                assert_eq!(ports_of(&got), [3]);
+            }
+            // A rule that does not change the decision leaves the megaflow alone.
+            h.shared
+                .flow_mod_text(FlowModCommand::Add, "priority=5,tcp,actions=output:4")
+                .expect("add");
+            let st = h.revalidate();
+            assert_eq!((st.revalidated, st.removed()), (1, 0), "{st:?}");
+            // Deleting the rule: the catch-all drop wins.
+            h.shared
+                .flow_mod_text(FlowModCommand::DeleteStrict, "priority=10,udp")
+                .expect("del");
+            h.revalidate();
+            let (got, want) = h.send_check(1, &f);
+            assert_eq!(got, want);
+            assert!(got.is_empty());
+        }
+    }
+
+    /// A flow mod that makes a decision depend on one more field, without changing the
+    /// answer for the megaflow's own packet: the megaflow is now too broad and must go.
+    #[test]
+    fn narrower_decision_removes_broad_megaflow() {
+        for (emc, smc) in TIERS {
+            let mut h = Harness::new(
+                bridge("priority=10,udp,actions=output:2"),
+                emc,
+                smc,
+                RevalidatorConfig::default(),
+            );
+            let dns = testutil::packets::udp4([10, 0, 0, 1], [10, 0, 0, 2], 1000, 53, 10);
+            let other = testutil::packets::udp4([10, 0, 0, 1], [10, 0, 0, 2], 1000, 54, 10);
+            assert_eq!(ports_of(&h.send(1, &dns)), [2]);
+            h.revalidate();
+            h.shared
+                .flow_mod_text(
+                    FlowModCommand::Add,
+                    "priority=20,udp,tp_dst=54,actions=output:3",
+                )
+                .expect("add");
+            let st = h.revalidate();
+            assert_eq!(st.removed_changed, 1, "same actions, wider mask: {st:?}");
+            for f in [&other, &dns, &other] {
+                let (got, want) = h.send_check(1, f);
+                assert_eq!(got, want, "emc {emc} smc {smc}");
+            }
+        }
+    }
+
+    /// Stats reach the OpenFlow rules; idle megaflows are deleted after `max_idle_ms`.
+    #[test]
+    fn stats_push_and_idle_expiry() {
+        let mut h = Harness::new(
+            bridge("priority=10,udp,actions=output:2\npriority=0,actions=drop"),
+            true,
+            false,
+            RevalidatorConfig::default(),
+        );
+        let f = udp(7);
+        for _ in 0..5 {
+            h.send(1, &f);
+        }
+        let icmp = testutil::packets::icmp4_echo([1, 1, 1, 1], [2, 2, 2, 2], 1, 1, true);
+        h.send(1, &icmp);
+        h.advance(100);
+        let st = h.revalidate();
+        assert_eq!(st.packets_pushed, 6);
+        assert_eq!(st.bytes_pushed, 5 * f.len() as u64 + icmp.len() as u64);
+        {
+            let br = h.shared.lock();
+            let t0 = br.table(0).expect("table 0");
+            let mut counts: Vec<(u16, u64)> =
+                t0.iter().map(|(_, r)| (r.priority, r.n_packets)).collect();
+            counts.sort();
+            assert_eq!(counts, [(0, 1), (10, 5)]);
+        }
+        // Traffic keeps one flow active; the other goes idle.
+        h.advance(DEFAULT_MAX_IDLE_MS / 2);
+        h.send(1, &f);
+        h.revalidate();
+        h.advance(DEFAULT_MAX_IDLE_MS / 2 + 1);
+        let st = h.revalidate();
+        assert_eq!((st.flows, st.removed_idle), (2, 1), "{st:?}");
+        h.advance(DEFAULT_MAX_IDLE_MS);
+        let st = h.revalidate();
+        assert_eq!((st.flows, st.removed_idle), (1, 1), "{st:?}");
+        assert!(h.pmd.dpcls().is_empty());
+        assert_eq!(h.reval.totals().packets_pushed, 7);
+        // Still forwarding right after expiry (a new upcall).
+        let (got, want) = h.send_check(1, &f);
+        assert_eq!(got, want);
+    }
+
+    /// OpenFlow idle timeouts see datapath traffic (credited by the revalidator) and expire
+    /// the rule once the traffic stops; the pass that expires it removes its megaflows.
+    #[test]
+    fn openflow_idle_timeout_follows_datapath_traffic() {
+        let mut h = Harness::new(
+            bridge("priority=10,idle_timeout=2,udp,actions=output:2\npriority=0,actions=output:3"),
+            true,
+            true,
+            RevalidatorConfig::default(),
+        );
+        let f = udp(9);
+        for _ in 0..4 {
+            assert_eq!(ports_of(&h.send(1, &f)), [2]);
+            h.advance(1_500);
+            let st = h.revalidate();
+            assert_eq!(st.rules_expired, 0, "{st:?}");
+        }
+        h.advance(2_000);
+        let st = h.revalidate();
+        assert_eq!((st.rules_expired, st.removed_changed), (1, 1), "{st:?}");
+        let (got, want) = h.send_check(1, &f);
+        assert_eq!(got, want);
+        assert_eq!(ports_of(&got), [3]);
+    }
+
+    /// The revalidator on its own thread: woken by a flow mod (and by MAC learning in an
+    /// upcall), it makes the datapath converge without anyone calling `run`.
+    #[test]
+    fn background_revalidator_converges() {
+        let mut h = Harness::new(
+            bridge("priority=10,udp,actions=output:2\npriority=0,actions=NORMAL"),
+            true,
+            true,
+            RevalidatorConfig::default(),
+        );
+        let dpcls = h.pmd.dpcls().clone();
+        let placeholder = Revalidator::new(
+            h.shared.clone(),
+            dpcls.clone(),
+            h.actions.clone(),
+            RevalidatorConfig::default(),
+        );
+        let reval = std::mem::replace(&mut h.reval, placeholder);
+        assert!(Arc::ptr_eq(reval.shared(), h.reval.upcall().shared()));
+        let th = reval.spawn(Duration::from_secs(3600)).expect("spawn");
+        let f = udp(1);
+        assert_eq!(ports_of(&h.send(1, &f)), [2]);
+        let g0 = h.shared.generation();
+        h.shared
+            .flow_mod_text(
+                FlowModCommand::ModifyStrict,
+                "priority=10,udp,actions=output:3",
+            )
+            .expect("mod");
+        assert_ne!(h.shared.generation(), g0);
+        // Only the change signal can wake it (the period is an hour).
+        let wait = |h: &mut Harness, in_port: u32, frame: &[u8], want: &[u32]| {
+            let t0 = std::time::Instant::now();
+            loop {
+                let got = h.send(in_port, frame);
+                if ports_of(&got) == want {
+                    return;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(5),
+                    "no convergence: {got:?}"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        wait(&mut h, 1, &f, &[3]);
+        // NORMAL: B learned on 2 (answer to A cached on 1 -> flood), then A moves to 4.
+        let tcp = |dst: u8, src: u8| {
+            let mut t = testutil::packets::tcp4([1, 1, 1, 1], [2, 2, 2, 2], 5, 6, 0x02, 4);
+            t[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, dst]);
+            t[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, src]);
+            t
+        };
+        assert_eq!(ports_of(&h.send(1, &tcp(0x0b, 0x0a))), [2, 3, 4, 100]);
+        assert_eq!(ports_of(&h.send(2, &tcp(0x0a, 0x0b))), [1]);
+        wait(&mut h, 1, &tcp(0x0b, 0x0a), &[2]);
+        assert_eq!(ports_of(&h.send(4, &tcp(0x0b, 0x0a))), [2]);
+        wait(&mut h, 2, &tcp(0x0a, 0x0b), &[4]);
+        assert!(th.last_pass().flows >= 1, "{:?}", th.last_pass());
+        let r = th.stop().expect("thread");
+        assert!(
+            r.passes() >= 2 && r.totals().removed_changed >= 2,
+            "{:?}",
+            r.totals()
+        );
+        assert_eq!(r.ukeys_dropped(), 0);
+        // Periodic passes, no signal: idle megaflows go once the clock passes max-idle.
+        assert_eq!(r.config().max_idle_ms, DEFAULT_MAX_IDLE_MS);
+        let th = r
+            .spawn(Duration::from_millis(DEFAULT_PERIOD_MS / 50))
+            .expect("spawn");
+        assert!(!dpcls.is_empty());
+        let t0 = std::time::Instant::now();
+        while !dpcls.is_empty() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "idle flows not expired"
+            );
+            // (The first pass after the last packets still sees them as new traffic.)
+            h.advance(DEFAULT_MAX_IDLE_MS);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(th);
+    }
+
+    /// Flow mods racing with a polling PMD thread (upcalls translating against tables that
+    /// change under them, installs racing with dumps) and a revalidator thread: once the flow
+    /// mods stop, the datapath converges to the tables without a manual pass.
+    #[test]
+    fn concurrent_flow_mods_converge() {
+        let mut h = Harness::new(
+            bridge(
+                "priority=10,udp,tp_dst=53,actions=output:2\n\
+                 priority=5,udp,actions=output:3\npriority=0,actions=drop",
+            ),
+            true,
+            true,
+            RevalidatorConfig::default(),
+        );
+        let placeholder = Revalidator::new(
+            h.shared.clone(),
+            h.pmd.dpcls().clone(),
+            h.actions.clone(),
+            RevalidatorConfig::default(),
+        );
+        let th = std::mem::replace(&mut h.reval, placeholder)
+            .spawn(Duration::from_millis(DEFAULT_PERIOD_MS))
+            .expect("spawn");
+        let frames: Vec<Vec<u8>> = (0..64u16)
+            .map(|i| testutil::packets::udp4([10, 0, 0, 1], [10, 0, 0, 2], 1000 + i, 50 + i % 6, 8))
+            .collect();
+        let rx = h.ports[0].1.clone();
+        let stop = AtomicBool::new(false);
+        let shared = h.shared.clone();
+        let pmd = &mut h.pmd;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Acquire) {
+                    if rx.rx_pending() < 64 {
+                        for f in &frames {
+                            rx.inject(f.clone());
+                        }
+                    }
+                    pmd.poll_once();
+                }
+            });
+            let mut rng = TestRng::new(7);
+            for i in 0..300u32 {
+                let port = 2 + rng.below(3);
+                let dst = 50 + rng.below(6);
+                let text = match i % 3 {
+                    0 => format!("priority=10,udp,tp_dst={dst},actions=output:{port}"),
+                    1 => format!("priority=5,udp,actions=output:{port}"),
+                    _ => format!(
+                        "priority=7,udp,tp_src={},actions=output:{port}",
+                        1000 + rng.below(64)
+                    ),
+                };
+                shared
+                    .flow_mod_text(FlowModCommand::Add, &text)
+                    .expect("flow mod");
+                if i % 10 == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            stop.store(true, Ordering::Release);
+        });
+        for p in &h.ports {
+            p.1.take_tx();
+        }
+        // No manual pass: only the thread's. Converged when every frame goes where the
+        // tables say, with the caches warm.
+        let t0 = std::time::Instant::now();
+        loop {
+            let mut ok = true;
+            for f in &frames {
+                let (got, want) = h.send_check(1, f);
+                ok &= got == want;
+            }
+            if ok {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "no convergence");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for f in &frames {
+            let (got, want) = h.send_check(1, f);
+            assert_eq!(got, want);
+        }
+        let r = th.stop().expect("thread");
+        assert!(r.totals().removed_changed > 0, "{:?}", r.totals());
+        let st = h.pmd.stats();
+        assert_eq!(st.classified(), st.packets_received);
+    }
+
+    fn normal_bridge() -> Bridge {
+        bridge("priority=0,actions=NORMAL")
+    }
+
+    /// NORMAL: a MAC that moves ports takes its cached unicast megaflows with it once a pass
+    /// has run; without the pass the old port keeps receiving.
+    #[test]
+    fn mac_move_revalidates_normal_megaflows() {
+        for (emc, smc) in TIERS {
+            for revalidate in [true, false] {
+                let mut h = Harness::new(normal_bridge(), emc, smc, RevalidatorConfig::default());
+                // A (0x0a) on port 1 talks: learned. B (0x0b) on port 2 answers: unicast to 1.
+                let (got, want) = h.send_check(1, &eth(0x0b, 0x0a, 1));
+                assert_eq!(got, want);
+                assert_eq!(ports_of(&got), [2, 3, 4, 100], "flood: B unknown");
+                h.revalidate();
+                let b_to_a = eth(0x0a, 0x0b, 2);
+                for _ in 0..3 {
+                    let (got, want) = h.send_check(2, &b_to_a);
+                    assert_eq!(got, want);
+                    assert_eq!(ports_of(&got), [1]);
+                }
+                h.revalidate();
+                // A moves to port 3 and talks (an upcall: new in_port): learned there.
+                let (got, want) = h.send_check(3, &eth(0x0b, 0x0a, 3));
+                assert_eq!(got, want);
+                assert_eq!(ports_of(&got), [2]);
+                if revalidate {
+                    let st = h.revalidate();
+                    assert!(st.removed_changed >= 1, "{st:?}");
+                }
+                let (got, want) = h.send_check(2, &b_to_a);
+                assert_eq!(ports_of(&want), [3]);
+                if revalidate {
+                    assert_eq!(got, want, "emc {emc} smc {smc}");
+                } else {
+                    assert_eq!(ports_of(&got), [1], "stale answer expected without a pass");
+                }
+            }
+        }
+    }
+
+    /// NORMAL aging: an entry not refreshed ages out and its unicast megaflows flood after the
+    /// pass that expires it; cached traffic *from* a MAC keeps its entry alive (XC_NORMAL).
+    #[test]
+    fn mac_aging_and_refresh() {
+        let mut h = Harness::new(normal_bridge(), true, false, RevalidatorConfig::default());
+        let aging = ofproto::mac::DEFAULT_AGING_S * 1000;
+        h.send(1, &eth(0x0b, 0x0a, 1)); // A on 1
+        h.send(2, &eth(0x0a, 0x0b, 1)); // B on 2
+        h.revalidate();
+        // A keeps sending through its cached megaflow (no upcall) for longer than the aging
+        // time; B is silent.
+        let a_to_b = eth(0x0b, 0x0a, 1);
+        let mut last = Vec::new();
+        for _ in 0..4 {
+            h.advance(aging / 3);
+            h.revalidate();
+            let (got, want) = h.send_check(1, &a_to_b);
+            assert_eq!(got, want);
+            last = ports_of(&got);
+        }
+        // B aged out (once), so A's traffic to B floods; A's entry was kept alive by its
+        // cached traffic.
+        assert_eq!(h.reval.totals().macs_expired, 1);
+        assert_eq!(last, [2, 3, 4, 100]);
+        let br = h.shared.lock();
+        let macs: Vec<(u64, OfPort)> = br.mac.entries().iter().map(|e| (e.0, e.2.port)).collect();
+        assert_eq!(macs, [(0x0200_0000_000a, OfPort(1))]);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // The property: random pipelines × random packets × interleaved flow mods.
+
+    fn dialect(f: &str) -> flow::text::Dialect {
+        if flow_protocol(f) == "OpenFlow13" {
+            flow::text::Dialect::OpenFlow13
+        } else {
+            flow::text::Dialect::OpenFlow10
+        }
+    }
+
+    fn spec(f: &str) -> Option<flow::ofp::FlowSpec> {
+        flow::text::parse_flow_with(f, dialect(f)).ok()
+    }
+
+    /// A random flow mod built from the rules of the first pipeline (`base`, the specs
+    /// currently meant to be installed) and those of the second (`more`).
+    fn random_flow_mod(
+        rng: &mut TestRng,
+        base: &mut Vec<flow::ofp::FlowSpec>,
+        more: &[flow::ofp::FlowSpec],
+    ) -> Option<FlowMod> {
+        let pick =
+            |rng: &mut TestRng, v: &[flow::ofp::FlowSpec]| v.get(rng.index(v.len())).cloned();
+        let (command, spec) = match rng.below(6) {
+            0 | 1 => {
+                let s = pick(rng, more)?;
+                base.push(s.clone());
+                (FlowModCommand::Add, s)
+            }
+            2 => {
+                // An existing rule, new actions (a goto/resubmit target may be refused).
+                let mut s = pick(rng, base)?;
+                s.actions = pick(rng, more)?.actions;
+                (FlowModCommand::ModifyStrict, s)
+            }
+            3 => {
+                let mut s = pick(rng, more)?;
+                s.table = pick(rng, base)?.table;
+                (FlowModCommand::Modify, s)
+            }
+            4 => {
+                let s = pick(rng, base)?;
+                (FlowModCommand::DeleteStrict, s)
+            }
+            _ => {
+                let mut s = pick(rng, more)?;
+                s.actions.clear();
+                (FlowModCommand::Delete, s)
+            }
+        };
+        Some(FlowMod {
+            command,
+            spec,
+            reset_counts: false,
+        })
+    }
+
+    /// What one case exercised.
+    #[derive(Debug, Default, Clone, Copy)]
+    struct Coverage {
+        /// Packets whose forwarding differed from a fresh translation.
+        stale: usize,
+        /// Packets sent.
+        sent: u64,
+        /// Packets that went out of at least one port.
+        forwarded: u64,
+        /// Flow mods that changed the tables.
+        flow_mods: u64,
+        emc_hits: u64,
+        smc_hits: u64,
+        megaflow_hits: u64,
+        upcalls: u64,
+        /// Revalidator totals.
+        reval: PassStats,
+    }
+
+    /// Runs one case; `stale` must be 0 with `revalidate` (asserted); without, it counts
+    /// stale answers.
+    fn interleaved(
+        seed: u64,
+        emc: bool,
+        smc: bool,
+        revalidate: bool,
+    ) -> Result<Coverage, TestCaseError> {
+        let mut rng = TestRng::new(seed);
+        let mix = PipelineMix {
+            normal_permille: 400,
+            ..PipelineMix::default()
+        };
+        let p1 = random_pipeline(&mut rng, &mix);
+        let p2 = random_pipeline(&mut rng, &mix);
+        let mut packets = random_packets_for(&p1, &mut rng, 6);
+        packets.extend(random_packets_for(&p2, &mut rng, 4));
+        for i in 0..6 {
+            // Siblings: one bit flipped past the Ethernet addresses, so that they often share
+            // a megaflow with the original (and catch a megaflow kept too broad).
+            let Some(p) = packets.get(i % 4).cloned() else {
+                break;
+            };
+            let mut bytes = p.bytes;
+            if bytes.len() > 12 {
+                let at = rng.range(12, bytes.len() as u64 - 1) as usize;
+                if let Some(b) = bytes.get_mut(at) {
+                    *b ^= 1 << rng.below(8);
+                }
+            }
+            packets.push(PipelinePacket {
+                in_port: p.in_port,
+                bytes,
+                kind: format!("{} sibling", p.kind),
+            });
+        }
+        for _ in 0..2 {
+            // Anything at all (truncated, corrupt, odd ethertypes), from any port.
+            let in_port = rng.range(1, 4) as u32;
+            let bytes = testutil::packets::random_packet(&mut rng);
+            packets.push(PipelinePacket {
+                in_port,
+                bytes,
+                kind: "random".into(),
+            });
+        }
+        let backend = if rng.chance(1, 2) {
+            Backend::TupleSpace
+        } else {
+            Backend::Linear
+        };
+        let mut br = Bridge::ovs_sandbox(4, backend);
+        for c in &p1.ports {
+            let trunks = (!c.trunks.is_empty()).then(|| c.trunks.clone());
+            br.set_port_vlan(
+                OfPort(c.port as u16),
+                VlanMode::from_ovs(c.tag, trunks, c.vlan_mode.map(|m| m.as_str())),
+            );
+        }
+        let mut base: Vec<_> = p1.flows.iter().filter_map(|f| spec(f)).collect();
+        for s in &base {
+            let _ = br.flow_mod(
+                &FlowMod {
+                    command: FlowModCommand::Add,
+                    spec: s.clone(),
+                    reset_counts: false,
+                },
+                0,
+            );
+        }
+        let more: Vec<_> = p2.flows.iter().filter_map(|f| spec(f)).collect();
+        let mut h = Harness::new(br, emc, smc, RevalidatorConfig::default());
+        let mut cov = Coverage::default();
+        for step in 0..8 {
+            if step > 0
+                && let Some(fm) = random_flow_mod(&mut rng, &mut base, &more)
+            {
+                let v = h.shared.generation().0;
+                let _ = h.shared.flow_mod(&fm);
+                cov.flow_mods += u64::from(h.shared.generation().0 != v);
+            }
+            h.advance(rng.below(50));
+            for round in 0..2 {
+                for (i, p) in packets.iter().enumerate() {
+                    if revalidate {
+                        h.revalidate();
+                    }
+                    let (got, want) = h.send_check(p.in_port, &p.bytes);
+                    cov.sent += 1;
+                    cov.forwarded += u64::from(!got.is_empty());
+                    if got != want {
+                        prop_assert!(
+                            !revalidate,
+                            "seed {seed:#x} emc {emc} smc {smc} step {step} round {round} \
+                             packet {i} ({}, in_port {}): got {:?} want {:?}\npipeline:\n{}\n",
+                            p.kind,
+                            p.in_port,
+                            got.iter().map(|(p, f)| (*p, f.len())).collect::<Vec<_>>(),
+                            want.iter().map(|(p, f)| (*p, f.len())).collect::<Vec<_>>(),
+                            p1.flows.join("\n")
+                        );
+                        cov.stale += 1;
+                    }
+                }
+            }
+            if revalidate {
+                // Coherent now: a full re-translation of every megaflow changes nothing
+                // (also checks that ukeys and installed masks agree: no churn).
+                let now = h.now();
+                h.reval.run(now);
+                let st = h.reval.run_full(now);
+                prop_assert_eq!(
+                    (st.removed_changed, st.removed_failed, st.unkeyed),
+                    (0, 0, 0),
+                    "seed {:#x} step {}: {:?}",
+                    seed,
+                    step,
+                    st
+                );
+                prop_assert_eq!(st.flows, h.pmd.dpcls().len());
+            }
+        }
+        let st = h.pmd.stats();
+        prop_assert_eq!(st.classified(), st.packets_received);
+        cov.emc_hits = st.emc_hits;
+        cov.smc_hits = st.smc_hits;
+        cov.megaflow_hits = st.megaflow_hits;
+        cov.upcalls = st.upcall_ok + st.upcall_failed;
+        cov.reval = h.reval.totals();
+        Ok(cov)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// ARCHITECTURE.md invariants 2 and 3: with a pass after every change, every packet
+        /// is forwarded as a fresh translation on the current tables says, through every
+        /// cache tier combination, across random flow mods and MAC learning.
+        #[test]
+        fn every_tier_agrees_with_xlate_across_flow_mods(
+            seed in any::<u64>(), emc in any::<bool>(), smc in any::<bool>()
+        ) {
+            interleaved(seed, emc, smc, true)?;
+        }
+    }
+
+    /// The property has teeth: the same cases without revalidation forward stale answers,
+    /// from every tier combination.
+    #[test]
+    fn without_revalidation_stale_answers_appear() {
+        for (emc, smc) in TIERS {
+            let mut stale = 0;
+            let mut sent = 0;
+            for seed in 0..24u64 {
+                let c = interleaved(seed * 7919 + 1, emc, smc, false).expect("no assertion");
+                stale += c.stale;
+                sent += c.sent;
+            }
+            assert!(
+                stale > 0,
+                "emc {emc} smc {smc}: {sent} packets, no stale answer"
+            );
+            eprintln!("emc {emc} smc {smc}: {stale} stale answers in {sent} packets");
+        }
+    }
+
+    /// The property exercises what it claims: every tier hits, flow mods change the tables,
+    /// passes remove megaflows for changed decisions and for MAC-table changes.
+    #[test]
+    fn interleaved_cases_cover_the_tiers() {
+        let mut sum = Coverage::default();
+        for seed in 0..24u64 {
+            for (emc, smc) in TIERS {
+                let c = interleaved(seed.wrapping_mul(0x9e37_79b9) ^ 5, emc, smc, true)
+                    .expect("coherent");
+                sum.sent += c.sent;
+                sum.forwarded += c.forwarded;
+                sum.flow_mods += c.flow_mods;
+                sum.emc_hits += c.emc_hits;
+                sum.smc_hits += c.smc_hits;
+                sum.megaflow_hits += c.megaflow_hits;
+                sum.upcalls += c.upcalls;
+                sum.reval.add(&c.reval);
+            }
+        }
+        eprintln!("{sum:?}");
+        assert!(
+            sum.emc_hits > 0 && sum.smc_hits > 0 && sum.megaflow_hits > 0,
+            "{sum:?}"
+        );
+        assert!(sum.forwarded * 4 > sum.sent, "{sum:?}");
+        assert!(
+            sum.flow_mods > 0 && sum.reval.removed_changed > 0,
+            "{sum:?}"
+        );
+        assert!(sum.reval.skipped > sum.reval.revalidated, "{sum:?}");
+        assert_eq!(sum.reval.unkeyed, 0);
+    }
+}
