@@ -7,10 +7,13 @@
 //! ```
 //!
 //! What is here: the structures and their tests and benchmarks ([`megaflow`], [`flow_table`],
-//! [`emc`], [`smc`], [`dpcls`], and [`twin`], the linear reference they are all checked
-//! against), and [`pmd`], one PMD thread's loop over them: rx bursts, the tiers, upcalls
-//! through the [`pmd::Upcall`] trait, output/drop/VLAN actions and the per-PMD stats lines.
-//! Not yet: set-field actions, conntrack and recirculation, PMD threads and rxq assignment.
+//! [`emc`], [`smc`], [`dpcls`] with its signature prefilter, and [`twin`], the linear
+//! reference they are all checked against); [`pmd`], one PMD thread's loop over them: rx
+//! bursts, the tiers, upcalls through the [`pmd::Upcall`] trait, actions per flow batch
+//! ([`actions`]: output, drop, VLAN push/pop, masked set-field with checksum fix-ups; [`ct`]:
+//! `ct` through a [`ct::ConnTracker`] and depth-limited `recirc`), and the per-PMD stats
+//! lines; [`dpctl`], OVS's `dpctl/dump-flows`, `dpctl/show` and `pmd-perf-show` text.
+//! Not yet: a real connection tracker (the `conntrack` crate), rxq assignment.
 //!
 //! # Invariants (ARCHITECTURE.md 2)
 //!
@@ -28,7 +31,9 @@
 #![forbid(unsafe_code)]
 
 pub mod actions;
+pub mod ct;
 pub mod dpcls;
+pub mod dpctl;
 pub mod emc;
 pub mod flow_table;
 pub mod megaflow;
@@ -37,7 +42,9 @@ pub mod smc;
 pub mod twin;
 
 pub use actions::DpAction;
+pub use ct::{ConnTracker, CtParams, MAX_RECIRC_DEPTH, UntrackedConntrack};
 pub use dpcls::{Dpcls, DpclsConfig, DpclsReader, Inserted, LookupStats, RankOutcome, Snapshot};
+pub use dpctl::{DpPortInfo, DpShow, FlowOwner, KeyFormat, PmdPerf, PortNames};
 pub use emc::Emc;
 pub use flow_table::{FlowArena, FlowIndex};
 pub use megaflow::{ActionsId, DpFlow, FlowStats, Ufid};

@@ -44,7 +44,7 @@
 //!   extractor never panics) and classified.
 //! - Every packet buffer goes back to the pool: after a burst, nothing is held.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -55,6 +55,7 @@ use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
 use crate::actions::{DpAction, apply_edit};
+use crate::ct::{ConnTracker, CtParams, MAX_RECIRC_DEPTH, UntrackedConntrack, ct_clear};
 use crate::dpcls::{Dpcls, DpclsReader, RankOutcome, Snapshot};
 use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
 use crate::megaflow::{ActionsId, DpFlow, Ufid};
@@ -62,6 +63,10 @@ use crate::smc::Smc;
 
 /// Bytes of an Ethernet header: shorter frames are dropped before classification.
 pub const ETH_HEADER_LEN: usize = 14;
+
+/// Most packets waiting for recirculation at once; more are dropped and counted
+/// ([`PmdStats::recirc_dropped`]).
+pub const RECIRC_QUEUE_MAX: usize = 8 * BATCH_MAX;
 
 /// Append-only store of datapath action lists, shared by the upcall side (writes, interning
 /// equal lists to one id) and the PMDs (read, lock-free: one acquire load per lookup).
@@ -229,6 +234,12 @@ pub struct PmdStats {
     pub upcall_failed: u64,
     /// Dropped before classification ([`LostReasons::total`]).
     pub lost: u64,
+    /// Datapath passes after the first (each recirculated packet entering classification
+    /// again); every pass is counted once among the hit/miss/lost counters.
+    pub recirculations: u64,
+    /// Packets a `recirc` action would have sent past [`MAX_RECIRC_DEPTH`] passes, or into a
+    /// full recirculation queue: dropped (their pass was already counted).
+    pub recirc_dropped: u64,
     /// Why they were lost.
     pub lost_reasons: LostReasons,
     /// Upcalls answered whose megaflow could not be installed (the packet was still handled).
@@ -250,7 +261,8 @@ pub struct PmdStats {
 }
 
 impl PmdStats {
-    /// Every received packet is counted exactly once among these.
+    /// Every datapath pass — each received packet, and each recirculation — is counted
+    /// exactly once among these: `classified() == packets_received + recirculations`.
     pub fn classified(&self) -> u64 {
         self.emc_hits
             + self.smc_hits
@@ -274,11 +286,14 @@ impl fmt::Display for PmdStats {
             self.numa_id, self.core_id
         )?;
         writeln!(f, "  packets received: {}", self.packets_received)?;
-        writeln!(f, "  packet recirculations: 0")?;
+        writeln!(f, "  packet recirculations: {}", self.recirculations)?;
         writeln!(
             f,
             "  avg. datapath passes per packet: {:.2}",
-            if self.packets_received > 0 { 1.0 } else { 0.0 }
+            ratio(
+                self.packets_received + self.recirculations,
+                self.packets_received
+            )
         )?;
         writeln!(f, "  emc hits: {}", self.emc_hits)?;
         writeln!(f, "  smc hits: {}", self.smc_hits)?;
@@ -382,6 +397,8 @@ struct Scratch {
     hashes: [u32; BATCH_MAX],
     metas: [PacketMeta; BATCH_MAX],
     lens: [u32; BATCH_MAX],
+    /// Datapath passes each packet of the batch has taken before this one (0 = first).
+    depth: [u8; BATCH_MAX],
     pkts: Vec<Option<Packet>>,
 }
 
@@ -537,6 +554,10 @@ pub struct Pmd {
     stats: PmdStats,
     s: Scratch,
     g: FlowBatches,
+    ct: Box<dyn ConnTracker>,
+    /// Packets waiting for their next datapath pass: metadata (recirc_id, conntrack) and the
+    /// passes taken so far.
+    recirc: VecDeque<(Packet, PacketMeta, u8)>,
     cycles_per_ms: u64,
     next_rank_ms: u64,
     metas_port: Option<u32>,
@@ -586,9 +607,12 @@ impl Pmd {
                 hashes: [0; BATCH_MAX],
                 metas: [PacketMeta::port(0); BATCH_MAX],
                 lens: [0; BATCH_MAX],
+                depth: [0; BATCH_MAX],
                 pkts: Vec::with_capacity(BATCH_MAX),
             },
             g: FlowBatches::default(),
+            ct: Box::new(UntrackedConntrack),
+            recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
             metas_port: None,
@@ -728,7 +752,8 @@ impl Pmd {
         self.stats.processing_cycles += netdev::tsc::now().wrapping_sub(t0);
     }
 
-    /// Classifies and executes `self.batch` (received on `in_port`), leaving it empty.
+    /// Classifies and executes `self.batch` (received on `in_port`), leaving it empty, then
+    /// the packets its actions recirculated, pass after pass.
     fn process_batch(&mut self, in_port: u32) {
         self.stats.packets_received += self.batch.len() as u64;
         if self.batch.iter().any(|p| p.len() < ETH_HEADER_LEN) {
@@ -750,6 +775,13 @@ impl Pmd {
             self.s.metas.fill(PacketMeta::port(in_port));
             self.metas_port = Some(in_port);
         }
+        self.s.depth[..n].fill(0);
+        self.run_pass(in_port, n);
+        self.run_recirculations();
+    }
+
+    /// One datapath pass over `self.batch` (`n` packets, metadata in `s.metas`).
+    fn run_pass(&mut self, in_port: u32, n: usize) {
         {
             let pkts = self.batch.as_slice();
             extract_hash_batch(
@@ -763,6 +795,78 @@ impl Pmd {
         }
         self.classify(in_port, n);
         self.execute(n);
+    }
+
+    /// Runs the recirculation queue dry, a batch of ≤ 32 at a time (OVS runs a recirculated
+    /// batch right after the pass that produced it; the depth limit ends any loop).
+    fn run_recirculations(&mut self) {
+        while !self.recirc.is_empty() {
+            // Packets of one batch share an in_port (one PMD batch comes from one port).
+            let Some(in_port) = self.recirc.front().map(|(_, md, _)| md.in_port) else {
+                break;
+            };
+            let mut n = 0;
+            while n < BATCH_MAX
+                && self
+                    .recirc
+                    .front()
+                    .is_some_and(|(_, md, _)| md.in_port == in_port)
+            {
+                let Some((p, md, depth)) = self.recirc.pop_front() else {
+                    break;
+                };
+                self.s.metas[n] = md;
+                self.s.depth[n] = depth;
+                if let Err(p) = self.batch.push(p) {
+                    self.pool.free(p);
+                    self.stats.recirc_dropped += 1;
+                    continue;
+                }
+                n += 1;
+            }
+            // The metadata array now holds per-packet values.
+            self.metas_port = None;
+            self.stats.recirculations += n as u64;
+            self.run_pass(in_port, n);
+        }
+    }
+
+    /// Queues `p` (packet `i` of the current pass) for another pass with `recirc_id = id`.
+    fn recirculate(&mut self, p: Packet, i: usize, id: u32) {
+        let (Some(md), Some(&depth)) = (self.s.metas.get(i), self.s.depth.get(i)) else {
+            self.pool.free(p);
+            return;
+        };
+        let depth = depth.saturating_add(1);
+        if depth >= MAX_RECIRC_DEPTH || self.recirc.len() >= RECIRC_QUEUE_MAX {
+            self.stats.recirc_dropped += 1;
+            self.pool.free(p);
+            return;
+        }
+        let mut md = *md;
+        md.recirc_id = id;
+        self.recirc.push_back((p, md, depth));
+    }
+
+    /// Runs packet `i` of the current pass through the connection tracker.
+    fn conntrack(&mut self, p: &mut Packet, i: usize, params: &CtParams, now_ms: u64) {
+        if let Some(md) = self.s.metas.get_mut(i) {
+            self.ct.track(p, md, params, now_ms);
+            self.metas_port = None;
+        }
+    }
+
+    /// Forgets packet `i`'s conntrack metadata (`ct_clear`).
+    fn ct_clear(&mut self, i: usize) {
+        if let Some(md) = self.s.metas.get_mut(i) {
+            ct_clear(md);
+            self.metas_port = None;
+        }
+    }
+
+    /// Replaces the connection tracker (the default answers `+trk+inv`; see [`crate::ct`]).
+    pub fn set_conntrack(&mut self, ct: Box<dyn ConnTracker>) {
+        self.ct = ct;
     }
 
     fn classify(&mut self, in_port: u32, n: usize) {
@@ -889,6 +993,11 @@ impl Pmd {
     /// Executes each flow batch's actions (batches in the order of their first packet,
     /// packets in rx order within one), then sends the output batches.
     fn execute(&mut self, n: usize) {
+        if self.execute_whole_batch(n) {
+            self.g.release();
+            self.flush_outputs();
+            return;
+        }
         let mut pkts = std::mem::take(&mut self.s.pkts);
         pkts.clear();
         pkts.extend(self.batch.drain().map(Some));
@@ -916,7 +1025,7 @@ impl Pmd {
             }
             for &i in members {
                 if let Some(p) = pkts.get_mut(usize::from(i)).and_then(Option::take) {
-                    self.execute_one(&table, p, Some(aid));
+                    self.execute_one(&table, p, usize::from(i), Some(aid));
                 }
             }
         }
@@ -926,6 +1035,31 @@ impl Pmd {
             self.pool.free(p);
         }
         self.s.pkts = pkts;
+        self.flush_outputs();
+    }
+
+    /// The common case of a burst of one flow whose actions are one output: the whole rx
+    /// batch becomes the port's output batch (a swap, no per-packet work). False if the
+    /// burst is not that case (nothing done).
+    fn execute_whole_batch(&mut self, n: usize) -> bool {
+        if self.g.n != 1 || self.g.packets[0] as usize != n || self.batch.len() != n {
+            return false;
+        }
+        let Some(&[DpAction::Output(no)]) = self.actions.get(self.g.aid[0]) else {
+            return false;
+        };
+        let Some(slot) = self.ports.iter_mut().find(|p| p.no == no) else {
+            return false;
+        };
+        if !slot.out.is_empty() {
+            return false;
+        }
+        std::mem::swap(&mut self.batch, &mut slot.out);
+        true
+    }
+
+    /// Sends every non-empty output batch.
+    fn flush_outputs(&mut self) {
         for slot in &mut self.ports {
             if !slot.out.is_empty() {
                 self.stats.tx_packets += slot.out.len() as u64;
@@ -935,7 +1069,7 @@ impl Pmd {
         }
     }
 
-    fn execute_one(&mut self, table: &ActionTable, pkt: Packet, aid: Option<ActionsId>) {
+    fn execute_one(&mut self, table: &ActionTable, pkt: Packet, i: usize, aid: Option<ActionsId>) {
         let Some(list) = aid.and_then(|a| table.get(a)) else {
             if aid.is_some() {
                 self.stats.action_drops += 1;
@@ -966,6 +1100,27 @@ impl Pmd {
                     sent = true;
                 }
                 DpAction::Drop => break,
+                DpAction::Ct(params) => {
+                    if let Some(p) = pkt.as_mut() {
+                        let now_ms = netdev::tsc::now() / self.cycles_per_ms;
+                        self.conntrack(p, i, &params, now_ms);
+                    }
+                }
+                DpAction::CtClear => self.ct_clear(i),
+                DpAction::Recirc(id) => {
+                    let p = if last {
+                        pkt.take()
+                    } else {
+                        pkt.as_ref().and_then(|p| self.clone_packet(p))
+                    };
+                    match p {
+                        Some(p) => {
+                            self.recirculate(p, i, id);
+                            sent = true;
+                        }
+                        None => self.stats.output_errors += 1,
+                    }
+                }
                 ref edit => {
                     if let Some(p) = pkt.as_mut() {
                         apply_edit(p, edit);

@@ -85,8 +85,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
-use flow::field::FieldId;
-use ofproto::{Bridge, XlateIn, xlate_ro};
+use ofproto::{Bridge, xlate_ro};
 
 use crate::upcall::{OfprotoUpcall, SharedBridge, Ukey, UkeyStore, dp_actions_of, dp_mask};
 
@@ -383,7 +382,7 @@ impl Revalidator {
                     continue;
                 }
                 st.revalidated += 1;
-                match verdict(&br, f, &t.ukey, &self.actions, now) {
+                match verdict(&self.shared, &br, f, &t.ukey, &self.actions, now) {
                     Verdict::Keep(u) => {
                         let learned = std::mem::take(&mut t.ukey.learned);
                         t.ukey = *u;
@@ -478,16 +477,18 @@ fn keyless(f: &DpFlow) -> Ukey {
 }
 
 /// Whether megaflow `f`, decided as `ukey` says, is still what the tables decide.
-fn verdict(br: &Bridge, f: &DpFlow, ukey: &Ukey, actions: &ActionTable, now: u64) -> Verdict {
-    if FieldId::RecircId.get(&ukey.key) != 0 {
+/// A recirculated megaflow is re-translated from its frozen state (an id whose state is
+/// unknown fails).
+fn verdict(
+    shared: &SharedBridge,
+    br: &Bridge,
+    f: &DpFlow,
+    ukey: &Ukey,
+    actions: &ActionTable,
+    now: u64,
+) -> Verdict {
+    let Some(input) = shared.xlate_in(&ukey.key, now, false) else {
         return Verdict::Failed;
-    }
-    let input = XlateIn {
-        key: ukey.key,
-        now_ms: now,
-        side_effects: false,
-        trace: false,
-        table: 0,
     };
     let out = xlate_ro(br, &input);
     let Ok(dp) = dp_actions_of(&out) else {
@@ -539,6 +540,7 @@ mod tests {
     use datapath::{DpclsConfig, Pmd, PmdConfig};
     use flow::FlowKey;
     use flow::extract::{PacketMeta, extract};
+    use flow::field::ct_state;
     use flow::ofp::OfPort;
     use netdev::{MemHandle, MemPort, Packet};
     use ofproto::{Backend, FlowMod, FlowModCommand, VlanMode};
@@ -634,27 +636,27 @@ mod tests {
             if frame.len() < datapath::pmd::ETH_HEADER_LEN {
                 return Vec::new();
             }
-            let mut key = FlowKey::ZERO;
-            extract(frame, &PacketMeta::port(in_port), &mut key);
-            let out = {
-                let br = self.shared.lock();
-                xlate_ro(
-                    &br,
-                    &XlateIn {
-                        key,
-                        now_ms: self.now(),
-                        side_effects: true,
-                        trace: false,
-                        table: 0,
-                    },
-                )
-            };
-            let Ok(acts) = dp_actions_of(&out) else {
+            let Ok(p) = Packet::from_slice(frame) else {
                 return Vec::new();
             };
             let mut sent = Vec::new();
-            let Ok(mut p) = Packet::from_slice(frame) else {
-                return Vec::new();
+            self.expect_pass(p, PacketMeta::port(in_port), 0, &mut sent);
+            sent.sort();
+            sent
+        }
+
+        /// One datapath pass of `p` with metadata `md`, executed as the datapath would
+        /// (its default tracker answers `+trk+inv`), recirculations followed up to the
+        /// datapath's depth limit.
+        fn expect_pass(&self, mut p: Packet, mut md: PacketMeta, depth: u8, sent: &mut Sent) {
+            let mut key = FlowKey::ZERO;
+            extract(p.data(), &md, &mut key);
+            let Some(input) = self.shared.xlate_in(&key, self.now(), true) else {
+                return;
+            };
+            let out = xlate_ro(&self.shared.lock(), &input);
+            let Ok(acts) = dp_actions_of(&out) else {
+                return;
             };
             for a in &acts {
                 match *a {
@@ -664,13 +666,32 @@ mod tests {
                         }
                     }
                     datapath::DpAction::Drop => break,
+                    datapath::DpAction::Ct(c) => {
+                        md.ct_state = ct_state::TRACKED | ct_state::INVALID;
+                        md.ct_zone = c.zone;
+                    }
+                    datapath::DpAction::CtClear => {
+                        md = PacketMeta {
+                            recirc_id: md.recirc_id,
+                            ..PacketMeta::port(md.in_port)
+                        };
+                    }
+                    datapath::DpAction::Recirc(id) => {
+                        if depth + 1 < datapath::MAX_RECIRC_DEPTH
+                            && let Ok(copy) = Packet::from_slice(p.data())
+                        {
+                            let next = PacketMeta {
+                                recirc_id: id,
+                                ..md
+                            };
+                            self.expect_pass(copy, next, depth + 1, sent);
+                        }
+                    }
                     ref edit => {
                         datapath::actions::apply_edit(&mut p, edit);
                     }
                 }
             }
-            sent.sort();
-            sent
         }
 
         /// Sends `frame` and returns (got, expected before sending).

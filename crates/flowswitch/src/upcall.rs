@@ -35,9 +35,11 @@ use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
 use datapath::{ActionTable, DpAction, Upcall, UpcallError};
+use flow::field::FieldId;
 use flow::ofp::OfPort;
 use flow::{FlowKey, FlowMask};
 use ofproto::table::RuleHandle;
+use ofproto::xlate::Frozen;
 use ofproto::{Bridge, FlowModCommand, FlowModError, XlateIn, XlateOut, xlate};
 
 /// Where MAC-learning and flow-mod time comes from.
@@ -58,6 +60,9 @@ pub struct SharedBridge {
     clock: Clock,
     changes: Mutex<u64>,
     changed: Condvar,
+    /// Frozen translation states by recirculation id (OVS `recirc_id_node`): where a
+    /// recirculated packet resumes, and the metadata it resumes with.
+    frozen: Mutex<HashMap<u32, Frozen>>,
 }
 
 #[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
@@ -78,6 +83,42 @@ impl SharedBridge {
             clock,
             changes: Mutex::new(0),
             changed: Condvar::new(),
+            frozen: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Remembers the recirculations `out` froze, so their packets can resume.
+    pub fn record_frozen(&self, out: &XlateOut) {
+        if out.frozen.is_empty() {
+            return;
+        }
+        let mut m = self.frozen.lock().unwrap_or_else(|e| e.into_inner());
+        for f in &out.frozen {
+            m.insert(f.id, f.clone());
+        }
+    }
+
+    /// The translation input for a datapath key: table 0 on the first pass; for a
+    /// recirculated packet (`recirc_id != 0`) the frozen state's table, with the metadata
+    /// the datapath does not carry (`metadata`, registers) restored from it. `None` for an
+    /// unknown recirculation id.
+    pub fn xlate_in(&self, key: &FlowKey, now_ms: u64, side_effects: bool) -> Option<XlateIn> {
+        let rid = FieldId::RecircId.get(key) as u32;
+        let (key, table) = if rid == 0 {
+            (*key, 0)
+        } else {
+            let m = self.frozen.lock().unwrap_or_else(|e| e.into_inner());
+            let f = m.get(&rid)?;
+            let mut k = *key;
+            k.w[FROZEN_WORDS].copy_from_slice(&f.key.w[FROZEN_WORDS]);
+            (k, f.table)
+        };
+        Some(XlateIn {
+            key,
+            now_ms,
+            side_effects,
+            trace: false,
+            table,
         })
     }
 
@@ -232,8 +273,17 @@ impl UkeyStore {
 pub fn dp_mask(mask: &FlowMask) -> FlowMask {
     let mut m = *mask;
     m.w[0] = u64::MAX;
+    // `metadata` and the registers are never in a datapath key (always 0 there): on a
+    // recirculated pass they come from the frozen state, which `recirc_id` (exact) names.
+    for w in &mut m.w[FROZEN_WORDS] {
+        *w = 0;
+    }
     m
 }
+
+/// Key words a recirculation restores from its frozen state rather than from the packet:
+/// `metadata` and `reg0`..`reg15` (flow::key's words 2..=10).
+const FROZEN_WORDS: std::ops::RangeInclusive<usize> = flow::key::w::METADATA..=10;
 
 /// The datapath actions the PMD executes for translation `out` (an empty list is `[Drop]`),
 /// or why there are none.
@@ -290,13 +340,10 @@ impl Upcall for OfprotoUpcall {
         key: &FlowKey,
         actions: &ActionTable,
     ) -> Result<(FlowMask, datapath::ActionsId), UpcallError> {
-        let input = XlateIn {
-            key: *key,
-            now_ms: self.shared.now_ms(),
-            side_effects: true,
-            trace: false,
-            table: 0,
-        };
+        let input = self
+            .shared
+            .xlate_in(key, self.shared.now_ms(), true)
+            .ok_or_else(|| UpcallError::Failed("unknown recirculation id".into()))?;
         let (out, mac_changed) = {
             let mut br = self.shared.lock();
             let g = br.mac.generation();
@@ -311,7 +358,8 @@ impl Upcall for OfprotoUpcall {
                 let learned = out.learned.clone();
                 store.record(key.masked(&m), m, Ukey::from_xlate(key, &out, learned));
             }
-            Ok((out.mask, id))
+            self.shared.record_frozen(&out);
+            Ok((dp_mask(&out.mask), id))
         });
         if mac_changed {
             // A MAC was learned or moved: megaflows that consulted it must be revalidated

@@ -18,7 +18,7 @@
 //! packet's buffer. Neither allocates per packet.
 
 use crate::batch::Batch;
-use crate::packet::PacketPool;
+use crate::packet::{Packet, PacketPool};
 use crate::port::{Port, PortError, PortStats, RxCopy, rx_copy};
 use pcap_file::pcap::{PcapHeader, PcapReader};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
@@ -294,10 +294,10 @@ impl<R: Read + Send> Port for PcapReaderPort<R> {
 #[inline]
 pub(crate) fn sink_tx(batch: &mut Batch, pool: &mut PacketPool, stats: &mut PortStats) -> usize {
     let n = batch.len();
-    for p in batch.drain() {
-        stats.count_tx(p.len());
-        pool.free(p);
-    }
+    let bytes: usize = batch.iter().map(Packet::len).sum();
+    stats.tx_packets += n as u64;
+    stats.tx_bytes += bytes as u64;
+    pool.free_batch(batch);
     n
 }
 

@@ -915,6 +915,75 @@ pub fn parse_flows(texts: &[String], openflow13: bool) -> Vec<Result<ParseFlowAn
     })
 }
 
+/// Datapath-level helpers (`dpctl/*`, `netdev-dummy/receive`) for the dump-flows oracle.
+///
+/// `dpctl/dump-flows` on the dummy datapath (OVS 3.1) prints a header
+/// `flow-dump from the main thread:` (dummy ports are polled by the main thread) and one line
+/// per megaflow: `recirc_id(0),in_port(1),packet_type(ns=0,id=0),eth_type(0x0800),
+/// ipv4(dst=10.0.0.2,frag=no), packets:0, bytes:0, used:never, actions:2`. A packet given to
+/// `netdev-dummy/receive` is queued on the port and handled on the main thread's next poll, so
+/// its flow appears shortly after the command returns ([`OvsSandbox::dp_wait_flow`]).
+impl OvsSandbox {
+    /// `ovs-appctl netdev-dummy/receive pN <hex>`: the frame arrives on port `pN`.
+    pub fn dp_receive(&self, port: u32, packet: &[u8]) -> Result<(), OvsError> {
+        if packet.is_empty() {
+            return Err(OvsError::Invalid("empty packet".into()));
+        }
+        self.appctl(&[
+            "netdev-dummy/receive".to_string(),
+            format!("p{port}"),
+            crate::packets::to_hex(packet),
+        ])
+        .map(drop)
+    }
+
+    /// `ovs-appctl dpctl/dump-flows [ARGS]`: the flow lines (header lines removed).
+    pub fn dp_dump_flows(&self, args: &[&str]) -> Result<Vec<String>, OvsError> {
+        let mut a = vec!["dpctl/dump-flows"];
+        a.extend_from_slice(args);
+        let out = self.appctl(&a)?;
+        Ok(out
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("flow-dump from"))
+            .map(|l| l.trim_end().to_string())
+            .collect())
+    }
+
+    /// `ovs-appctl dpctl/show`.
+    pub fn dp_show(&self) -> Result<String, OvsError> {
+        self.appctl(&["dpctl/show"])
+    }
+
+    /// `ovs-appctl revalidator/purge`: deletes every datapath flow and its upcall state, so
+    /// the next packet installs its megaflow afresh.
+    pub fn dp_purge(&self) -> Result<(), OvsError> {
+        self.appctl(&["revalidator/purge"]).map(drop)
+    }
+
+    /// Polls `dpctl/dump-flows` until a line satisfies `want` (bounded by `timeout`);
+    /// returns that line.
+    pub fn dp_wait_flow(
+        &self,
+        want: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Result<String, OvsError> {
+        let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(l) = self.dp_dump_flows(&[])?.into_iter().find(|l| want(l)) {
+                return Ok(l);
+            }
+            if Instant::now() >= deadline {
+                return Err(OvsError::Timeout(format!(
+                    "no matching datapath flow after {timeout:?}"
+                )));
+            }
+            thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

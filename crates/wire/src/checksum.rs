@@ -166,6 +166,18 @@ pub fn update128(hc: u16, old: [u8; 16], new: [u8; 16]) -> u16 {
     !fold(acc)
 }
 
+/// RFC 1624 update for a field of any length that starts at an even offset of the
+/// checksummed data: `old` and `new` are its bytes before and after (equal lengths; an odd
+/// last byte is the high byte of its 16-bit word, as [`sum`] pads it). `update_bytes(hc, o,
+/// n)` equals [`update16`]/[`update32`]/[`update128`] on 2-, 4- and 16-byte fields. Extra
+/// bytes of the longer slice, if the lengths differ, are ignored.
+pub fn update_bytes(hc: u16, old: &[u8], new: &[u8]) -> u16 {
+    let n = old.len().min(new.len());
+    let (old, new) = (&old[..n], &new[..n]);
+    // ~m summed is 0xffff·words − sum(m): fold(!hc + Σ!m + Σm') with Σ!m = !sum(m) mod 0xffff.
+    !combine(&[!hc, !sum(old), sum(new)])
+}
+
 /// CRC32c (Castagnoli, reflected polynomial 0x82F63B78) lookup table.
 const CRC32C_TABLE: [u32; 256] = {
     let mut table = [0u32; 256];
@@ -337,6 +349,22 @@ mod tests {
             data[at..at + 16].copy_from_slice(&new);
             prop_assume!(not_all_zero(&data));
             prop_assert_eq!(update128(hc, old, new), checksum(&data));
+        }
+
+        #[test]
+        fn update_bytes_matches_recompute(mut data in proptest::collection::vec(any::<u8>(), 2..120), at in 0usize..60, new in proptest::collection::vec(any::<u8>(), 1..20)) {
+            let at = (at * 2) % (data.len() & !1);
+            let end = (at + new.len()).min(data.len());
+            let new = &new[..end - at];
+            let hc = checksum(&data);
+            let old = data[at..end].to_vec();
+            data[at..end].copy_from_slice(new);
+            prop_assume!(not_all_zero(&data));
+            prop_assert_eq!(update_bytes(hc, &old, new), checksum(&data));
+            if old.len() == 4 {
+                let (o, n) = (u32::from_be_bytes([old[0], old[1], old[2], old[3]]), u32::from_be_bytes([new[0], new[1], new[2], new[3]]));
+                prop_assert_eq!(update_bytes(hc, &old, new), update32(hc, o, n));
+            }
         }
 
         #[test]

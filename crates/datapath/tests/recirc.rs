@@ -1,0 +1,191 @@
+//! `ct` → `recirc` in the PMD: packets take a second datapath pass with the recirculation id
+//! and the tracker's conntrack metadata in their key; passes are counted (every pass once
+//! among the hit/miss counters); a pipeline that recirculates forever is cut at
+//! `MAX_RECIRC_DEPTH` passes, counted, never a hang; buffers all come back.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
+use datapath::{ActionsId, ConnTracker, CtParams, DpAction, Dpcls, DpclsConfig, MAX_RECIRC_DEPTH};
+use flow::extract::PacketMeta;
+use flow::field::{FieldId, ct_state};
+use flow::{FlowKey, FlowMask};
+use netdev::{MemHandle, MemPort, Packet};
+
+/// A tracker with one rule: the first packet with given bytes is `+new`, later ones `+est`
+/// (committed only when the action says `commit`).
+#[derive(Default)]
+struct SeenTracker {
+    seen: HashSet<Vec<u8>>,
+}
+
+impl ConnTracker for SeenTracker {
+    fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, _now: u64) {
+        let known = self.seen.contains(pkt.data());
+        if params.commit {
+            self.seen.insert(pkt.data().to_vec());
+        }
+        md.ct_state = ct_state::TRACKED
+            | if known {
+                ct_state::ESTABLISHED
+            } else {
+                ct_state::NEW
+            };
+        md.ct_zone = params.zone;
+    }
+}
+
+/// recirc_id 0: `ct(commit,zone=5),recirc(7)`; recirc_id 7: `+new` → port 2, `+est` → port 3.
+/// The mask covers recirc_id, in_port and ct_state (what the answer depends on).
+struct CtPipeline {
+    calls: Arc<AtomicU64>,
+}
+
+fn mask_meta() -> FlowMask {
+    let mut m = FlowMask::CATCHALL;
+    m.w[0] = u64::MAX;
+    FieldId::CtState.set_mask(&mut m, u128::from(u32::MAX));
+    m
+}
+
+impl Upcall for CtPipeline {
+    fn upcall(
+        &mut self,
+        key: &FlowKey,
+        actions: &ActionTable,
+    ) -> Result<(FlowMask, ActionsId), UpcallError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let recirc = FieldId::RecircId.get(key) as u32;
+        let state = FieldId::CtState.get(key) as u32;
+        let acts = match recirc {
+            0 => vec![
+                DpAction::Ct(CtParams {
+                    zone: 5,
+                    commit: true,
+                    ..CtParams::default()
+                }),
+                DpAction::Recirc(7),
+            ],
+            7 if state & ct_state::NEW != 0 => vec![DpAction::Output(2)],
+            7 if state & ct_state::ESTABLISHED != 0 => vec![DpAction::Output(3)],
+            _ => vec![DpAction::Drop],
+        };
+        Ok((
+            mask_meta(),
+            actions.intern(&acts).ok_or(UpcallError::ActionsFull)?,
+        ))
+    }
+}
+
+/// Every pass answers `recirc(id + 1)`: an endless loop the depth limit must cut.
+struct Forever;
+
+impl Upcall for Forever {
+    fn upcall(
+        &mut self,
+        key: &FlowKey,
+        actions: &ActionTable,
+    ) -> Result<(FlowMask, ActionsId), UpcallError> {
+        let next = FieldId::RecircId.get(key) as u32 + 1;
+        let id = actions
+            .intern(&[DpAction::Recirc(next)])
+            .ok_or(UpcallError::ActionsFull)?;
+        Ok((mask_meta(), id))
+    }
+}
+
+fn pmd_with(up: Box<dyn Upcall>, emc: bool) -> (Pmd, [MemHandle; 3]) {
+    let cfg = PmdConfig {
+        emc,
+        emc_insert_inv_prob: 1,
+        pool_size: 256,
+        ..PmdConfig::default()
+    };
+    let mut pmd = Pmd::new(
+        cfg,
+        Arc::new(Dpcls::new(DpclsConfig::default())),
+        Arc::new(ActionTable::default()),
+        up,
+    );
+    let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
+    let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
+    for (i, p) in ports.into_iter().enumerate() {
+        pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
+    }
+    (pmd, [h[0].clone(), h[1].clone(), h[2].clone()])
+}
+
+fn frame(i: u8) -> Vec<u8> {
+    testutil::packets::udp4([10, 0, 0, 1], [10, 0, 0, i], 1000 + u16::from(i), 53, 10)
+}
+
+fn drain(pmd: &mut Pmd, rx: &MemHandle) {
+    let mut polls = 0;
+    while rx.rx_pending() > 0 {
+        pmd.poll_once();
+        polls += 1;
+        assert!(polls < 10_000, "PMD does not drain");
+    }
+}
+
+#[test]
+fn ct_then_recirc_takes_a_second_pass_with_conntrack_state() {
+    for emc in [false, true] {
+        let calls = Arc::new(AtomicU64::new(0));
+        let (mut pmd, [rx, p2, p3]) = pmd_with(
+            Box::new(CtPipeline {
+                calls: calls.clone(),
+            }),
+            emc,
+        );
+        pmd.set_conntrack(Box::new(SeenTracker::default()));
+        // 40 distinct packets, then the same 40 again: first +new (port 2), then +est (3).
+        for round in 0..2 {
+            for i in 0..40u8 {
+                rx.inject(frame(i));
+            }
+            drain(&mut pmd, &rx);
+            let (to2, to3) = (p2.take_tx(), p3.take_tx());
+            let want: Vec<Vec<u8>> = (0..40u8).map(frame).collect();
+            if round == 0 {
+                assert_eq!((to2.len(), to3.len()), (40, 0), "emc {emc}");
+                assert_eq!(to2, want);
+            } else {
+                assert_eq!((to2.len(), to3.len()), (0, 40), "emc {emc}");
+                assert_eq!(to3, want);
+            }
+        }
+        let st = pmd.stats();
+        assert_eq!(st.packets_received, 80);
+        assert_eq!(st.recirculations, 80, "{st:?}");
+        assert_eq!(st.classified(), st.packets_received + st.recirculations);
+        assert_eq!(st.recirc_dropped, 0);
+        // Megaflows: one for recirc 0 (ct_state 0), one per ct_state on recirc 7.
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+        let text = st.to_string();
+        assert!(text.contains("\n  packet recirculations: 80\n"), "{text}");
+        assert!(
+            text.contains("\n  avg. datapath passes per packet: 2.00\n"),
+            "{text}"
+        );
+        assert_eq!(pmd.pool().outstanding(), 0);
+    }
+}
+
+#[test]
+fn endless_recirculation_stops_at_the_depth_limit() {
+    let (mut pmd, [rx, _, _]) = pmd_with(Box::new(Forever), true);
+    for i in 0..50u8 {
+        rx.inject(frame(i));
+    }
+    drain(&mut pmd, &rx);
+    let st = pmd.stats();
+    let passes_after_first = u64::from(MAX_RECIRC_DEPTH) - 1;
+    assert_eq!(st.packets_received, 50);
+    assert_eq!(st.recirculations, 50 * passes_after_first, "{st:?}");
+    assert_eq!(st.recirc_dropped, 50);
+    assert_eq!(st.classified(), st.packets_received + st.recirculations);
+    assert_eq!(pmd.pool().outstanding(), 0);
+}
