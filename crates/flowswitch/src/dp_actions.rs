@@ -9,10 +9,10 @@
 //! What the datapath cannot execute yet (`ct`, `ct_clear`, `recirc`, `userspace`, a header
 //! or sub-field it does not know) is an error naming the action.
 
-use datapath::DpAction;
 use datapath::actions::{
     Ipv6Addr, L4Proto, Masked, SetArp, SetEth, SetIcmp, SetIpv4, SetIpv6, SetL4,
 };
+use datapath::{CtParams, DpAction};
 use ofproto::odp::SetField;
 use ofproto::{OdpAction, format_odp_actions};
 
@@ -42,16 +42,29 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
                 ty: Masked::exact([*ty]),
                 code: Masked::exact([*code]),
             })),
-            // The PMD executes ct/ct_clear/recirc (`datapath::ct`), but the slow path is not
-            // ready for them: ofproto allocates a recirculation id per translation, so every
-            // revalidation would see new ids and a recirculated upcall could not find its
-            // frozen state after the next one. Until ids are pooled by frozen state (OVS
-            // `recirc_alloc_id_ctx`), such translations are refused here.
-            OdpAction::Ct { .. } | OdpAction::CtClear | OdpAction::Recirc(_) => {
-                return Err(refuse(
-                    "recirculation ids are not pooled by frozen state in ofproto yet",
-                ));
+            OdpAction::Ct {
+                commit,
+                force,
+                zone,
+                mark,
+                label,
+                helper,
+                nat,
+            } => {
+                if label.is_some() || helper.is_some() || nat.is_some() {
+                    return Err(refuse(
+                        "ct labels, helpers and NAT need the conntrack module",
+                    ));
+                }
+                dp.push(DpAction::Ct(CtParams {
+                    zone: *zone,
+                    commit: *commit,
+                    force: *force,
+                    mark: *mark,
+                }));
             }
+            OdpAction::CtClear => dp.push(DpAction::CtClear),
+            OdpAction::Recirc(id) => dp.push(DpAction::Recirc(*id)),
             OdpAction::Userspace(_) => return Err(refuse("no userspace upcall action yet")),
         }
     }
@@ -297,8 +310,15 @@ mod tests {
     #[test]
     fn refuses_what_the_datapath_cannot_do() {
         for a in [
-            OdpAction::CtClear,
-            OdpAction::Recirc(1),
+            OdpAction::Ct {
+                commit: true,
+                force: false,
+                zone: 1,
+                mark: None,
+                label: Some((1, 1)),
+                helper: None,
+                nat: None,
+            },
             OdpAction::Userspace("pid=1".into()),
             OdpAction::Set {
                 header: "nsh",
@@ -654,9 +674,12 @@ mod tests {
                         assert!(
                             out.actions.iter().any(|a| matches!(
                                 a,
-                                OdpAction::Ct { .. }
-                                    | OdpAction::CtClear
-                                    | OdpAction::Recirc(_)
+                                OdpAction::Ct { label: Some(_), .. }
+                                    | OdpAction::Ct {
+                                        helper: Some(_),
+                                        ..
+                                    }
+                                    | OdpAction::Ct { nat: Some(_), .. }
                                     | OdpAction::Userspace(_)
                             )),
                             "{e}"
@@ -667,7 +690,7 @@ mod tests {
             }
         }
         eprintln!(
-            "golden: {lists} lists converted ({sets} edits), {refused} refused (ct/recirc, userspace)"
+            "golden: {lists} lists converted ({sets} edits), {refused} refused (ct label/helper/nat, userspace)"
         );
         assert!(lists > 1000 && sets > 300, "{lists} {sets} {refused}");
     }

@@ -77,7 +77,9 @@ impl SharedBridge {
         Self::with_clock(bridge, Clock::Manual(AtomicU64::new(now_ms)))
     }
 
-    fn with_clock(bridge: Bridge, clock: Clock) -> Arc<SharedBridge> {
+    fn with_clock(mut bridge: Bridge, clock: Clock) -> Arc<SharedBridge> {
+        // A datapath's bridge: one recirculation id per frozen state.
+        bridge.pool_recirc_ids();
         Arc::new(SharedBridge {
             bridge: Mutex::new(bridge),
             clock,

@@ -16,9 +16,10 @@
 //! A flow mod is validated completely before anything changes, so a bad one leaves every
 //! table untouched and returns a [`FlowModError`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use flow::FlowKey;
 use flow::ofp::{Action, FlowSpec, OfPort};
 
 use crate::mac::MacTable;
@@ -214,6 +215,12 @@ pub struct Bridge {
     /// Table version: bumped by every flow mod that changed something (for revalidation).
     pub version: u64,
     pub(crate) next_recirc: u32,
+    /// Recirculation ids by frozen state (table, metadata at the freeze), when pooled: a
+    /// datapath needs one id per state for as long as its flows live (OVS
+    /// `recirc_alloc_id_ctx`), so that re-translating a flow gives the same actions and a
+    /// recirculated packet finds its state. Off by default: `ofproto/trace` compares ids with
+    /// OVS's, which allocates per translation there.
+    pub(crate) recirc_pool: Option<HashMap<(u8, FlowKey), u32>>,
 }
 
 impl Bridge {
@@ -226,7 +233,19 @@ impl Bridge {
             mac: MacTable::default(),
             version: 0,
             next_recirc: 1,
+            recirc_pool: None,
         }
+    }
+
+    /// Pools recirculation ids by frozen state from now on (a datapath's bridge; see the
+    /// field's doc). Ids already handed out are not pooled.
+    pub fn pool_recirc_ids(&mut self) {
+        self.recirc_pool.get_or_insert_with(HashMap::new);
+    }
+
+    /// Number of pooled frozen states.
+    pub fn pooled_recirc_ids(&self) -> usize {
+        self.recirc_pool.as_ref().map_or(0, HashMap::len)
     }
 
     /// The bridge `testutil::ovs::OvsSandbox::start(n)` builds: `br0` with its LOCAL port

@@ -205,6 +205,9 @@ pub fn xlate(br: &mut Bridge, input: &XlateIn) -> XlateOut {
         if f.id >= br.next_recirc {
             br.next_recirc = f.id.wrapping_add(1).max(1);
         }
+        if let Some(pool) = br.recirc_pool.as_mut() {
+            pool.entry((f.table, f.key)).or_insert(f.id);
+        }
     }
     out
 }
@@ -866,17 +869,25 @@ impl Ctx<'_> {
         }
         // The same frozen state reuses its id (OVS `recirc_alloc_id_ctx`), but every freeze is
         // recorded: each is a packet to resume (e.g. two `ct` in different zones).
+        let pooled = self
+            .br
+            .recirc_pool
+            .as_ref()
+            .and_then(|p| p.get(&(table, meta)).copied());
         let id = match self
             .frozen
             .iter()
             .find(|f| f.table == table && f.key == meta)
         {
             Some(f) => f.id,
-            None => {
-                let id = self.next_recirc;
-                self.next_recirc = self.next_recirc.wrapping_add(1).max(1);
-                id
-            }
+            None => match pooled {
+                Some(id) => id,
+                None => {
+                    let id = self.next_recirc;
+                    self.next_recirc = self.next_recirc.wrapping_add(1).max(1);
+                    id
+                }
+            },
         };
         let mut resume = self.base;
         resume.w[..flow::Stage::L2.words().start]
