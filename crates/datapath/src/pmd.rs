@@ -254,6 +254,12 @@ pub struct PmdStats {
     pub action_drops: u64,
     /// Copies for a non-final output that failed (no buffer) or went to an unknown port.
     pub output_errors: u64,
+    /// Poll-loop iterations ([`Pmd::poll_once`] calls) and those that received nothing.
+    pub iterations: u64,
+    /// Iterations that received no packet on any port.
+    pub idle_iterations: u64,
+    /// Cycles spent in upcalls (included in `processing_cycles`).
+    pub upcall_cycles: u64,
     /// Cycles of polls that received nothing.
     pub idle_cycles: u64,
     /// Cycles of polls that received packets.
@@ -690,6 +696,7 @@ impl Pmd {
     /// One round over the polled ports (one burst each); returns the packets received.
     pub fn poll_once(&mut self) -> u64 {
         let before = self.stats.packets_received;
+        self.stats.iterations += 1;
         for pi in 0..self.ports.len() {
             if self.ports.get(pi).is_some_and(|p| p.poll) {
                 self.poll_port(pi);
@@ -706,7 +713,11 @@ impl Pmd {
                 }
             }
         }
-        self.stats.packets_received - before
+        let got = self.stats.packets_received - before;
+        if got == 0 {
+            self.stats.idle_iterations += 1;
+        }
+        got
     }
 
     /// Polls until `packets` packets were received or a round receives nothing (an
@@ -941,7 +952,10 @@ impl Pmd {
                 }
             }
             let key = self.s.keys[i];
-            match self.upcall.upcall(&key, &self.actions) {
+            let t0 = netdev::tsc::now();
+            let answer = self.upcall.upcall(&key, &self.actions);
+            self.stats.upcall_cycles += netdev::tsc::now().wrapping_sub(t0);
+            match answer {
                 Ok((mask, aid)) => {
                     self.stats.upcall_ok += 1;
                     let mut mask = mask;

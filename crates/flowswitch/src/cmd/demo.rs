@@ -88,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut pmd = Pmd::new(
         cfg,
         dpcls.clone(),
-        actions,
+        actions.clone(),
         Box::new(OfprotoUpcall::new(bridge)),
     );
     pmd.add_port(1, Box::new(generator), true)
@@ -106,6 +106,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!("  {f}");
         }
         println!("megaflows installed: {}", dpcls.len());
+        println!("$ ovs-appctl dpctl/dump-flows");
+        let flows = dpcls.flows();
+        let now_ms = netdev::tsc::now() / (netdev::tsc::hz() / 1000).max(1);
+        print!(
+            "{}",
+            datapath::dpctl::dump_flows(
+                [(
+                    datapath::dpctl::FlowOwner::Pmd(stats.core_id),
+                    flows.iter().map(|f| &**f).collect()
+                )],
+                now_ms,
+                &|f| datapath::dpctl::actions_text(&actions, f.actions),
+                &datapath::dpctl::KeyFormat::default(),
+            )
+        );
+        println!("$ ovs-appctl dpif-netdev/pmd-perf-show");
+        let mut perf = datapath::PmdPerf::from_pmd_stats(stats);
+        perf.duration_s = report.elapsed.as_secs_f64();
+        perf.time = "demo".into();
+        print!("{perf}");
+        println!("$ ovs-appctl dpif-netdev/pmd-stats-show");
     }
     println!("{stats}");
     println!(
@@ -117,7 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         netdev::tsc::hz() as f64 / 1e9
     );
     anyhow::ensure!(
-        stats.classified() == stats.packets_received,
+        stats.classified() == stats.packets_received + stats.recirculations,
         "counters do not partition the packets: {} classified of {}",
         stats.classified(),
         stats.packets_received
