@@ -280,6 +280,12 @@ pub fn dp_mask(mask: &FlowMask) -> FlowMask {
     for w in &mut m.w[FROZEN_WORDS] {
         *w = 0;
     }
+    // OVS dpif-netdev's install rule: an outer VLAN TCI the translation left wildcarded is
+    // installed with VID and CFI exact, so a tagged and an untagged packet never share a
+    // megaflow (more 1-bits: always sound; dump-flows then shows `vlan(vid=…)` as OVS's does).
+    if FieldId::Vlan0Tci.get(&FlowKey { w: m.w }) == 0 {
+        FieldId::Vlan0Tci.set_mask(&mut m, 0x1fff);
+    }
     m
 }
 
