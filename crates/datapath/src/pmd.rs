@@ -416,6 +416,8 @@ struct FlowBatches {
     n: usize,
     /// Packet → batch (`NONE`: no actions, e.g. a failed upcall).
     of: [u8; BATCH_MAX],
+    /// Flow-pointer hash → a batch that flow may have (checked before use).
+    hint: [u8; BATCH_MAX],
     flow: [Option<Arc<DpFlow>>; BATCH_MAX],
     aid: [ActionsId; BATCH_MAX],
     packets: [u32; BATCH_MAX],
@@ -428,6 +430,7 @@ impl Default for FlowBatches {
         FlowBatches {
             n: 0,
             of: [FlowBatches::NONE; BATCH_MAX],
+            hint: [0; BATCH_MAX],
             flow: [const { None }; BATCH_MAX],
             aid: [0; BATCH_MAX],
             packets: [0; BATCH_MAX],
@@ -470,17 +473,22 @@ impl FlowBatches {
         }
     }
 
-    /// Adds packet `i` to the batch of `flow`.
+    /// Adds packet `i` to the batch of `flow`: the last batch, else the batch a small
+    /// pointer-hashed hint names, else a search, else a new batch.
     #[inline]
     fn join(&mut self, i: usize, flow: &Arc<DpFlow>, len: u32, flags: u16) {
         let same = |f: &Option<Arc<DpFlow>>| f.as_ref().is_some_and(|f| Arc::ptr_eq(f, flow));
+        let h = (Arc::as_ptr(flow) as usize >> 6) % BATCH_MAX;
+        let hinted = usize::from(self.hint[h]);
         let g = match self.n.checked_sub(1) {
             Some(last) if same(&self.flow[last]) => last,
+            _ if hinted < self.n && same(&self.flow[hinted]) => hinted,
             _ => match self.flow[..self.n].iter().position(same) {
                 Some(g) => g,
                 None => self.open(Some(Arc::clone(flow)), flow.actions),
             },
         };
+        self.hint[h] = g as u8;
         self.add(i, g, len, flags);
     }
 
@@ -919,11 +927,24 @@ impl Pmd {
     /// dpcls for the EMC/SMC misses, then upcalls for what dpcls missed.
     fn classify_misses(&mut self, in_port: u32, snap: &Arc<Snapshot>, miss_idx: &[u8]) {
         let m = miss_idx.len();
-        for (j, &i) in miss_idx.iter().enumerate() {
-            self.s.miss_keys[j] = self.s.keys[usize::from(i)];
+        // With the EMC and SMC off (or cold) every packet misses: look the batch's keys up in
+        // place instead of copying 256-byte keys.
+        let identity = miss_idx
+            .iter()
+            .enumerate()
+            .all(|(j, &i)| usize::from(i) == j);
+        if !identity {
+            for (j, &i) in miss_idx.iter().enumerate() {
+                self.s.miss_keys[j] = self.s.keys[usize::from(i)];
+            }
         }
+        let keys = if identity {
+            &self.s.keys[..m]
+        } else {
+            &self.s.miss_keys[..m]
+        };
         let mut out: [Option<&Arc<DpFlow>>; BATCH_MAX] = [None; BATCH_MAX];
-        let ls = snap.lookup_batch(in_port, &self.s.miss_keys[..m], &mut out[..m]);
+        let ls = snap.lookup_batch(in_port, keys, &mut out[..m]);
         self.stats.subtable_lookups += ls.lookups;
         let mut still = [0u8; BATCH_MAX];
         let mut s_n = 0usize;
