@@ -90,6 +90,27 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Indices in [`FIELDS`] of the 5-tuple fields (plus `dl_type`): rules on these use at most
+/// four key words, so every subtable takes `lookup`'s fixed-width scan (`scan_fixed`).
+const FIVE_TUPLE: [usize; 6] = [6, 8, 9, 11, 13, 14];
+
+/// Like [`op`], over the 5-tuple fields only, with many priority ties.
+fn five_tuple_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0u32..3, prop::collection::vec(field_match(), 0..5)).prop_map(|(priority, fields)| {
+            let fields = fields
+                .into_iter()
+                .map(|mut f| {
+                    f.field = FIVE_TUPLE[f.field % FIVE_TUPLE.len()];
+                    f
+                })
+                .collect();
+            Op::Insert { priority, fields }
+        }),
+        1 => any::<usize>().prop_map(Op::Remove),
+    ]
+}
+
 fn build(fields: &[FieldMatch]) -> (FlowKey, FlowMask) {
     let mut k = FlowKey::ZERO;
     let mut m = FlowMask::CATCHALL;
@@ -254,6 +275,15 @@ proptest! {
     #[test]
     fn oftable_matches_linear_default(ops in prop::collection::vec(op(), 0..200), seed: u64) {
         check(Config::default(), ops, seed)?;
+    }
+
+    #[test]
+    fn oftable_matches_linear_five_tuple(
+        cfg in config(),
+        ops in prop::collection::vec(five_tuple_op(), 0..120),
+        seed: u64,
+    ) {
+        check(cfg, ops, seed)?;
     }
 }
 
