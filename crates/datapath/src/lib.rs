@@ -38,6 +38,7 @@ pub mod emc;
 pub mod flow_table;
 pub mod megaflow;
 pub mod pmd;
+pub mod pmd_thread;
 pub mod smc;
 pub mod twin;
 
@@ -49,5 +50,6 @@ pub use emc::Emc;
 pub use flow_table::{FlowArena, FlowIndex};
 pub use megaflow::{ActionsId, DpFlow, FlowStats, Ufid};
 pub use pmd::{ActionTable, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};
+pub use pmd_thread::{Pinning, PmdSnapshot, PmdThread, PmdThreadConfig, PmdThreadError};
 pub use smc::Smc;
 pub use twin::LinearMegaflows;

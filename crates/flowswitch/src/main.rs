@@ -33,6 +33,8 @@ enum Command {
     Classbench(cmd::classbench::Args),
     /// Replay the built-in packet set through the default bridge and print forwarding stats.
     Demo(cmd::demo::Args),
+    /// Benchmarks: `bench datapath` replays a pcap through one pinned PMD (OVS-DPDK's setup).
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +46,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Classbench(a) => cmd::classbench::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

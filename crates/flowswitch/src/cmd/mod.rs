@@ -1,5 +1,6 @@
 //! The subcommands, one module each.
 
+pub mod bench;
 pub mod classbench;
 pub mod demo;
 pub mod gen_pcap;
