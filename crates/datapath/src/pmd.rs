@@ -26,17 +26,23 @@
 //!    so a batch never installs a megaflow twice; [`Dpcls::insert`] re-checks too. The mask
 //!    the upcall returns is widened to match `in_port` and `recirc_id` exactly (more 1-bits
 //!    are always sound).
-//! 5. Actions are executed per flow batch (packets with the same actions, batches in the
-//!    order of their first packet, packets in rx order within one): `Output` appends to
-//!    the port's output batch (a copy for every output but the last), `Drop` stops, VLAN
-//!    push/pop edit the frame in place. Output batches are sent with one `tx_burst` per port
-//!    at the end of the burst (or earlier when one fills).
+//! 5. Packets are grouped into flow batches (one per megaflow hit, OVS
+//!    `packet_batch_per_flow`; flow stats written once per batch) and actions are executed
+//!    per batch, batches in the order of their first packet, packets in rx order within one:
+//!    `Output` appends to the port's output batch (a copy for every output but the last; a
+//!    burst that is one batch with one output is handed over by swapping batches), `Drop`
+//!    stops, VLAN push/pop and masked sets edit the frame in place ([`crate::actions`]),
+//!    `Ct` runs the [`crate::ct::ConnTracker`] and `Recirc` queues the packet for another
+//!    pass with its new metadata (at most [`crate::ct::MAX_RECIRC_DEPTH`] passes; the queue
+//!    is run dry after the burst). Output batches are sent with one `tx_burst` per port at
+//!    the end of the pass (or earlier when one fills).
 //!
 //! # Invariants
 //!
-//! - **Counters partition packets** (ARCHITECTURE.md 4): every packet counted in
-//!   `packets_received` is counted once in exactly one of `emc_hits`, `smc_hits`,
-//!   `megaflow_hits`, `upcall_ok`, `upcall_failed`, `lost` ([`PmdStats::classified`]).
+//! - **Counters partition passes** (ARCHITECTURE.md 4): every packet counted in
+//!   `packets_received`, and every recirculated pass counted in `recirculations`, is counted
+//!   once in exactly one of `emc_hits`, `smc_hits`, `megaflow_hits`, `upcall_ok`,
+//!   `upcall_failed`, `lost` ([`PmdStats::classified`]).
 //! - **Tiers agree with the slow path** (ARCHITECTURE.md 2): a packet's actions are those of
 //!   a live megaflow matching it, or the upcall's answer for it; with a sound upcall (its mask
 //!   covers every bit its answer depends on) both are what the upcall would answer.
