@@ -31,7 +31,7 @@
 
 use std::sync::Arc;
 
-use flow::{FlowKey, WordMap};
+use flow::{FLOW_WORDS, FlowKey, WordMap};
 
 use crate::megaflow::DpFlow;
 
@@ -74,6 +74,20 @@ impl EmcEntry {
         diff == 0
     }
 
+    /// [`EmcEntry::key_eq`] with the map's word indices already listed (`idx`, in map
+    /// order): a straight loop instead of walking the map's bits per word.
+    #[inline(always)]
+    fn key_eq_listed(&self, key: &FlowKey, map: u32, hash: u32, idx: &[u8]) -> bool {
+        if self.hash != hash || self.map != map {
+            return false;
+        }
+        let mut diff = 0u64;
+        for (w, &i) in self.words.iter().zip(idx) {
+            diff |= w ^ key.w[usize::from(i) % FLOW_WORDS];
+        }
+        diff == 0
+    }
+
     fn alive(&self) -> bool {
         self.flow.as_ref().is_some_and(|f| !f.is_dead())
     }
@@ -94,6 +108,10 @@ pub struct EmcStats {
 #[derive(Debug)]
 pub struct Emc {
     entries: Box<[EmcEntry]>,
+    /// The map whose word indices `listed` holds (0: none yet).
+    listed_map: u32,
+    listed: [u8; EMC_MAX_WORDS],
+    listed_n: usize,
     insert_min: u32,
     rng: u32,
     sweep_pos: usize,
@@ -119,6 +137,9 @@ impl Emc {
     pub fn new(insert_inv_prob: u32) -> Emc {
         let mut e = Emc {
             entries: vec![EmcEntry::EMPTY; EMC_ENTRIES].into_boxed_slice(),
+            listed_map: 0,
+            listed: [0; EMC_MAX_WORDS],
+            listed_n: 0,
             insert_min: 0,
             rng: 0x9e37_79b9,
             sweep_pos: 0,
@@ -151,10 +172,22 @@ impl Emc {
     #[inline]
     pub fn lookup(&mut self, key: &FlowKey, map: WordMap, hash: u32) -> Option<&Arc<DpFlow>> {
         let m = emc_map(map)?;
+        if m != self.listed_map {
+            // Packets of a burst mostly share one map: list its word indices once.
+            self.listed_map = m;
+            self.listed_n = 0;
+            for i in WordMap(u64::from(m)).iter() {
+                if let Some(x) = self.listed.get_mut(self.listed_n) {
+                    *x = i as u8;
+                    self.listed_n += 1;
+                }
+            }
+        }
+        let idx = &self.listed[..self.listed_n.min(EMC_MAX_WORDS)];
         let mut found = None;
         for s in Self::slots(hash) {
             let e = self.entries.get(s)?;
-            if e.key_eq(key, m, hash) {
+            if e.key_eq_listed(key, m, hash, idx) {
                 found = Some(s);
                 break;
             }
@@ -327,6 +360,47 @@ mod tests {
         assert!(emc.maybe_insert(&k, k.map(), h, &f));
         assert_eq!(emc.sweep(EMC_ENTRIES), 1);
         assert_eq!(emc.live_entries(), 0);
+    }
+
+    #[test]
+    fn lookups_alternating_maps_hit_and_match_exactly() {
+        // The lookup lists a map's word indices once and reuses them while the map repeats:
+        // keys of different maps, interleaved, must each hit their own flow, and a key that
+        // differs in one word of its map must miss (compared against a direct comparison).
+        let mut emc = Emc::new(1);
+        let mut keys = Vec::new();
+        for i in 0..6u64 {
+            let mut k = key(i + 10);
+            if i % 2 == 1 {
+                k.w[17] = 0x0200_0000_0001_0000 | i; // one more word in the map
+                k.w[24] = 0x40_11 | i << 8;
+            }
+            keys.push(k);
+        }
+        let flows: Vec<Arc<DpFlow>> = (0..6u128)
+            .map(|i| {
+                Arc::new(DpFlow::new(
+                    Ufid(i),
+                    &keys[i as usize],
+                    &FlowMask::CATCHALL,
+                    0,
+                ))
+            })
+            .collect();
+        for (k, f) in keys.iter().zip(&flows) {
+            assert!(emc.insert(k, k.map(), hash_key(k, k.map(), 0), f));
+        }
+        for round in 0..3 {
+            for (j, (k, f)) in keys.iter().zip(&flows).enumerate() {
+                let h = hash_key(k, k.map(), 0);
+                let got = emc.lookup(k, k.map(), h).expect("hit");
+                assert!(Arc::ptr_eq(got, f), "round {round} key {j}");
+                // The same hash and map with one word changed is a different key.
+                let mut other = *k;
+                other.w[19] ^= 1 << 3;
+                assert!(emc.lookup(&other, other.map(), h).is_none(), "key {j}");
+            }
+        }
     }
 
     #[test]
