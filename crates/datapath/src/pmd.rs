@@ -30,7 +30,8 @@
 //!    `packet_batch_per_flow`; flow stats written once per batch) and actions are executed
 //!    per batch, batches in the order of their first packet, packets in rx order within one:
 //!    `Output` appends to the port's output batch (a copy for every output but the last; a
-//!    burst that is one batch with one output is handed over by swapping batches), `Drop`
+//!    burst whose packets all have the same single-output actions is handed over whole, in
+//!    rx order, by swapping batches), `Drop`
 //!    stops, VLAN push/pop and masked sets edit the frame in place ([`crate::actions`]),
 //!    `Ct` runs the [`crate::ct::ConnTracker`] and `Recirc` queues the packet for another
 //!    pass with its new metadata (at most [`crate::ct::MAX_RECIRC_DEPTH`] passes; the queue
@@ -1079,14 +1080,26 @@ impl Pmd {
         self.flush_outputs();
     }
 
-    /// The common case of a burst of one flow whose actions are one output: the whole rx
-    /// batch becomes the port's output batch (a swap, no per-packet work). False if the
-    /// burst is not that case (nothing done).
+    /// The common case of a burst whose every packet hit a flow with the same actions, one
+    /// output: the whole rx batch becomes the port's output batch in rx order (a swap, no
+    /// per-packet work; flow stats were already written per flow). False if the burst is not
+    /// that case (nothing done).
     fn execute_whole_batch(&mut self, n: usize) -> bool {
-        if self.g.n != 1 || self.g.packets[0] as usize != n || self.batch.len() != n {
+        let groups = self.g.n;
+        if groups == 0 || self.batch.len() != n {
             return false;
         }
-        let Some(&[DpAction::Output(no)]) = self.actions.get(self.g.aid[0]) else {
+        let aid = self.g.aid[0];
+        if self.g.aid[1..groups].iter().any(|&a| a != aid)
+            || self.g.packets[..groups]
+                .iter()
+                .map(|&p| p as usize)
+                .sum::<usize>()
+                != n
+        {
+            return false;
+        }
+        let Some(&[DpAction::Output(no)]) = self.actions.get(aid) else {
             return false;
         };
         let Some(slot) = self.ports.iter_mut().find(|p| p.no == no) else {
