@@ -53,11 +53,9 @@ pub struct UntrackedConntrack;
 
 impl ConnTracker for UntrackedConntrack {
     fn track(&mut self, _pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, _now: u64) {
+        ct_clear(md);
         md.ct_state = ct_state::TRACKED | ct_state::INVALID;
         md.ct_zone = params.zone;
-        md.ct_mark = 0;
-        md.ct_label = 0;
-        md.ct_orig = flow::extract::CtOrigTuple::None;
     }
 }
 

@@ -699,17 +699,7 @@ impl Ctx<'_> {
     }
 
     fn clear_conntrack(&mut self) {
-        for f in [
-            FieldId::CtState,
-            FieldId::CtZone,
-            FieldId::CtNwProto,
-            FieldId::CtMark,
-            FieldId::CtTpSrc,
-            FieldId::CtTpDst,
-            FieldId::CtLabel,
-            FieldId::CtNwSrc,
-            FieldId::CtNwDst,
-        ] {
+        for f in CT_FIELDS {
             self.set(f, 0);
         }
     }
@@ -892,17 +882,7 @@ impl Ctx<'_> {
         let mut resume = self.base;
         resume.w[..flow::Stage::L2.words().start]
             .copy_from_slice(&self.flow.w[..flow::Stage::L2.words().start]);
-        for f in [
-            FieldId::CtState,
-            FieldId::CtZone,
-            FieldId::CtNwProto,
-            FieldId::CtMark,
-            FieldId::CtTpSrc,
-            FieldId::CtTpDst,
-            FieldId::CtLabel,
-            FieldId::CtNwSrc,
-            FieldId::CtNwDst,
-        ] {
+        for f in CT_FIELDS {
             f.set(&mut resume, 0);
         }
         FieldId::RecircId.set(&mut resume, u128::from(id));
@@ -1329,6 +1309,19 @@ fn writes_vlan(a: &Action) -> bool {
         _ => false,
     }
 }
+
+/// The conntrack fields of a key (what `ct_clear` zeroes and a freeze leaves out).
+const CT_FIELDS: [FieldId; 9] = [
+    FieldId::CtState,
+    FieldId::CtZone,
+    FieldId::CtNwProto,
+    FieldId::CtMark,
+    FieldId::CtTpSrc,
+    FieldId::CtTpDst,
+    FieldId::CtLabel,
+    FieldId::CtNwSrc,
+    FieldId::CtNwDst,
+];
 
 const VLAN_FIELDS: [FieldId; 4] = [
     FieldId::Vlan0Tpid,

@@ -316,15 +316,22 @@ impl CrcTask for BatchTask<'_, '_, '_> {
             }
             let found = st.lookup_batch(c, self.imp, self.arena, self.keys, remaining, self.out);
             if found != 0 {
-                let k = u64::from(found.count_ones());
-                st.hits.0.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
-                stats.hits += k;
-                stats.lookups += k * (pos as u64 + 1);
+                stats.lookups += count_hits(st, found, &mut stats) * (pos as u64 + 1);
                 remaining &= !found;
             }
         }
         stats
     }
+}
+
+/// Counts the keys of `found` as hits of `st` (its ranking counter, one relaxed add per
+/// batch) and of the batch; returns how many.
+#[inline(always)]
+fn count_hits(st: &Subtable, found: u32, stats: &mut LookupStats) -> u64 {
+    let k = u64::from(found.count_ones());
+    st.hits.0.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+    stats.hits += k;
+    k
 }
 
 impl BatchTask<'_, '_, '_> {
@@ -360,9 +367,7 @@ impl BatchTask<'_, '_, '_> {
             }
             let found = st.lookup_batch(c, self.imp, self.arena, self.keys, cand, self.out);
             if found != 0 {
-                let k = u64::from(found.count_ones());
-                st.hits.0.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
-                stats.hits += k;
+                count_hits(st, found, &mut stats);
                 let mut f = found;
                 while f != 0 {
                     let i = f.trailing_zeros() as usize;
