@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod classbench;
+pub mod double_buffer;
 pub mod linear;
 pub mod oftable;
 

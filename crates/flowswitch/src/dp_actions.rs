@@ -559,7 +559,7 @@ mod tests {
             sb.appctl(&["dpctl/del-flows"]).expect("dpctl/del-flows");
             sb.add_flow(&flow).expect("add-flow");
             let trace = sb.trace(1, &frame).expect("trace");
-            let out = xlate(&mut br, &XlateIn::new(key_of(&frame, 1)));
+            let out = xlate(&br, &XlateIn::new(key_of(&frame, 1)));
             let Ok(dp) = to_dp_actions(&out.actions).inspect_err(|e| eprintln!("{flow}: {e}"))
             else {
                 unsupported += 1;
@@ -650,7 +650,7 @@ mod tests {
             for t in &case.traces {
                 let mut input = XlateIn::new(key_of(&t.packet, t.in_port));
                 input.side_effects = true;
-                let out = xlate(&mut br, &input);
+                let out = xlate(&br, &input);
                 let odp = format_odp_actions(&out.actions);
                 match to_dp_actions(&out.actions) {
                     Ok(dp) => {

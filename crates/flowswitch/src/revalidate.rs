@@ -321,8 +321,9 @@ impl Revalidator {
         // 2. Stats, learning refresh, idle; then timeouts (after the stats, so traffic
         // since the last pass counts as use).
         let mut idle = Vec::new();
+        let mut credits = Vec::new();
         {
-            let mut br = self.shared.lock();
+            let br = self.shared.read();
             for f in &flows {
                 let Some(t) = self.tracked.get_mut(&f.ufid) else {
                     continue;
@@ -331,7 +332,7 @@ impl Revalidator {
                 let dp = s.packets.saturating_sub(t.packets);
                 let db = s.bytes.saturating_sub(t.bytes);
                 if dp > 0 {
-                    br.credit(&t.ukey.rules, dp, db, now);
+                    credits.push((t.ukey.rules.clone(), dp, db));
                     st.packets_pushed += dp;
                     st.bytes_pushed += db;
                     t.packets = s.packets;
@@ -339,9 +340,11 @@ impl Revalidator {
                     t.last_active_ms = now;
                     for &(mac, vlan, port) in &t.ukey.learned {
                         // Refresh only: never move or re-create an entry from traffic that
-                        // may predate a move seen by an upcall since.
-                        if br.mac.lookup(mac, vlan, now) == Some(port) {
-                            br.mac.learn(mac, vlan, port, now);
+                        // may predate a move seen by an upcall since (checked and refreshed
+                        // under one hold of the MAC-table lock).
+                        let mut m = br.mac.write();
+                        if m.lookup(mac, vlan, now) == Some(port) {
+                            m.learn(mac, vlan, port, now);
                             st.macs_refreshed += 1;
                         }
                     }
@@ -352,9 +355,18 @@ impl Revalidator {
                 }
             }
             if self.cfg.expire {
-                st.rules_expired = br.expire(now).len();
                 st.macs_expired = br.mac.expire(now);
             }
+        }
+        // One write for all the credits and the rule timeouts of this pass.
+        let expire = self.cfg.expire;
+        if expire || !credits.is_empty() {
+            st.rules_expired = self.shared.write(move |br| {
+                for (rules, dp, db) in &credits {
+                    br.credit(rules, *dp, *db, now);
+                }
+                if expire { br.expire(now).len() } else { 0 }
+            });
         }
         let idle_set: HashSet<Ufid> = idle.iter().copied().collect();
 
@@ -365,7 +377,7 @@ impl Revalidator {
             .filter(|f| !idle_set.contains(&f.ufid))
             .collect();
         for chunk in todo.chunks(self.cfg.chunk.max(1)) {
-            let br = self.shared.lock();
+            let br = self.shared.read();
             for f in chunk {
                 let Some(t) = self.tracked.get_mut(&f.ufid) else {
                     continue;
@@ -402,7 +414,7 @@ impl Revalidator {
         }
         st.removed_idle = idle.len();
 
-        // 4. Removals (classifier lock only), then their last stats (bridge lock only).
+        // 4. Removals (classifier lock only), then their last stats (one bridge write).
         let mut gone = Vec::new();
         for u in idle.iter().chain(changed.iter()) {
             self.dpcls.remove(*u);
@@ -410,18 +422,23 @@ impl Revalidator {
                 gone.push(t);
             }
         }
-        if !gone.is_empty() {
-            let mut br = self.shared.lock();
-            for t in &gone {
-                let s = t.flow.stats.snapshot();
-                let dp = s.packets.saturating_sub(t.packets);
-                let db = s.bytes.saturating_sub(t.bytes);
-                if dp > 0 {
-                    br.credit(&t.ukey.rules, dp, db, now);
-                    st.packets_pushed += dp;
-                    st.bytes_pushed += db;
-                }
+        let mut last = Vec::new();
+        for t in &gone {
+            let s = t.flow.stats.snapshot();
+            let dp = s.packets.saturating_sub(t.packets);
+            let db = s.bytes.saturating_sub(t.bytes);
+            if dp > 0 {
+                last.push((t.ukey.rules.clone(), dp, db));
+                st.packets_pushed += dp;
+                st.bytes_pushed += db;
             }
+        }
+        if !last.is_empty() {
+            self.shared.write(move |br| {
+                for (rules, dp, db) in &last {
+                    br.credit(rules, *dp, *db, now);
+                }
+            });
         }
         self.totals.add(&st);
         st
@@ -654,7 +671,7 @@ mod tests {
             let Some(input) = self.shared.xlate_in(&key, self.now(), true) else {
                 return;
             };
-            let out = xlate_ro(&self.shared.lock(), &input);
+            let out = xlate_ro(&self.shared.read(), &input);
             // Its recirculations resume as the upcall's would (same ids: nothing was
             // allocated on the bridge in between).
             self.shared.record_frozen(&out);
@@ -832,7 +849,7 @@ mod tests {
         assert_eq!(st.packets_pushed, 6);
         assert_eq!(st.bytes_pushed, 5 * f.len() as u64 + icmp.len() as u64);
         {
-            let br = h.shared.lock();
+            let br = h.shared.read();
             let t0 = br.table(0).expect("table 0");
             let mut counts: Vec<(u16, u64)> =
                 t0.iter().map(|(_, r)| (r.priority, r.n_packets)).collect();
@@ -1122,7 +1139,7 @@ mod tests {
         // cached traffic.
         assert_eq!(h.reval.totals().macs_expired, 1);
         assert_eq!(last, [2, 3, 4, 100]);
-        let br = h.shared.lock();
+        let br = h.shared.read();
         let macs: Vec<(u64, OfPort)> = br.mac.entries().iter().map(|e| (e.0, e.2.port)).collect();
         assert_eq!(macs, [(0x0200_0000_000a, OfPort(1))]);
     }
@@ -1330,6 +1347,10 @@ mod tests {
         }
         let st = h.pmd.stats();
         prop_assert_eq!(st.classified(), st.packets_received + st.recirculations);
+        // Both copies of the published bridge went through the same flow mods and credits.
+        if let Err(e) = h.shared.check_replicas() {
+            prop_assert!(false, "seed {:#x}: bridge copies differ: {}", seed, e);
+        }
         cov.recirculations = st.recirculations;
         cov.emc_hits = st.emc_hits;
         cov.smc_hits = st.smc_hits;

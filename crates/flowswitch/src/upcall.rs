@@ -9,9 +9,15 @@
 //!
 //! One [`ofproto::Bridge`] is used by three parties: the upcall handler (on the PMD thread,
 //! only on a miss — never per hit), the control path (flow mods) and the revalidator
-//! ([`crate::revalidate`]). It lives in a [`SharedBridge`] behind one `Mutex`, with the clock
-//! every party reads MAC-learning time from and a change signal ([`SharedBridge::notify`])
-//! that wakes a revalidator thread after a flow mod or a MAC-table change.
+//! ([`crate::revalidate`]). It lives in a [`SharedBridge`], published through a
+//! [`DoubleBuffer`]: translations read the published copy lock-free ([`SharedBridge::read`])
+//! and never wait for a flow mod; flow mods, rule-stat credits and expiries are operations
+//! applied to both copies ([`SharedBridge::write`]; a writer may wait for readers of the
+//! older copy, never the reverse). What translation itself changes — the MAC table and the
+//! recirculation ids — is shared by both copies under its own short lock (`ofproto::mac`).
+//! Beside it: the clock every party reads MAC-learning time from and a change signal
+//! ([`SharedBridge::notify`]) that wakes a revalidator thread after a flow mod or a MAC-table
+//! change.
 //!
 //! # Ukeys (OVS `struct udpif_key`)
 //!
@@ -24,13 +30,18 @@
 //!
 //! # Lock order
 //!
-//! No two of these locks are ever held at once: the bridge lock, the ukey-store lock, the
-//! change-signal lock, and the datapath classifier's writer lock (taken by `Dpcls::insert`
-//! and `Dpcls::remove`). Each is taken, used and released on its own.
+//! No two of these locks are ever held at once: the bridge writers' lock (inside
+//! [`SharedBridge::write`]), the ukey-store lock, the change-signal lock, the frozen-state
+//! lock, and the datapath classifier's writer lock (taken by `Dpcls::insert` and
+//! `Dpcls::remove`). Each is taken, used and released on its own. The MAC-table and
+//! recirculation-id locks are leaves: taken inside a translation or a write operation, for one
+//! lookup or update, never while taking another.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use classifier::double_buffer::{DoubleBuffer, ReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
@@ -56,7 +67,7 @@ enum Clock {
 /// module doc.
 #[derive(Debug)]
 pub struct SharedBridge {
-    bridge: Mutex<Bridge>,
+    bridge: DoubleBuffer<Bridge>,
     clock: Clock,
     changes: Mutex<u64>,
     changed: Condvar,
@@ -77,11 +88,12 @@ impl SharedBridge {
         Self::with_clock(bridge, Clock::Manual(AtomicU64::new(now_ms)))
     }
 
-    fn with_clock(mut bridge: Bridge, clock: Clock) -> Arc<SharedBridge> {
+    fn with_clock(bridge: Bridge, clock: Clock) -> Arc<SharedBridge> {
         // A datapath's bridge: one recirculation id per frozen state.
         bridge.pool_recirc_ids();
+        let replica = bridge.replica();
         Arc::new(SharedBridge {
-            bridge: Mutex::new(bridge),
+            bridge: DoubleBuffer::new(bridge, replica),
             clock,
             changes: Mutex::new(0),
             changed: Condvar::new(),
@@ -143,15 +155,28 @@ impl SharedBridge {
         }
     }
 
-    /// The bridge, locked (a poisoned lock is recovered: every bridge operation leaves the
-    /// bridge consistent or unchanged). Hold it briefly: upcalls wait for it.
-    pub fn lock(&self) -> MutexGuard<'_, Bridge> {
-        self.bridge.lock().unwrap_or_else(|e| e.into_inner())
+    /// The published bridge (lock-free; never waits for a writer). Hold the guard for one
+    /// translation or one dump: the second write after it waits for it to be dropped.
+    pub fn read(&self) -> ReadGuard<Bridge> {
+        self.bridge.read()
+    }
+
+    /// Applies `op` to the bridge (both copies; see the module doc) and returns its result on
+    /// the copy it publishes. `op` must be deterministic; flow mods, credits and expiries are.
+    /// Does not signal the change (see [`Self::notify`]).
+    pub fn write<R>(&self, op: impl Fn(&mut Bridge) -> R + Send + 'static) -> R {
+        self.bridge.write(op)
+    }
+
+    /// Whether the two copies of the bridge agree (published vs spare brought up to date);
+    /// tests call it after random flow-mod sequences.
+    pub fn check_replicas(&self) -> Result<(), String> {
+        self.bridge.with_spare(|spare| self.read().diff(spare))
     }
 
     /// (table version, MAC-table generation): what a cached decision depends on.
     pub fn generation(&self) -> (u64, u64) {
-        let b = self.lock();
+        let b = self.read();
         (b.version, b.mac.generation())
     }
 
@@ -162,7 +187,8 @@ impl SharedBridge {
         text: &str,
     ) -> Result<ofproto::bridge::FlowModResult, FlowModError> {
         let now = self.now_ms();
-        let r = self.lock().flow_mod_text(command, text, now);
+        let text = text.to_string();
+        let r = self.write(move |b| b.flow_mod_text(command, &text, now));
         self.notify();
         r
     }
@@ -173,7 +199,8 @@ impl SharedBridge {
         fm: &ofproto::FlowMod,
     ) -> Result<ofproto::bridge::FlowModResult, FlowModError> {
         let now = self.now_ms();
-        let r = self.lock().flow_mod(fm, now);
+        let fm = fm.clone();
+        let r = self.write(move |b| b.flow_mod(&fm, now));
         self.notify();
         r
     }
@@ -353,9 +380,9 @@ impl Upcall for OfprotoUpcall {
             .xlate_in(key, self.shared.now_ms(), true)
             .ok_or_else(|| UpcallError::Failed("unknown recirculation id".into()))?;
         let (out, mac_changed) = {
-            let mut br = self.shared.lock();
+            let br = self.shared.read();
             let g = br.mac.generation();
-            let out = xlate(&mut br, &input);
+            let out = xlate(&br, &input);
             let changed = br.mac.generation() != g;
             (out, changed)
         };
@@ -375,5 +402,68 @@ impl Upcall for OfprotoUpcall {
             self.shared.notify();
         }
         answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc;
+
+    use flow::extract::{PacketMeta, extract};
+    use ofproto::table::Backend;
+
+    /// An upcall made while a flow mod is in the middle of being applied (the writer holds
+    /// the writers' lock and is stopped inside the operation) completes, with the answer of
+    /// the tables as published before the flow mod; afterwards the new rule wins. If reading
+    /// the bridge took any lock a writer holds, the upcall would block until the writer's
+    /// 10 s timeout and then see the new rule.
+    #[test]
+    fn upcall_does_not_wait_for_a_flow_mod_in_progress() {
+        let mut br = Bridge::ovs_sandbox(3, Backend::TupleSpace);
+        br.add_flows_text("priority=1,actions=output:2", 0)
+            .expect("flow");
+        let shared = SharedBridge::with_manual_clock(br, 0);
+        let (in_write_tx, in_write_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let writer = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let first = AtomicBool::new(true);
+                shared.write(move |b| {
+                    if first.swap(false, Ordering::Relaxed) {
+                        let _ = in_write_tx.send(());
+                        let _ = release_rx.recv_timeout(Duration::from_secs(10));
+                    }
+                    b.flow_mod_text(FlowModCommand::Add, "priority=2,actions=output:3", 0)
+                })
+            })
+        };
+        in_write_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("writer entered the flow mod");
+        let mut pkt = [0u8; 60];
+        pkt[12] = 0x88;
+        pkt[13] = 0xb5;
+        let mut key = FlowKey::ZERO;
+        extract(&pkt, &PacketMeta::port(1), &mut key);
+        let actions = ActionTable::new(16);
+        let mut up = OfprotoUpcall::with_shared(shared.clone());
+        let t0 = Instant::now();
+        let (_, id) = up.upcall(&key, &actions).expect("upcall");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the upcall waited for the writer"
+        );
+        assert_eq!(actions.get(id), Some(&[DpAction::Output(2)][..]));
+        release_tx.send(()).expect("release");
+        writer
+            .join()
+            .expect("writer thread")
+            .expect("flow mod applied");
+        let (_, id) = up.upcall(&key, &actions).expect("upcall");
+        assert_eq!(actions.get(id), Some(&[DpAction::Output(3)][..]));
+        shared.check_replicas().expect("copies agree");
     }
 }

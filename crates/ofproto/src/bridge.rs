@@ -18,11 +18,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use flow::FlowKey;
 use flow::ofp::{Action, FlowSpec, OfPort};
 
-use crate::mac::MacTable;
+use crate::mac::MacLearning;
 use crate::table::{Backend, FlowTable, OfRule, RuleHandle, loose_match};
 
 /// Number of OpenFlow tables (0..=254).
@@ -203,24 +204,45 @@ pub struct Expired {
     pub reason: &'static str,
 }
 
+/// Recirculation ids: the next fresh one and, when pooled, one per frozen state.
+#[derive(Debug)]
+pub(crate) struct RecircIds {
+    pub(crate) next: u32,
+    /// Recirculation ids by frozen state (table, metadata at the freeze), when pooled: a
+    /// datapath needs one id per state for as long as its flows live (OVS
+    /// `recirc_alloc_id_ctx`), so that re-translating a flow gives the same actions and a
+    /// recirculated packet finds its state. Off by default: `ofproto/trace` compares ids with
+    /// OVS's, which allocates per translation there.
+    pub(crate) pool: Option<HashMap<(u8, FlowKey), u32>>,
+}
+
+impl RecircIds {
+    /// A fresh id (never 0).
+    pub(crate) fn fresh(&mut self) -> u32 {
+        let id = self.next;
+        self.next = self.next.wrapping_add(1).max(1);
+        id
+    }
+}
+
 /// An OpenFlow bridge.
+///
+/// The tables, ports and version are plain data owned by the bridge; the MAC table and the
+/// recirculation ids are *shared* by [`Bridge::replica`]s (translation changes them, on any
+/// thread, so every copy of the tables must see the same ones). See `ARCHITECTURE.md`
+/// ("Concurrency") for how a datapath's bridge is published to lock-free readers.
 #[derive(Debug)]
 pub struct Bridge {
     /// Name (`br0`).
     pub name: String,
     pub(crate) tables: Vec<FlowTable>,
     pub(crate) ports: BTreeMap<OfPort, Port>,
-    /// MAC learning table for `NORMAL`.
-    pub mac: MacTable,
+    /// MAC learning table for `NORMAL` (shared by replicas).
+    pub mac: MacLearning,
     /// Table version: bumped by every flow mod that changed something (for revalidation).
     pub version: u64,
-    pub(crate) next_recirc: u32,
-    /// Recirculation ids by frozen state (table, metadata at the freeze), when pooled: a
-    /// datapath needs one id per state for as long as its flows live (OVS
-    /// `recirc_alloc_id_ctx`), so that re-translating a flow gives the same actions and a
-    /// recirculated packet finds its state. Off by default: `ofproto/trace` compares ids with
-    /// OVS's, which allocates per translation there.
-    pub(crate) recirc_pool: Option<HashMap<(u8, FlowKey), u32>>,
+    /// Shared by replicas.
+    pub(crate) recirc: Arc<Mutex<RecircIds>>,
 }
 
 impl Bridge {
@@ -230,22 +252,68 @@ impl Bridge {
             name: name.to_string(),
             tables: (0..N_TABLES).map(|_| FlowTable::new(backend)).collect(),
             ports: BTreeMap::new(),
-            mac: MacTable::default(),
+            mac: MacLearning::default(),
             version: 0,
-            next_recirc: 1,
-            recirc_pool: None,
+            recirc: Arc::new(Mutex::new(RecircIds {
+                next: 1,
+                pool: None,
+            })),
         }
     }
 
-    /// Pools recirculation ids by frozen state from now on (a datapath's bridge; see the
-    /// field's doc). Ids already handed out are not pooled.
-    pub fn pool_recirc_ids(&mut self) {
-        self.recirc_pool.get_or_insert_with(HashMap::new);
+    /// A second copy of the bridge: tables, ports and version copied, the MAC table and the
+    /// recirculation ids shared (the two copies a publisher keeps; see the type's doc). The
+    /// two copies stay equal under the same sequence of flow mods, credits and expiries, which
+    /// are deterministic (rule handles are slab slots filled in order).
+    pub fn replica(&self) -> Bridge {
+        Bridge {
+            name: self.name.clone(),
+            tables: self.tables.clone(),
+            ports: self.ports.clone(),
+            mac: self.mac.clone(),
+            version: self.version,
+            recirc: self.recirc.clone(),
+        }
+    }
+
+    /// Where `self` and `other` differ in what flow mods, credits and expiries change
+    /// (version, ports, every table's rules with handles, matches, actions and counters), or
+    /// `Ok` if nowhere: the check that two [`Bridge::replica`]s stayed equal.
+    pub fn diff(&self, other: &Bridge) -> Result<(), String> {
+        if self.version != other.version {
+            return Err(format!("version {} vs {}", self.version, other.version));
+        }
+        if self.ports != other.ports {
+            return Err("ports differ".into());
+        }
+        for (t, (a, b)) in self.tables.iter().zip(&other.tables).enumerate() {
+            let (ra, rb) = (a.sorted(), b.sorted());
+            if ra != rb {
+                return Err(format!(
+                    "table {t}: {} vs {} rules, first difference {:?}",
+                    ra.len(),
+                    rb.len(),
+                    ra.iter().zip(&rb).find(|(x, y)| x != y)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn recirc_ids(&self) -> MutexGuard<'_, RecircIds> {
+        self.recirc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Pools recirculation ids by frozen state from now on (a datapath's bridge; see
+    /// `RecircIds`). Ids already handed out are not pooled. Translations then allocate a
+    /// state's id when they freeze it, so concurrent translations agree on it.
+    pub fn pool_recirc_ids(&self) {
+        self.recirc_ids().pool.get_or_insert_with(HashMap::new);
     }
 
     /// Number of pooled frozen states.
     pub fn pooled_recirc_ids(&self) -> usize {
-        self.recirc_pool.as_ref().map_or(0, HashMap::len)
+        self.recirc_ids().pool.as_ref().map_or(0, HashMap::len)
     }
 
     /// The bridge `testutil::ovs::OvsSandbox::start(n)` builds: `br0` with its LOCAL port

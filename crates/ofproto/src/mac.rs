@@ -8,8 +8,14 @@
 //! for one (MAC, VLAN) so revalidators re-translate only affected megaflows.
 //!
 //! Invariants: at most `max_entries` entries; every entry's `generation` ≤ the table's.
+//!
+//! A bridge holds its table as a [`MacLearning`]: shared (not copied) between the two copies
+//! of the bridge that flow-mod publication keeps (see `classifier::double_buffer`), behind a
+//! read-write lock held only for one lookup or one update, as OVS guards `struct
+//! mac_learning` with its `rwlock`. Learning happens during translation, on any thread.
 
 use std::collections::HashMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use flow::ofp::OfPort;
 
@@ -164,6 +170,68 @@ impl MacTable {
             .collect();
         v.sort_by_key(|(m, vl, _)| (*vl, *m));
         v
+    }
+}
+
+/// A bridge's MAC table, shared by every copy of the bridge (cloning shares it). Each method
+/// takes the lock for its own duration only.
+#[derive(Debug, Clone, Default)]
+pub struct MacLearning(Arc<RwLock<MacTable>>);
+
+impl MacLearning {
+    /// The table, for reading (poison recovered: every update leaves it consistent).
+    pub fn read(&self) -> RwLockReadGuard<'_, MacTable> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The table, for writing.
+    pub fn write(&self) -> RwLockWriteGuard<'_, MacTable> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`MacTable::generation`].
+    pub fn generation(&self) -> u64 {
+        self.read().generation()
+    }
+
+    /// [`MacTable::len`].
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// [`MacTable::is_empty`].
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// [`MacTable::lookup`].
+    pub fn lookup(&self, mac: u64, vlan: u16, now_ms: u64) -> Option<OfPort> {
+        self.read().lookup(mac, vlan, now_ms)
+    }
+
+    /// [`MacTable::learn`].
+    pub fn learn(&self, mac: u64, vlan: u16, port: OfPort, now_ms: u64) -> bool {
+        self.write().learn(mac, vlan, port, now_ms)
+    }
+
+    /// [`MacTable::expire`].
+    pub fn expire(&self, now_ms: u64) -> usize {
+        self.write().expire(now_ms)
+    }
+
+    /// [`MacTable::flush`].
+    pub fn flush(&self) {
+        self.write().flush();
+    }
+
+    /// [`MacTable::changed_since`].
+    pub fn changed_since(&self, mac: u64, vlan: u16, g: u64) -> bool {
+        self.read().changed_since(mac, vlan, g)
+    }
+
+    /// [`MacTable::entries`].
+    pub fn entries(&self) -> Vec<(u64, u16, MacEntry)> {
+        self.read().entries()
     }
 }
 

@@ -28,7 +28,7 @@ pub enum Backend {
     TupleSpace,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Cls {
     Linear(LinearClassifier<u64>),
     Tss(Box<OfTable<u64>>),
@@ -130,7 +130,7 @@ impl OfRule {
 pub struct RuleHandle(pub u64);
 
 /// One OpenFlow table.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FlowTable {
     cls: Cls,
     rules: HashMap<u64, (RuleId, OfRule)>,

@@ -193,26 +193,31 @@ struct Ctx<'a> {
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
-/// the bridge and new recirculation ids recorded.
-pub fn xlate(br: &mut Bridge, input: &XlateIn) -> XlateOut {
+/// the bridge's MAC table; new recirculation ids are recorded. Needs only `&Bridge`: what it
+/// changes (MAC table, recirculation ids) is shared state with its own lock, so translations
+/// run concurrently on a published bridge.
+pub fn xlate(br: &Bridge, input: &XlateIn) -> XlateOut {
     let out = xlate_ro(br, input);
     if input.side_effects {
         for (mac, vlan, port) in &out.learned {
             br.mac.learn(*mac, *vlan, *port, input.now_ms);
         }
     }
-    for f in &out.frozen {
-        if f.id >= br.next_recirc {
-            br.next_recirc = f.id.wrapping_add(1).max(1);
-        }
-        if let Some(pool) = br.recirc_pool.as_mut() {
-            pool.entry((f.table, f.key)).or_insert(f.id);
+    if !out.frozen.is_empty() {
+        // Pooled ids were taken in `freeze`; unpooled ones (trace) are numbered from `next`.
+        let mut ids = br.recirc_ids();
+        for f in &out.frozen {
+            if f.id >= ids.next {
+                ids.next = f.id.wrapping_add(1).max(1);
+            }
         }
     }
     out
 }
 
-/// Translates without changing the bridge (learning is reported in `learned`, not applied).
+/// Translates without changing the bridge's tables or MAC table (learning is reported in
+/// `learned`, not applied). On a bridge that pools recirculation ids, a frozen state new to
+/// the pool is given its id here (as OVS's translation allocates it).
 pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
     let mut ctx = Ctx {
         br,
@@ -231,7 +236,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         learned: Vec::new(),
         mac_deps: Vec::new(),
         frozen: Vec::new(),
-        next_recirc: br.next_recirc,
+        next_recirc: br.recirc_ids().next,
         rule_cookie: 0,
         vlan_touched: false,
     };
@@ -859,25 +864,32 @@ impl Ctx<'_> {
         }
         // The same frozen state reuses its id (OVS `recirc_alloc_id_ctx`), but every freeze is
         // recorded: each is a packet to resume (e.g. two `ct` in different zones).
-        let pooled = self
-            .br
-            .recirc_pool
-            .as_ref()
-            .and_then(|p| p.get(&(table, meta)).copied());
         let id = match self
             .frozen
             .iter()
             .find(|f| f.table == table && f.key == meta)
         {
             Some(f) => f.id,
-            None => match pooled {
-                Some(id) => id,
-                None => {
-                    let id = self.next_recirc;
-                    self.next_recirc = self.next_recirc.wrapping_add(1).max(1);
-                    id
+            None => {
+                let mut ids = self.br.recirc_ids();
+                match ids.pool.as_ref().map(|p| p.get(&(table, meta)).copied()) {
+                    Some(Some(id)) => id,
+                    Some(None) => {
+                        // A new pooled state: its id is taken now, under the lock, so a
+                        // concurrent translation of the same state finds it.
+                        let id = ids.fresh();
+                        if let Some(p) = ids.pool.as_mut() {
+                            p.insert((table, meta), id);
+                        }
+                        id
+                    }
+                    None => {
+                        let id = self.next_recirc;
+                        self.next_recirc = self.next_recirc.wrapping_add(1).max(1);
+                        id
+                    }
                 }
-            },
+            }
         };
         let mut resume = self.base;
         resume.w[..flow::Stage::L2.words().start]

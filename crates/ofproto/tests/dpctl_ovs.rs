@@ -112,7 +112,7 @@ fn dump_flows_lines_match_live_ovs() {
     for _ in 0..PIPELINES {
         let p = random_pipeline(&mut rng, &mix);
         let pkts = random_packets_for(&p, &mut rng, PACKETS);
-        let Some(mut br) = our_bridge(&p.flows, &p.ports) else {
+        let Some(br) = our_bridge(&p.flows, &p.ports) else {
             continue;
         };
         if sb
@@ -178,7 +178,7 @@ fn dump_flows_lines_match_live_ovs() {
 
             // End to end: our translation's mask.
             let out = xlate(
-                &mut br,
+                &br,
                 &XlateIn {
                     key,
                     now_ms: 0,

@@ -124,7 +124,7 @@ fn perturb(p: &FlowKey, mask: &flow::FlowMask, rng: &mut TestRng) -> FlowKey {
 }
 
 fn check(seed: u64, backend: Backend) -> Result<(), TestCaseError> {
-    let (mut br, keys) = build(seed, backend);
+    let (br, keys) = build(seed, backend);
     prop_assert!(
         !keys.is_empty() && br.n_rules() > 0,
         "empty pipeline for seed {seed:#x}"
@@ -151,7 +151,7 @@ fn check(seed: u64, backend: Backend) -> Result<(), TestCaseError> {
         // Learn from this packet, as the datapath would, before the next one.
         let mut input = XlateIn::new(*p);
         input.side_effects = true;
-        xlate(&mut br, &input);
+        xlate(&br, &input);
     }
     Ok(())
 }

@@ -209,13 +209,13 @@ fn hand_written_pipelines_match_live_ovs() {
         let flows: Vec<String> = c.flows.iter().map(|s| s.to_string()).collect();
         sb.load_pipeline(&flows, &c.ports, None)
             .expect("load pipeline");
-        let mut br = our_bridge(&c);
+        let br = our_bridge(&c);
         for (in_port, pkt) in &c.packets {
             let t = sb.trace_full(*in_port, pkt).expect("ovs trace");
             let mut key = FlowKey::ZERO;
             extract(pkt, &PacketMeta::port(*in_port), &mut key);
             let out = xlate(
-                &mut br,
+                &br,
                 &XlateIn {
                     key,
                     now_ms: 0,
@@ -251,7 +251,7 @@ fn hand_written_pipelines_match_live_ovs() {
             for f in out.frozen.iter().filter(|f| f.zone.is_some()) {
                 let k = ofproto::xlate::resume_key(f, 0x21);
                 xlate(
-                    &mut br,
+                    &br,
                     &XlateIn {
                         key: k,
                         now_ms: 0,

@@ -67,7 +67,7 @@ fn run(backend: Backend) -> (Stats, Vec<String>) {
             let mut key = FlowKey::ZERO;
             extract(&t.packet, &PacketMeta::port(t.in_port), &mut key);
             let out = xlate(
-                &mut br,
+                &br,
                 &XlateIn {
                     key,
                     now_ms: 0,
@@ -97,7 +97,7 @@ fn run(backend: Backend) -> (Stats, Vec<String>) {
                 }
                 let k = ofproto::xlate::resume_key(&f, 0x21);
                 let o = xlate(
-                    &mut br,
+                    &br,
                     &XlateIn {
                         key: k,
                         now_ms: 0,

@@ -88,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         trace: true,
         table: 0,
     };
-    let out = ofproto::xlate(&mut br, &input);
+    let out = ofproto::xlate(&br, &input);
     print!("{}", ofproto::format_trace(&key, &out));
     Ok(())
 }

@@ -43,25 +43,25 @@ fn l3_rewrite_matches_ovs() {
 
 #[test]
 fn loop_is_a_counted_drop() {
-    let mut b = br(&["actions=resubmit(,0)"]);
+    let b = br(&["actions=resubmit(,0)"]);
     let k = key("in_port=1,ip");
-    let o = xlate(&mut b, &XlateIn::new(k));
+    let o = xlate(&b, &XlateIn::new(k));
     assert_eq!(o.error, Some(XlateError::RecursionTooDeep));
     assert!(o.actions.is_empty());
     // Branching chains hit the resubmit cap instead of running forever.
-    let mut b = br(&[
+    let b = br(&[
         "table=0,actions=resubmit(,1),resubmit(,1)",
         "table=1,actions=resubmit(,2),resubmit(,2)",
         "table=2,actions=resubmit(,3),resubmit(,3)",
         "table=3,actions=resubmit(,0),resubmit(,0)",
     ]);
-    let o = xlate(&mut b, &XlateIn::new(k));
+    let o = xlate(&b, &XlateIn::new(k));
     assert!(o.error.is_some());
 }
 
 #[test]
 fn trace_tree_prints_like_ovs() {
-    let mut b = br(&[
+    let b = br(&[
         "actions=resubmit(,1),output:3",
         "table=1,actions=resubmit(2,2),mod_dl_dst:00:00:00:00:00:01",
         "table=2,in_port=2,udp,actions=output:4",
@@ -71,7 +71,7 @@ fn trace_tree_prints_like_ovs() {
     );
     let mut i = XlateIn::new(k);
     i.trace = true;
-    let o = xlate(&mut b, &i);
+    let o = xlate(&b, &i);
     let t = crate::trace::format_trace(&k, &o);
     let want = "
 bridge(\"br0\")
