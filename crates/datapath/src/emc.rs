@@ -74,16 +74,24 @@ impl EmcEntry {
         diff == 0
     }
 
-    /// [`EmcEntry::key_eq`] with the map's word indices already listed (`idx`, in map
-    /// order): a straight loop instead of walking the map's bits per word.
+    /// [`EmcEntry::key_eq`] for a map of `N` words whose indices are listed in `idx` (in
+    /// map order): a compare of `N` words unrolled at compile time, no loop.
     #[inline(always)]
-    fn key_eq_listed(&self, key: &FlowKey, map: u32, hash: u32, idx: &[u8]) -> bool {
+    fn key_eq_listed<const N: usize>(
+        &self,
+        key: &FlowKey,
+        map: u32,
+        hash: u32,
+        idx: &[u8; EMC_MAX_WORDS],
+    ) -> bool {
         if self.hash != hash || self.map != map {
             return false;
         }
         let mut diff = 0u64;
-        for (w, &i) in self.words.iter().zip(idx) {
-            diff |= w ^ key.w[usize::from(i) % FLOW_WORDS];
+        // An index loop over a constant range: fully unrolled, both arrays fixed-size.
+        #[allow(clippy::needless_range_loop)]
+        for j in 0..N.min(EMC_MAX_WORDS) {
+            diff |= self.words[j] ^ key.w[usize::from(idx[j]) % FLOW_WORDS];
         }
         diff == 0
     }
@@ -107,7 +115,7 @@ pub struct EmcStats {
 /// The exact-match cache of one PMD thread.
 #[derive(Debug)]
 pub struct Emc {
-    entries: Box<[EmcEntry]>,
+    entries: Box<[EmcEntry; EMC_ENTRIES]>,
     /// The map whose word indices `listed` holds (0: none yet).
     listed_map: u32,
     listed: [u8; EMC_MAX_WORDS],
@@ -132,11 +140,23 @@ fn emc_map(map: WordMap) -> Option<u32> {
     (m.count_ones() as usize <= EMC_MAX_WORDS).then_some(m)
 }
 
+/// [`EMC_ENTRIES`] empty entries on the heap, as a fixed-size array (slot indices are masked
+/// to its size, so indexing needs no bounds check).
+fn entries_box() -> Box<[EmcEntry; EMC_ENTRIES]> {
+    match vec![EmcEntry::EMPTY; EMC_ENTRIES]
+        .into_boxed_slice()
+        .try_into()
+    {
+        Ok(b) => b,
+        Err(_) => unreachable!("the vec has exactly EMC_ENTRIES entries"),
+    }
+}
+
 impl Emc {
     /// An empty EMC inserting with probability `1 / insert_inv_prob` (0 = never).
     pub fn new(insert_inv_prob: u32) -> Emc {
         let mut e = Emc {
-            entries: vec![EmcEntry::EMPTY; EMC_ENTRIES].into_boxed_slice(),
+            entries: entries_box(),
             listed_map: 0,
             listed: [0; EMC_MAX_WORDS],
             listed_n: 0,
@@ -171,8 +191,11 @@ impl Emc {
     /// map, 0)`). A dead flow's entry is cleared and reported as a miss.
     #[inline]
     pub fn lookup(&mut self, key: &FlowKey, map: WordMap, hash: u32) -> Option<&Arc<DpFlow>> {
-        let m = emc_map(map)?;
+        // `emc_map`, with the width check done only when the map changes: `listed_map` is
+        // always a map that passed it (the initial 0 has no word).
+        let m = u32::try_from(map.0).ok()?;
         if m != self.listed_map {
+            emc_map(map)?;
             // Packets of a burst mostly share one map: list its word indices once.
             self.listed_map = m;
             self.listed_n = 0;
@@ -183,15 +206,24 @@ impl Emc {
                 }
             }
         }
-        let idx = &self.listed[..self.listed_n.min(EMC_MAX_WORDS)];
-        let mut found = None;
-        for s in Self::slots(hash) {
-            let e = self.entries.get(s)?;
-            if e.key_eq_listed(key, m, hash, idx) {
-                found = Some(s);
-                break;
-            }
-        }
+        // One monomorphised probe per map width: the compare is unrolled for that width.
+        let found = match self.listed_n {
+            0 => self.find::<0>(key, m, hash),
+            1 => self.find::<1>(key, m, hash),
+            2 => self.find::<2>(key, m, hash),
+            3 => self.find::<3>(key, m, hash),
+            4 => self.find::<4>(key, m, hash),
+            5 => self.find::<5>(key, m, hash),
+            6 => self.find::<6>(key, m, hash),
+            7 => self.find::<7>(key, m, hash),
+            8 => self.find::<8>(key, m, hash),
+            9 => self.find::<9>(key, m, hash),
+            10 => self.find::<10>(key, m, hash),
+            11 => self.find::<11>(key, m, hash),
+            12 => self.find::<12>(key, m, hash),
+            13 => self.find::<13>(key, m, hash),
+            _ => self.find::<EMC_MAX_WORDS>(key, m, hash),
+        };
         let s = found?;
         let dead = self
             .entries
@@ -207,6 +239,21 @@ impl Emc {
             return None;
         }
         self.entries.get(s)?.flow.as_ref()
+    }
+
+    /// The slot among `key`'s two candidates that holds exactly `key` (map `m` of `N` words,
+    /// listed in `self.listed`).
+    #[inline(always)]
+    fn find<const N: usize>(&self, key: &FlowKey, m: u32, hash: u32) -> Option<usize> {
+        let [a, b] = Self::slots(hash);
+        let hit = |s: usize| self.entries[s].key_eq_listed::<N>(key, m, hash, &self.listed);
+        if hit(a) {
+            Some(a)
+        } else if hit(b) {
+            Some(b)
+        } else {
+            None
+        }
     }
 
     /// [`Emc::lookup`] without eviction (a dead flow is still a miss).
@@ -399,6 +446,57 @@ mod tests {
                 let mut other = *k;
                 other.w[19] ^= 1 << 3;
                 assert!(emc.lookup(&other, other.map(), h).is_none(), "key {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_of_every_width_match_the_plain_compare() {
+        // Twin: `lookup` (width check only on a map change, compare unrolled per width) against
+        // `peek` (the plain map-walking compare), on keys of every width 1..=16 (15 and 16
+        // are too wide), interleaved with one-word variants, so that the listed map changes
+        // between widths and between a too-wide key and a cacheable one.
+        let mut emc = Emc::new(1);
+        let mut keys = Vec::new();
+        for width in 1..=16usize {
+            let mut k = FlowKey::ZERO;
+            for j in 0..width {
+                k.w[(j * 7 + 3) % FLOW_WORDS] = (width as u64) << 20 | j as u64 | 1;
+            }
+            keys.push(k);
+        }
+        let flows: Vec<Arc<DpFlow>> = (0..keys.len())
+            .map(|i| {
+                Arc::new(DpFlow::new(
+                    Ufid(i as u128),
+                    &keys[i],
+                    &FlowMask::CATCHALL,
+                    0,
+                ))
+            })
+            .collect();
+        for (k, f) in keys.iter().zip(&flows) {
+            let cacheable = k.map().0.count_ones() as usize <= EMC_MAX_WORDS;
+            assert_eq!(
+                emc.insert(k, k.map(), hash_key(k, k.map(), 0), f),
+                cacheable
+            );
+        }
+        for round in 0..2 {
+            for (j, k) in keys.iter().enumerate() {
+                for variant in 0..=k.map().0.count_ones() as usize {
+                    let mut q = *k;
+                    if variant > 0 {
+                        // Flip one bit of the variant-th word of the map (stays non-zero).
+                        let i = WordMap(u64::from(k.map().0 as u32)).iter().nth(variant - 1);
+                        q.w[i.unwrap()] ^= 1 << 40;
+                    }
+                    let h = hash_key(k, k.map(), 0); // the original's hash: same slots
+                    let want = emc.peek(&q, q.map(), h).map(Arc::as_ptr);
+                    let got = emc.lookup(&q, q.map(), h).map(Arc::as_ptr);
+                    assert_eq!(got, want, "round {round} width {} variant {variant}", j + 1);
+                    assert_eq!(got.is_some(), variant == 0 && j < EMC_MAX_WORDS);
+                }
             }
         }
     }

@@ -481,19 +481,40 @@ impl FlowBatches {
     }
 
     /// Adds packet `i` to the batch of `flow`: the last batch, else the batch a small
-    /// pointer-hashed hint names, else a search, else a new batch.
-    #[inline]
+    /// pointer-hashed hint names, else a search, else a new batch. The last-batch case (a
+    /// run of one flow, the common one) is inlined into the caller; the rest is out of line.
+    #[inline(always)]
     fn join(&mut self, i: usize, flow: &Arc<DpFlow>, len: u32, flags: u16) {
+        if let Some(last) = self.n.checked_sub(1)
+            && let Some(Some(f)) = self.flow.get(last)
+            && Arc::ptr_eq(f, flow)
+        {
+            self.hint[Self::hint_slot(flow)] = last as u8;
+            self.add(i, last, len, flags);
+            return;
+        }
+        self.join_other(i, flow, len, flags);
+    }
+
+    /// The hint slot of `flow`.
+    #[inline(always)]
+    fn hint_slot(flow: &Arc<DpFlow>) -> usize {
+        (Arc::as_ptr(flow) as usize >> 6) % BATCH_MAX
+    }
+
+    /// [`FlowBatches::join`] when the last batch is not `flow`'s.
+    #[inline(never)]
+    fn join_other(&mut self, i: usize, flow: &Arc<DpFlow>, len: u32, flags: u16) {
         let same = |f: &Option<Arc<DpFlow>>| f.as_ref().is_some_and(|f| Arc::ptr_eq(f, flow));
-        let h = (Arc::as_ptr(flow) as usize >> 6) % BATCH_MAX;
+        let h = Self::hint_slot(flow);
         let hinted = usize::from(self.hint[h]);
-        let g = match self.n.checked_sub(1) {
-            Some(last) if same(&self.flow[last]) => last,
-            _ if hinted < self.n && same(&self.flow[hinted]) => hinted,
-            _ => match self.flow[..self.n].iter().position(same) {
+        let g = if hinted < self.n && same(&self.flow[hinted]) {
+            hinted
+        } else {
+            match self.flow[..self.n].iter().position(same) {
                 Some(g) => g,
                 None => self.open(Some(Arc::clone(flow)), flow.actions),
-            },
+            }
         };
         self.hint[h] = g as u8;
         self.add(i, g, len, flags);
@@ -896,6 +917,8 @@ impl Pmd {
     }
 
     fn classify(&mut self, in_port: u32, n: usize) {
+        // A pass is at most one batch (lets the compiler drop the per-packet bounds checks).
+        let n = n.min(BATCH_MAX);
         let now_ms = netdev::tsc::now() / self.cycles_per_ms;
         let snap = self.reader.snapshot().clone();
         let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
@@ -905,10 +928,11 @@ impl Pmd {
         for i in 0..n {
             self.s.lens[i] = self.batch.as_slice().get(i).map_or(0, |p| p.len() as u32);
         }
+        let mut emc_hits = 0u64;
         for i in 0..n {
             let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
             if emc_on && let Some(f) = self.emc.lookup(k, map, h) {
-                self.stats.emc_hits += 1;
+                emc_hits += 1;
                 self.g.join(i, f, self.s.lens[i], tcp_flags(k));
                 continue;
             }
@@ -925,6 +949,7 @@ impl Pmd {
                 m += 1;
             }
         }
+        self.stats.emc_hits += emc_hits;
         if m > 0 {
             self.classify_misses(in_port, &snap, &miss_idx[..m]);
         }

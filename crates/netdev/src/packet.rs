@@ -235,6 +235,30 @@ impl Packet {
         self.len = frame.len() as u16;
         Ok(())
     }
+
+    /// [`Packet::set_data`] of `chunk[..len]` that copies all `N` bytes of `chunk`: a copy of
+    /// fixed size, which the compiler inlines as a few vector moves where a copy of a slice
+    /// of unknown length calls `memcpy`. The bytes past `len` land in the tailroom, whose
+    /// content is stale anyway. `TooLarge` (packet unchanged) if `len > N` or the chunk does
+    /// not fit behind the headroom.
+    #[inline]
+    pub fn set_data_chunk<const N: usize>(
+        &mut self,
+        chunk: &[u8; N],
+        len: usize,
+    ) -> Result<(), PacketError> {
+        let max = N.min(MAX_FRAME);
+        let dst = self.buf[HEADROOM..].first_chunk_mut::<N>();
+        match dst {
+            Some(dst) if len <= max => {
+                *dst = *chunk;
+                self.off = HEADROOM as u16;
+                self.len = len as u16;
+                Ok(())
+            }
+            _ => Err(PacketError::TooLarge { len, max }),
+        }
+    }
 }
 
 /// Counters of a [`PacketPool`].
@@ -429,6 +453,41 @@ mod tests {
         // unchanged on error
         assert_eq!(p.len(), MAX_FRAME);
         assert!(p.data().iter().all(|&b| b == 7));
+    }
+
+    #[test]
+    fn set_data_chunk_equals_set_data() {
+        // Twin: for every length of a 64-byte chunk, the chunk copy leaves the packet exactly
+        // as `set_data` of the prefix does (from a packet moved off its default headroom);
+        // past the chunk it refuses and leaves the packet unchanged.
+        let chunk: [u8; 64] = std::array::from_fn(|i| (i * 7 + 3) as u8);
+        for len in 0..=64 {
+            let mut a = Packet::new();
+            let mut b = Packet::new();
+            for p in [&mut a, &mut b] {
+                p.set_data(&[9u8; 100]).unwrap();
+                p.pull_front(5).unwrap();
+            }
+            a.set_data(&chunk[..len]).unwrap();
+            b.set_data_chunk(&chunk, len).unwrap();
+            assert_eq!(a.data(), b.data(), "len {len}");
+            assert_eq!(
+                (a.headroom(), a.len()),
+                (b.headroom(), b.len()),
+                "len {len}"
+            );
+        }
+        let mut p = Packet::new();
+        p.set_data(&[1, 2, 3]).unwrap();
+        assert_eq!(
+            p.set_data_chunk(&chunk, 65),
+            Err(PacketError::TooLarge { len: 65, max: 64 })
+        );
+        assert_eq!(p.data(), &[1, 2, 3]);
+        // A chunk larger than the room behind the headroom is refused, not a panic.
+        let big = [0u8; BUF_SIZE];
+        assert!(p.set_data_chunk(&big, 10).is_err());
+        assert_eq!(p.data(), &[1, 2, 3]);
     }
 
     #[test]
