@@ -1604,13 +1604,15 @@ impl<T> OfTable<T> {
     /// The winning rule for `pkt`, adding to `wc` every bit the lookup consulted (sound
     /// megaflow mask; see the module docs).
     pub fn lookup_wc(&self, pkt: &FlowKey, wc: &mut FlowMask) -> Option<&Rule<T>> {
-        let mut best: Option<(u32, u64)> = None;
-        let mut best_rule = NONE;
-        let mut best_rank = 0u128;
+        // The winner first (the plain lookup): only rules ranking above it need a proof, so
+        // a subtable visited before the winner's is found never proves rules below it.
+        let winner = self.lookup(pkt);
+        let floor = winner.map(|r| (r.priority, r.seq));
+        let floor_rank = floor.map(|(p, s)| rank(p, s));
         let mut partial = Vec::new();
         let mut tries: [Option<(u64, u32)>; 2] = [None; 2];
-        'tables: for st in &self.order {
-            if best.is_some() && st.max_rank <= best_rank {
+        for st in &self.order {
+            if floor_rank.is_some_and(|f| st.max_rank <= f) {
                 break;
             }
             let reject = st.filter_reject(pkt, wc);
@@ -1640,71 +1642,88 @@ impl<T> OfTable<T> {
                     }
                 }
             }
-            let trie_skip = |wc: &mut FlowMask| {
-                if let Some((t, bits, _)) = skip {
-                    let f = TRIE_FIELDS[t];
-                    let old = f.get_mask(wc);
-                    f.set_mask(wc, old | u128::from(bits));
-                }
-            };
             if skip.is_some_and(|(_, _, n)| n == 0) {
                 continue;
             }
-            if let Some(Some((i, bit))) = reject {
-                wc.w[i] |= bit;
-                continue;
-            }
-            if st.n_ents <= SMALL_SUBTABLE {
-                // Few rules: compare them all and prove each relevant miss by one bit.
-                let floor = best.map(|_| best_rank);
-                let mut win: Option<(u32, u128)> = None;
-                for e in 0..st.n_ents {
-                    let r = self.ent_rank(st, e);
-                    if floor.is_none_or(|f| r > f)
-                        && win.is_none_or(|(_, w)| r > w)
-                        && st.ent_matches(e, pkt)
-                    {
-                        win = Some((e, r));
-                    }
-                }
-                let floor = win.map(|(_, w)| w).or(floor);
-                for e in 0..st.n_ents {
-                    if floor.is_none_or(|f| self.ent_rank(st, e) > f) {
-                        st.ent_matches_wc(e, pkt, wc);
-                    }
-                }
-                if let Some((e, _)) = win {
-                    st.ent_matches_wc(e, pkt, wc);
-                    best_rule = st.ent_rule(e);
-                    let rule = self.rule_at(best_rule);
-                    best = Some((rule.priority, rule.seq));
-                    best_rank = rank(rule.priority, rule.seq);
-                }
-                continue;
-            }
-            if skip.is_some() {
-                trie_skip(wc);
-                continue;
-            }
-            let h = st.stage_hashes(pkt, &mut partial);
-            for (s, (set, ph)) in st.stage_sets.iter().zip(&partial).enumerate() {
-                if !set.contains_key(ph) {
-                    st.unwildcard(usize::from(st.stage_ends[s]), wc);
-                    continue 'tables;
-                }
-            }
-            st.unwildcard(usize::from(st.nw), wc);
-            let Some(p) = st.find(h) else {
+            // The cheapest whole-subtable proof, if any: the prefilter's failing field or
+            // the trie's top bits (fewest new bits; the prefilter on a tie).
+            let reject = reject.flatten().map(|(i, bits)| {
+                let cost = (bits & !wc.w[i]).count_ones();
+                (cost, Some((i, bits)), None)
+            });
+            let trie = skip.map(|(t, bits, n)| (n, None, Some((t, bits))));
+            let whole = match (reject, trie) {
+                (Some(r), Some(t)) => Some(if t.0 < r.0 { t } else { r }),
+                (r, t) => r.or(t),
+            };
+            let Some((cost, rej, trie)) = whole else {
+                self.prove_subtable(st, pkt, floor, wc, &mut partial);
                 continue;
             };
-            if let Some(e) = self.scan_list(st, st.buckets[p].head, pkt, best, Some(wc)) {
-                best_rule = st.ent_rule(e);
-                let rule = self.rule_at(best_rule);
-                best = Some((rule.priority, rule.seq));
-                best_rank = rank(rule.priority, rule.seq);
+            // In a small subtable, proving the rules one by one may still cost less (e.g. each
+            // misses on a bit already in the mask). A large one's hashed bits rarely do: not
+            // worth probing it to find out.
+            let mut each_cost = u32::MAX;
+            let mut each = FlowMask::CATCHALL;
+            if st.n_ents <= SMALL_SUBTABLE {
+                each = *wc;
+                self.prove_subtable(st, pkt, floor, &mut each, &mut partial);
+                each_cost = each
+                    .w
+                    .iter()
+                    .zip(&wc.w)
+                    .map(|(a, b)| (a & !b).count_ones())
+                    .sum();
+            }
+            if each_cost < cost {
+                *wc = each;
+            } else if let Some((i, bits)) = rej {
+                wc.w[i] |= bits;
+            } else if let Some((t, bits)) = trie {
+                let f = TRIE_FIELDS[t];
+                let old = f.get_mask(wc);
+                f.set_mask(wc, old | u128::from(bits));
             }
         }
-        (best_rule != NONE).then(|| self.rule_at(best_rule))
+        if let Some(r) = winner {
+            wc.union_with(&self.class(r.class).mask);
+        }
+        winner
+    }
+
+    /// Adds to `wc` a proof that no rule of `st` ranking above `floor` (every rule if `None`)
+    /// matches `pkt`: for a small subtable one proof per such rule, else the subtable's hashed
+    /// bits (only the stages consulted, on a staged miss) and one proof per such rule of the
+    /// probed bucket. The caller found the winner with [`Self::lookup`], so none of these
+    /// rules matches (a match would add its mask: still sound).
+    fn prove_subtable(
+        &self,
+        st: &Subtable,
+        pkt: &FlowKey,
+        floor: Option<(u32, u64)>,
+        wc: &mut FlowMask,
+        partial: &mut Vec<u64>,
+    ) {
+        if st.n_ents <= SMALL_SUBTABLE {
+            let floor = floor.map(|(p, s)| rank(p, s));
+            for e in 0..st.n_ents {
+                if floor.is_none_or(|f| self.ent_rank(st, e) > f) {
+                    st.ent_matches_wc(e, pkt, wc);
+                }
+            }
+            return;
+        }
+        let h = st.stage_hashes(pkt, partial);
+        for (s, (set, ph)) in st.stage_sets.iter().zip(partial.iter()).enumerate() {
+            if !set.contains_key(ph) {
+                st.unwildcard(usize::from(st.stage_ends[s]), wc);
+                return;
+            }
+        }
+        st.unwildcard(usize::from(st.nw), wc);
+        if let Some(p) = st.find(h) {
+            self.scan_list(st, st.buckets[p].head, pkt, floor, Some(wc));
+        }
     }
 
     /// Work counters of one lookup of `pkt`: (subtables probed, bucket hits, entries compared).
@@ -1861,6 +1880,75 @@ mod tests {
             depth = depth.max(lcp + u32::from(lcp < l));
         }
         (plens, depth.clamp(1, 32))
+    }
+
+    fn rule(fields: &[(FieldId, u128, u128)]) -> (FlowKey, FlowMask) {
+        let (mut k, mut m) = (FlowKey::ZERO, FlowMask::CATCHALL);
+        for &(f, v, mask) in fields {
+            f.set(&mut k, v);
+            f.set_mask(&mut m, mask);
+        }
+        (k.masked(&m), m)
+    }
+
+    #[test]
+    fn wc_proves_only_rules_above_the_final_winner() {
+        // R1 (20) and R3 (5) share the `nw_dst/16` subtable, visited before the catch-all
+        // R2 (10) that wins: R3 ranks below the winner, so its `tp_dst` miss needs no proof.
+        let mut t: OfTable<u8> = OfTable::new();
+        let (k, m) = rule(&[(FieldId::NwDst, 0x0a01_0000, 0xffff_0000)]);
+        t.insert(20, &k, &m, 1);
+        let (k, m) = rule(&[]);
+        t.insert(10, &k, &m, 2);
+        let (k, m) = rule(&[
+            (FieldId::NwDst, 0x0a03_0000, 0xffff_0000),
+            (FieldId::TpDst, 80, 0xffff),
+        ]);
+        t.insert(5, &k, &m, 3);
+        assert_eq!(t.n_subtables(), 2);
+        let mut p = FlowKey::ZERO;
+        FieldId::NwDst.set(&mut p, 0x0a03_0101);
+        FieldId::TpDst.set(&mut p, 22);
+        let mut wc = FlowMask::CATCHALL;
+        assert_eq!(t.lookup_wc(&p, &mut wc).map(|r| r.value), Some(2));
+        assert_eq!(FieldId::TpDst.get_mask(&wc), 0);
+        // R1's miss is proven on `nw_dst` (down to the differing bit).
+        assert_eq!(FieldId::NwDst.get_mask(&wc), 0xfffe_0000);
+    }
+
+    #[test]
+    fn wc_takes_per_rule_proofs_when_cheaper_than_the_prefilter() {
+        // One subtable (R1's relaxed mask is empty): the rules agree only on `nw_proto` = 17,
+        // the prefilter. The packet misses R1 on `dl_type` and R2 on `reg0`; with both
+        // already in the mask (as xlate has them) the per-rule proofs cost nothing, the
+        // prefilter's `nw_proto` 8 bits.
+        let mut t: OfTable<u8> = OfTable::new();
+        let (k, m) = rule(&[
+            (FieldId::DlType, 0x86dd, 0xffff),
+            (FieldId::NwProto, 17, 0xff),
+        ]);
+        t.insert(10, &k, &m, 1);
+        let (k, m) = rule(&[
+            (FieldId::DlType, 0x0800, 0xffff),
+            (FieldId::NwProto, 17, 0xff),
+            (FieldId::Reg0, 5, 0xffff_ffff),
+        ]);
+        t.insert(10, &k, &m, 2);
+        assert_eq!(t.n_subtables(), 1);
+        let mut p = FlowKey::ZERO;
+        FieldId::DlType.set(&mut p, 0x0800);
+        FieldId::NwProto.set(&mut p, 6);
+        let mut wc = FlowMask::CATCHALL;
+        FieldId::DlType.set_mask(&mut wc, 0xffff);
+        FieldId::Reg0.set_mask(&mut wc, 0xffff_ffff);
+        let before = wc.count_ones();
+        assert!(t.lookup_wc(&p, &mut wc).is_none());
+        assert_eq!(wc.count_ones(), before);
+        // From an empty mask the per-rule proofs cost 16 + 30 bits: the prefilter wins.
+        let mut wc = FlowMask::CATCHALL;
+        assert!(t.lookup_wc(&p, &mut wc).is_none());
+        assert_eq!(FieldId::NwProto.get_mask(&wc), 0xff);
+        assert_eq!(wc.count_ones(), 8);
     }
 
     proptest! {

@@ -12,11 +12,14 @@
 //! `nw_ttl`, `NORMAL` adds `dl_src`, `dl_dst` and the VLAN VID, and committing a set action
 //! adds every sub-field it rewrites (as OVS's `commit_odp_actions` does, so that a packet whose
 //! field already has the new value cannot share the megaflow). Writes (`set_field`, `mod_*`)
-//! add the bits they write, as OVS's `mf_mask_field_masked` does. At the end
+//! add the bits they write, as OVS's `mf_mask_field_masked` does. Metadata, registers and the
+//! TCIs of tags the packet does not have are exact from the start, so that a lookup proves a
+//! miss there at no cost: equal packets hold equal values there. At the end
 //! (`xlate_wc_finish`) metadata and registers are dropped from the mask (they are not packet
-//! fields: they are always zero when a packet enters), ICMP type/code masks are cut to 8 bits,
-//! a VLAN TCI mask gets its CFI bit, later fragments lose their port masks, and the VLAN TCI
-//! masks of tags the packet does not have are cleared (the TPID keeps them apart).
+//! fields: they are always zero when a packet enters), ICMP type/code masks are cut to 8 bits
+//! (`nw_proto` made exact if a lookup read their high bytes), a VLAN TCI mask gets its CFI
+//! bit, later fragments lose their port masks, and the VLAN TCI masks of tags the packet does
+//! not have are cleared (the TPID keeps them apart).
 //!
 //! # Commit-before-output
 //!
@@ -188,8 +191,9 @@ struct Ctx<'a> {
     frozen: Vec<Frozen>,
     next_recirc: u32,
     rule_cookie: u64,
-    /// Some action wrote a VLAN tag field (see `commit_vlan`).
-    vlan_touched: bool,
+    /// Per tag (outer first): the TCI bits and whether the TPID some action wrote, or that
+    /// NORMAL left different from the datapath packet (see `commit_vlan`).
+    vlan_written: [(u16, bool); 2],
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -238,7 +242,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         frozen: Vec::new(),
         next_recirc: br.recirc_ids().next,
         rule_cookie: 0,
-        vlan_touched: false,
+        vlan_written: [(0, false); 2],
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -322,6 +326,24 @@ impl Ctx<'_> {
         if self.is_ip_any() {
             self.unwc_bits(FieldId::NwFrag, u128::from(FRAG_ANY | FRAG_LATER));
         }
+        // Registers and metadata are exact while translating: they are zero when a packet
+        // enters and only written from constants or from bits that the write un-wildcards
+        // (`move`), so equal packets hold equal values there at every lookup. Exact, a rule
+        // that differs there is proven missed at no cost in packet bits (OVS's staged lookup
+        // stops in the metadata stage likewise); `wc_finish` drops them.
+        for f in (0..16).filter_map(FieldId::reg).chain([FieldId::Metadata]) {
+            self.unwc(f);
+        }
+        // Likewise the TCI of a tag the packet does not have: zero, and the exact TPID keeps
+        // tagged packets apart (`wc_finish` clears it).
+        for (tpid, tci) in [
+            (FieldId::Vlan0Tpid, FieldId::Vlan0Tci),
+            (FieldId::Vlan1Tpid, FieldId::Vlan1Tci),
+        ] {
+            if !is_vlan_tpid(self.get(tpid) as u16) {
+                self.unwc(tci);
+            }
+        }
     }
 
     fn wc_finish(&mut self, orig: &FlowKey) {
@@ -336,6 +358,14 @@ impl Ctx<'_> {
         if (dl == ETH_TYPE_IP && proto == ipproto::ICMP)
             || (dl == ETH_TYPE_IPV6 && proto == ipproto::ICMPV6)
         {
+            // The high bytes are zero for every ICMP packet, but a lookup may have read them
+            // to tell this packet from a TCP/UDP rule: then only an exact `nw_proto` keeps
+            // such packets out of the megaflow.
+            let high =
+                (FieldId::TpSrc.get_mask(&self.wc) | FieldId::TpDst.get_mask(&self.wc)) & 0xff00;
+            if high != 0 {
+                self.unwc(FieldId::NwProto);
+            }
             for f in [FieldId::TpSrc, FieldId::TpDst] {
                 let m = f.get_mask(&self.wc) & 0xff;
                 f.set_mask(&mut self.wc, m);
@@ -490,8 +520,9 @@ impl Ctx<'_> {
             self.report(NodeKind::Action, || {
                 flow::text::format_actions(std::slice::from_ref(a))
             });
-            if writes_vlan(a) {
-                self.vlan_touched = true;
+            for (w, (tci, tpid)) in self.vlan_written.iter_mut().zip(vlan_writes(a)) {
+                w.0 |= tci;
+                w.1 |= tpid;
             }
             match a {
                 Action::Output { port, max_len } => self.output_action(*port, *max_len),
@@ -1105,6 +1136,14 @@ impl Ctx<'_> {
         for (f, v) in VLAN_FIELDS.iter().zip(saved) {
             self.set(*f, v);
         }
+        // The datapath packet now has NORMAL's tags, possibly shifted against the key's: a
+        // later commit must treat every tag as written (see `commit_vlan`).
+        if VLAN_FIELDS
+            .iter()
+            .any(|f| f.get(&self.base) != f.get(&self.flow))
+        {
+            self.vlan_written = [(u16::MAX, true); 2];
+        }
     }
 
     // ---- commit ----
@@ -1260,20 +1299,23 @@ impl Ctx<'_> {
         let f = tags(&self.flow);
         // OVS compares whole tags here without un-wildcarding them, which is unsound when an
         // action rebuilt a tag from constants (`strip_vlan,push_vlan,set_field:V->vlan_vid`
-        // equals the packet's tag only for one PCP): once tags were written, the comparison
-        // reads every bit of the packet's tags, so they go into the mask.
-        if self.vlan_touched {
-            for (i, (tp, tc)) in [
-                (FieldId::Vlan0Tpid, FieldId::Vlan0Tci),
-                (FieldId::Vlan1Tpid, FieldId::Vlan1Tci),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                if i < b.len() {
+        // equals the packet's tag only for one PCP): the comparison reads the packet's tag
+        // bits wherever an action wrote that tag (push/pop write all of both). Bits no action
+        // wrote hold the packet's own values on both sides, so they stay wildcarded
+        // (`mod_vlan_vid` leaves the PCP out, as OVS does).
+        for (i, (tp, tc)) in [
+            (FieldId::Vlan0Tpid, FieldId::Vlan0Tci),
+            (FieldId::Vlan1Tpid, FieldId::Vlan1Tci),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (tci_bits, tpid_written) = self.vlan_written[i];
+            if i < b.len() {
+                if tpid_written {
                     self.unwc(tp);
-                    self.unwc(tc);
                 }
+                self.unwc_bits(tc, u128::from(tci_bits));
             }
         }
         // Skip common inner tags.
@@ -1302,23 +1344,34 @@ impl Ctx<'_> {
     }
 }
 
-/// Whether an action may write a VLAN tag field.
-fn writes_vlan(a: &Action) -> bool {
-    let vlan_mf = |mf: Mf| {
-        matches!(
-            mf.def().storage,
-            FieldId::Vlan0Tci | FieldId::Vlan1Tci | FieldId::Vlan0Tpid | FieldId::Vlan1Tpid
-        )
+/// The VLAN tag bits an action may write, per tag (outer first): TCI bits (with the CFI bit,
+/// which every TCI write sets) and whether the TPID. Push, pop and strip move whole tags: all.
+fn vlan_writes(a: &Action) -> [(u16, bool); 2] {
+    const ALL: [(u16, bool); 2] = [(u16::MAX, true); 2];
+    const NONE: [(u16, bool); 2] = [(0, false); 2];
+    let field = |mf: Mf, mask: u128| {
+        let d = mf.def();
+        let tci = ((mask & mf.max()) << d.shift) as u16 | VLAN_CFI;
+        match d.storage {
+            FieldId::Vlan0Tci => [(tci, false), (0, false)],
+            FieldId::Vlan1Tci => [(0, false), (tci, false)],
+            FieldId::Vlan0Tpid | FieldId::Vlan1Tpid => ALL,
+            _ => NONE,
+        }
     };
     match a {
-        Action::ModVlanVid { .. }
-        | Action::ModVlanPcp { .. }
-        | Action::StripVlan
-        | Action::PopVlan
-        | Action::PushVlan(_) => true,
-        Action::SetField { field, .. } => vlan_mf(*field),
-        Action::Load { dst, .. } | Action::Move { dst, .. } => vlan_mf(dst.field),
-        _ => false,
+        Action::ModVlanVid { push_if_needed, .. } => {
+            [(VLAN_VID_MASK | VLAN_CFI, *push_if_needed), (0, false)]
+        }
+        Action::ModVlanPcp { push_if_needed, .. } => {
+            [(VLAN_PCP_MASK | VLAN_CFI, *push_if_needed), (0, false)]
+        }
+        Action::StripVlan | Action::PopVlan | Action::PushVlan(_) => ALL,
+        Action::SetField {
+            field: mf, mask, ..
+        } => field(*mf, *mask),
+        Action::Load { dst, .. } | Action::Move { dst, .. } => field(dst.field, dst.mask()),
+        _ => NONE,
     }
 }
 
