@@ -531,27 +531,27 @@ impl Bridge {
     /// Rules selected by a modify/delete: (table, handle).
     fn select(&self, spec: &FlowSpec, strict: bool) -> Vec<(u8, RuleHandle)> {
         let mut out = Vec::new();
+        let keep = |r: &OfRule| {
+            (r.cookie ^ spec.cookie) & spec.cookie_mask == 0
+                && spec
+                    .out_port
+                    .is_none_or(|p| p == OfPort::ANY || r.outputs_to(p))
+        };
         for t in self.target_tables(spec.table) {
             let table = &self.tables[usize::from(t)];
-            for (h, r) in table.iter() {
-                let m = if strict {
-                    r.priority == spec.priority && r.match_ == spec.match_
-                } else {
-                    loose_match(&r.match_, &spec.match_)
-                };
-                if !m {
-                    continue;
-                }
-                if (r.cookie ^ spec.cookie) & spec.cookie_mask != 0 {
-                    continue;
-                }
-                if let Some(p) = spec.out_port
-                    && p != OfPort::ANY
-                    && !r.outputs_to(p)
+            if strict {
+                // At most one rule has this (match, priority): the exact index finds it.
+                if let Some(h) = table.find_strict(&spec.match_, spec.priority)
+                    && table.get(h).is_some_and(keep)
                 {
-                    continue;
+                    out.push((t, h));
                 }
-                out.push((t, h));
+                continue;
+            }
+            for (h, r) in table.iter() {
+                if loose_match(&r.match_, &spec.match_) && keep(r) {
+                    out.push((t, h));
+                }
             }
         }
         out.sort();

@@ -1,4 +1,5 @@
-//! `bench datapath`: the OVS-DPDK benchmark matrix run on flowswitch's own datapath.
+//! `bench datapath`: the OVS-DPDK benchmark matrix run on flowswitch's own datapath
+//! (`bench flowmods` lives in [`super::bench_flowmods`]).
 //!
 //! The setup mirrors `../shared/ovs-bench` (pcap PMD with `infinite_rx=1` → one OVS PMD on
 //! core 1 → null PMD) so the two can be quoted as a ratio:
@@ -50,6 +51,8 @@ pub struct Args {
 pub enum Target {
     /// In-memory pcap replay → one PMD pinned to a core → null port (OVS-DPDK's setup).
     Datapath(DatapathArgs),
+    /// Flow-mod rate and latency on a published bridge while a reader translates.
+    Flowmods(super::bench_flowmods::FlowModArgs),
 }
 
 /// On or off.
@@ -667,6 +670,7 @@ fn secs(s: f64, what: &str) -> anyhow::Result<Duration> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.target {
         Target::Datapath(a) => run_datapath(a),
+        Target::Flowmods(a) => super::bench_flowmods::run(a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The subcommands, one module each.
 
 pub mod bench;
+pub mod bench_flowmods;
 pub mod classbench;
 pub mod demo;
 pub mod gen_pcap;
