@@ -78,22 +78,26 @@
 //!
 //! - Every live rule is linked in exactly one bucket list of exactly one subtable, whose mask is
 //!   a subset of the rule's mask; lists are sorted by strictly decreasing rank.
-//! - A subtable's `max_rank` equals the highest rank of its rules; empty subtables are freed;
-//!   `order` lists the live subtables by decreasing `max_rank`.
+//! - A subtable's `max_rank` is at least the highest rank of its rules, and equal to it when
+//!   `max_stale` is 0; empty subtables are freed; `order` lists the live subtables by
+//!   decreasing `max_rank`. Removing a subtable's top rule would need a scan of its buckets to
+//!   find the new maximum; a large subtable instead keeps the old value (an upper bound:
+//!   lookups stop later, never wrongly) and rescans once `max_stale` reaches an eighth of its
+//!   rules, so removal stays O(1) amortised even when rules are removed in rank order.
 //! - Stage sets count, per hash, the rules of the subtable whose stage-prefix hashes to it.
 //!
-//! # Publishing to lock-free readers (intended protocol, not built yet)
+//! # Publishing to lock-free readers
 //!
-//! Writers own an `OfTable` privately. Readers never see it being modified: the writer applies a
-//! batch of flow mods to its private copy and then publishes an immutable snapshot through an
-//! `arc_swap::ArcSwap<OfTable<T>>` (`store`); a reader does `load()` (a wait-free pointer load
-//! plus a reference count or hazard-slot guard) and looks up in that snapshot for as long as it
-//! likes. To avoid a full clone per batch the writer keeps two copies (left-right): it applies
-//! the batch to the copy no reader is using, swaps the published pointer, waits until the old
-//! copy's `Arc` strong count drops to 1 (readers have moved on), then replays the same batch on
-//! it. Lookups therefore never wait for a writer, and a writer waits only for readers that still
-//! hold the previous version. Rule versions (OVS `cls_rule` visibility versions) are not needed
-//! with whole-table snapshots.
+//! An `OfTable` itself is single-writer, not synchronised. Readers never see one being
+//! modified: [`crate::double_buffer::DoubleBuffer`] keeps two copies (left-right) of whatever
+//! holds the tables — for a datapath, the whole OpenFlow bridge — applies each flow mod to the
+//! copy no reader is using, swaps the published pointer (`arc-swap`), and replays the flow mod
+//! on the other copy once its last reader has moved on. Lookups never wait for a writer; a
+//! writer waits only for readers still holding the copy two writes old. This relies on
+//! `insert`/`remove` being deterministic (same operations, same order → same rule ids), which
+//! they are: slots and entries are reused in a fixed order and nothing depends on a random
+//! seed. Rule versions (OVS `cls_rule` visibility versions) are not needed with whole-copy
+//! publication.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -475,6 +479,8 @@ struct Subtable {
     plen_count: Box<[[u32; 33]; 2]>,
     plens: [u64; 2],
     nonprefix: [u32; 2],
+    /// Top rules removed since `max_rank` was last exact (see the invariants).
+    max_stale: u32,
 }
 
 impl Subtable {
@@ -498,6 +504,7 @@ impl Subtable {
         }
         Subtable {
             max_rank: 0,
+            max_stale: 0,
             nw: nw as u8,
             cw: nw as u8,
             idx,
@@ -1458,16 +1465,23 @@ impl<T> OfTable<T> {
         if empty {
             self.drop_table(tid);
         } else if was_max {
-            let st = &self.order[p_tab];
-            let new_max = st
-                .buckets
-                .iter()
-                .filter(|b| b.head != NONE)
-                .map(|b| self.ent_rank(st, b.head))
-                .max()
-                .unwrap_or(0);
-            self.order[p_tab].max_rank = new_max;
-            self.reorder(tid);
+            let st = &mut self.order[p_tab];
+            st.max_stale += 1;
+            // Small subtables rescan at once; large ones keep the bound until an eighth of
+            // their rules were removed from the top (amortised O(1), module invariants).
+            if st.buckets.len() <= 64 || st.max_stale as usize * 8 >= st.n_ents as usize {
+                let st = &self.order[p_tab];
+                let new_max = st
+                    .buckets
+                    .iter()
+                    .filter(|b| b.head != NONE)
+                    .map(|b| self.ent_rank(st, b.head))
+                    .max()
+                    .unwrap_or(0);
+                self.order[p_tab].max_rank = new_max;
+                self.order[p_tab].max_stale = 0;
+                self.reorder(tid);
+            }
         }
         Some(rule.value)
     }
@@ -1816,7 +1830,12 @@ impl<T> OfTable<T> {
                     e = st.ent_next(e);
                 }
             }
-            if n != st.n_ents || n == 0 || max != st.max_rank {
+            let max_ok = if st.max_stale == 0 {
+                max == st.max_rank
+            } else {
+                max <= st.max_rank
+            };
+            if n != st.n_ents || n == 0 || !max_ok {
                 return Err(format!("table {t} counters wrong"));
             }
             seen += n as usize;
@@ -1889,6 +1908,58 @@ mod tests {
             f.set_mask(&mut m, mask);
         }
         (k.masked(&m), m)
+    }
+
+    /// Removing rules in rank order from one large subtable (each removal takes its top rule)
+    /// leaves `max_rank` a stale upper bound between rescans; lookups and megaflow lookups
+    /// must still agree with the linear twin after every removal, and the invariants hold.
+    #[test]
+    fn removing_top_rules_of_a_large_subtable_keeps_answers() {
+        use crate::LinearClassifier;
+        let mut t: OfTable<u32> = OfTable::new();
+        let mut lin: LinearClassifier<u32> = LinearClassifier::new();
+        let mut ids = Vec::new();
+        let n = 600u32;
+        for i in 0..n {
+            let (k, m) = rule(&[
+                (FieldId::DlType, 0x0800, 0xffff),
+                (FieldId::NwDst, u128::from(i) << 8, 0xffff_ff00),
+            ]);
+            ids.push((
+                t.insert(1000 - i, &k, &m, i),
+                lin.insert(1000 - i, &k, &m, i),
+            ));
+        }
+        // One low-priority rule in another subtable, so lookups go past the large one.
+        let (k, m) = rule(&[(FieldId::DlType, 0x0800, 0xffff)]);
+        t.insert(1, &k, &m, u32::MAX);
+        lin.insert(1, &k, &m, u32::MAX);
+        let probe = |i: u32| {
+            let (k, _) = rule(&[
+                (FieldId::DlType, 0x0800, 0xffff),
+                (
+                    FieldId::NwDst,
+                    (u128::from(i) << 8) | 7,
+                    u128::from(u32::MAX),
+                ),
+            ]);
+            k
+        };
+        for (step, (a, b)) in ids.into_iter().enumerate() {
+            assert_eq!(t.remove(a), lin.remove(b));
+            t.check_invariants().expect("invariants");
+            for i in (0..n).step_by(37).chain([step as u32, step as u32 + 1]) {
+                let key = probe(i);
+                let want = lin.lookup(&key).map(|r| r.value);
+                assert_eq!(
+                    t.lookup(&key).map(|r| r.value),
+                    want,
+                    "step {step} probe {i}"
+                );
+                let mut wc = FlowMask::CATCHALL;
+                assert_eq!(t.lookup_wc(&key, &mut wc).map(|r| r.value), want);
+            }
+        }
     }
 
     #[test]
