@@ -3,8 +3,8 @@
 //!
 //! Loads a ClassBench rule file's expanded value/mask rules as OpenFlow `add` flow mods into
 //! table 0 of a [`SharedBridge`] (the datapath's bridge: every flow mod is applied to both
-//! copies of `classifier::double_buffer` and published), one flow mod per write, then removes
-//! them again with `delete-strict`. Meanwhile one reader thread translates the trace's headers
+//! copies of `classifier::double_buffer` and published), one flow mod per write (or `--batch N`
+//! per write, [`SharedBridge::flow_mods`]), then removes them again with `delete-strict`. Meanwhile one reader thread translates the trace's headers
 //! through whatever copy is published (`xlate_ro` on [`SharedBridge::read`]) and records the
 //! longest single translation: with lock-free reads it stays at lookup scale while the writer
 //! works. The same adds are also timed on a plain [`Bridge`] (one copy, no publication) in the
@@ -33,6 +33,10 @@ pub struct FlowModArgs {
     /// Its trace (headers the reader translates); without it the reader uses the rules' keys.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Flow mods per write on the published bridge (1 = each its own publication; larger
+    /// batches are what `add-flows` files and bundles do). Latencies are then per batch.
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
 }
 
 fn specs(rules: &[classbench::CbRule]) -> Vec<FlowSpec> {
@@ -105,6 +109,8 @@ struct Phase {
 }
 
 impl Phase {
+    /// `name=N name_errors=E name_per_s=R` and latency percentiles per call (per batch when
+    /// batched).
     fn line(&mut self, name: &str) -> String {
         self.lat_ns.sort_unstable();
         format!(
@@ -120,14 +126,21 @@ impl Phase {
 }
 
 fn timed<F: FnMut(&FlowSpec) -> bool>(specs: &[FlowSpec], mut f: F) -> Phase {
-    let mut lat_ns = Vec::with_capacity(specs.len());
+    timed_batches(specs, 1, |b| b.iter().filter(|s| !f(s)).count())
+}
+
+/// Times `f` on consecutive batches of `batch` specs; `f` returns how many failed.
+fn timed_batches<F: FnMut(&[FlowSpec]) -> usize>(
+    specs: &[FlowSpec],
+    batch: usize,
+    mut f: F,
+) -> Phase {
+    let mut lat_ns = Vec::with_capacity(specs.len() / batch.max(1) + 1);
     let mut errors = 0;
     let t0 = Instant::now();
-    for s in specs {
+    for b in specs.chunks(batch.max(1)) {
         let t = Instant::now();
-        if !f(s) {
-            errors += 1;
-        }
+        errors += f(b);
         lat_ns.push(t.elapsed().as_nanos() as u64);
     }
     Phase {
@@ -169,15 +182,20 @@ pub fn run(args: FlowModArgs) -> anyhow::Result<()> {
     let shared = SharedBridge::with_manual_clock(Bridge::ovs_sandbox(2, Backend::TupleSpace), 0);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(shared.clone(), keys, stop.clone());
-    let mut adds = timed(&specs, |s| {
-        shared.flow_mod(&flow_mod(FlowModCommand::Add, s)).is_ok()
-    });
+    let batched = |command: FlowModCommand| {
+        let shared = &shared;
+        move |b: &[FlowSpec]| {
+            let fms: Vec<FlowMod> = b.iter().map(|s| flow_mod(command, s)).collect();
+            if fms.len() == 1 {
+                usize::from(shared.flow_mod(&fms[0]).is_err())
+            } else {
+                shared.flow_mods(&fms).iter().filter(|r| r.is_err()).count()
+            }
+        }
+    };
+    let mut adds = timed_batches(&specs, args.batch, batched(FlowModCommand::Add));
     let loaded = shared.read().n_rules();
-    let mut dels = timed(&specs, |s| {
-        shared
-            .flow_mod(&flow_mod(FlowModCommand::DeleteStrict, s))
-            .is_ok()
-    });
+    let mut dels = timed_batches(&specs, args.batch, batched(FlowModCommand::DeleteStrict));
     stop.store(true, Ordering::Relaxed);
     let (lookups, max_ns) = reader
         .join()
@@ -193,9 +211,10 @@ pub fn run(args: FlowModArgs) -> anyhow::Result<()> {
     ensure!(left == 0, "{left} rules left after deleting all");
     let wall = adds.wall + dels.wall;
     println!(
-        "flowmods rules={} expanded={} installed={loaded} {} {} plain_{} plain_{} reader_lookups_per_s={:.0} reader_max_us={:.1}",
+        "flowmods rules={} expanded={} batch={} installed={loaded} {} {} plain_{} plain_{} reader_lookups_per_s={:.0} reader_max_us={:.1}",
         rules.len(),
         specs.len(),
+        args.batch.max(1),
         adds.line("adds"),
         dels.line("deletes"),
         base.line("adds"),
