@@ -12,6 +12,9 @@
 //! - `key == key.masked(&mask)` (the key is stored masked) and `map == mask.map()`.
 //! - `hash == hash_masked(&key, &mask, map, 0)`: the hash the subtable of `mask` files it under.
 //! - `dead` goes false → true once.
+//! - `words` lists the words of `map` in order, padded with `FLOW_WORDS - 1`, when `map`
+//!   has at most [`MATCH_WORDS`] words (`narrow`); comparing a padding word is always true
+//!   (a word outside the map has mask and key 0) or repeats a listed word.
 //!
 //! # Stats protocol
 //!
@@ -26,7 +29,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use flow::hash::hash_masked;
-use flow::{FlowKey, FlowMask, WordMap};
+use flow::{FLOW_WORDS, FlowKey, FlowMask, WordMap};
+
+/// Mask words [`DpFlow::matches`] compares with a fixed, branch-free sequence (more words:
+/// a loop over the map). Six covers in_port, L2, L3 addresses, L3 proto/tos/ttl and ports.
+pub const MATCH_WORDS: usize = 6;
 
 /// A unique flow id (OVS's ufid: 128 bits, chosen by the installer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -101,6 +108,10 @@ pub struct DpFlow {
     pub hash: u32,
     /// The flow's id.
     pub ufid: Ufid,
+    /// The words of `map` in order, padded with `FLOW_WORDS - 1` (valid if `narrow`).
+    words: [u8; MATCH_WORDS],
+    /// `map` has at most [`MATCH_WORDS`] words.
+    narrow: bool,
     /// Datapath actions handle.
     pub actions: ActionsId,
     dead: AtomicBool,
@@ -117,7 +128,13 @@ impl DpFlow {
     pub fn new(ufid: Ufid, key: &FlowKey, mask: &FlowMask, actions: ActionsId) -> DpFlow {
         let key = key.masked(mask);
         let map = mask.map();
+        let mut words = [(FLOW_WORDS - 1) as u8; MATCH_WORDS];
+        for (w, i) in words.iter_mut().zip(map.iter()) {
+            *w = i as u8;
+        }
         DpFlow {
+            words,
+            narrow: map.iter().count() <= MATCH_WORDS,
             hash: hash_masked(&key, mask, map, 0),
             key,
             mask: *mask,
@@ -153,6 +170,13 @@ impl DpFlow {
         (i != u32::MAX).then_some(i)
     }
 
+    /// The raw arena index (`u32::MAX` = none yet): a cheap per-classifier flow tag for
+    /// hints that are checked before use.
+    #[inline(always)]
+    pub(crate) fn arena_index_raw(&self) -> u32 {
+        self.arena_index.load(Relaxed)
+    }
+
     pub(crate) fn set_arena_index(&self, i: u32) {
         self.arena_index.store(i, Relaxed);
     }
@@ -163,8 +187,26 @@ impl DpFlow {
     }
 
     /// Whether packet key `pkt` matches this flow (compares only the mask's words).
+    ///
+    /// A flow of at most [`MATCH_WORDS`] words compares a fixed number of words with no
+    /// data-dependent branch: the SMC verifies hits of many megaflows of different widths
+    /// in random order, where a loop over the map mispredicts its exit.
     #[inline]
     pub fn matches(&self, pkt: &FlowKey) -> bool {
+        if self.narrow {
+            let mut d = 0u64;
+            for &i in &self.words {
+                let i = usize::from(i) % FLOW_WORDS;
+                d |= (pkt.w[i] & self.mask.w[i]) ^ self.key.w[i];
+            }
+            return d == 0;
+        }
+        self.matches_by_map(pkt)
+    }
+
+    /// [`DpFlow::matches`] as a loop over the map (any width).
+    #[inline(never)]
+    pub fn matches_by_map(&self, pkt: &FlowKey) -> bool {
         self.map
             .iter()
             .all(|i| pkt.w[i] & self.mask.w[i] == self.key.w[i])
@@ -180,6 +222,50 @@ impl DpFlow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Keys and masks over a few words (so packets often match), narrow and wide.
+    fn words() -> impl Strategy<Value = [u64; FLOW_WORDS]> {
+        proptest::collection::vec((0..FLOW_WORDS, 0u64..4, any::<bool>()), 0..10).prop_map(|v| {
+            let mut w = [0u64; FLOW_WORDS];
+            for (i, x, big) in v {
+                w[i] = if big {
+                    x.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                } else {
+                    x
+                };
+            }
+            w
+        })
+    }
+
+    proptest! {
+        /// `matches` (fixed words or map loop) against a full-width compare.
+        #[test]
+        fn matches_twin(k in words(), m in words(), p in words()) {
+            let (mut key, mut mask, mut pkt) = (FlowKey::ZERO, FlowMask::CATCHALL, FlowKey::ZERO);
+            key.w = k;
+            mask.w = m;
+            pkt.w = p;
+            let f = DpFlow::new(Ufid(1), &key, &mask, 0);
+            let want = (0..FLOW_WORDS).all(|i| pkt.w[i] & mask.w[i] == key.w[i] & mask.w[i]);
+            prop_assert_eq!(f.matches(&pkt), want);
+            prop_assert_eq!(f.matches_by_map(&pkt), want);
+            // The flow's own key (and anything equal under the mask) matches.
+            prop_assert!(f.matches(&key));
+            let mut near = pkt;
+            for i in 0..FLOW_WORDS {
+                near.w[i] = (key.w[i] & mask.w[i]) | (pkt.w[i] & !mask.w[i]);
+            }
+            prop_assert!(f.matches(&near));
+            // One flipped bit inside the mask is a miss.
+            if let Some(i) = (0..FLOW_WORDS).find(|&i| mask.w[i] != 0) {
+                near.w[i] ^= 1 << mask.w[i].trailing_zeros();
+                prop_assert!(!f.matches(&near));
+            }
+            prop_assert_eq!(f.narrow, mask.map().iter().count() <= MATCH_WORDS);
+        }
+    }
 
     #[test]
     fn stats_accumulate() {
