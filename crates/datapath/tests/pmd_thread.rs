@@ -7,45 +7,17 @@
 //! the packets that were classified, and `join` returns a `Pmd` whose counters equal the last
 //! snapshot.
 
+mod common;
+use common::{ToPort2, udp_frame};
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
-use datapath::{
-    ActionsId, DpAction, Dpcls, DpclsConfig, Pinning, PmdSnapshot, PmdThread, PmdThreadConfig,
-};
-use flow::{FlowKey, FlowMask};
+use datapath::pmd::{ActionTable, Pmd, PmdConfig};
+use datapath::{Dpcls, DpclsConfig, Pinning, PmdSnapshot, PmdThread, PmdThreadConfig};
 use netdev::{MemHandle, MemPort, NullPort, ReplayPort};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Everything to port 2; the mask is widened to in_port by the PMD.
-struct ToPort2;
-
-impl Upcall for ToPort2 {
-    fn upcall(
-        &mut self,
-        _key: &FlowKey,
-        actions: &ActionTable,
-    ) -> Result<(FlowMask, ActionsId), UpcallError> {
-        let id = actions
-            .intern(&[DpAction::Output(2)])
-            .ok_or(UpcallError::ActionsFull)?;
-        Ok((FlowMask::CATCHALL, id))
-    }
-}
-
-/// A 60-byte Ethernet/IPv4/UDP frame (checksum not needed by the datapath).
-fn frame(sport: u16) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    f.extend_from_slice(&[
-        0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ]);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&[0x13, 0x88, 0, 26, 0, 0]);
-    f.resize(60, 0);
-    f
-}
 
 fn new_pmd(core: u32, emc: bool) -> Pmd {
     let cfg = PmdConfig {
@@ -84,7 +56,7 @@ fn mem_pmd(core: u32, emc: bool) -> (Pmd, MemHandle, MemHandle) {
 
 fn inject(h: &MemHandle, n: u16, base: u16) {
     for i in 0..n {
-        h.inject(frame(base + i % 300));
+        h.inject(udp_frame(base + i % 300));
     }
 }
 
@@ -154,7 +126,7 @@ fn two_threads_stats_clear_stop_join() {
 
 #[test]
 fn infinite_replay_snapshots_are_ordered_and_partition() {
-    let frames: Vec<Vec<u8>> = (0..100).map(frame).collect();
+    let frames: Vec<Vec<u8>> = (0..100).map(udp_frame).collect();
     let mut threads = Vec::new();
     for core in 0..2u32 {
         let mut pmd = new_pmd(core, core == 0);

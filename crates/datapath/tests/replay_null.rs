@@ -14,53 +14,20 @@
 //! Checked on every run: every packet is received, classified once (EMC, megaflow or upcall),
 //! sent to the null port, and every buffer is back in the pool.
 
+mod common;
+use common::{ToPort2, env_u64, udp_frame};
+
 use std::sync::Arc;
 
-use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
-use datapath::{ActionsId, DpAction, Dpcls, DpclsConfig};
-use flow::{FlowKey, FlowMask};
+use datapath::pmd::{ActionTable, Pmd, PmdConfig};
+use datapath::{Dpcls, DpclsConfig};
 use netdev::{NullPort, ReplayPort};
-
-/// Everything to port 2; the mask is widened to in_port by the PMD.
-struct ToPort2;
-
-impl Upcall for ToPort2 {
-    fn upcall(
-        &mut self,
-        _key: &FlowKey,
-        actions: &ActionTable,
-    ) -> Result<(FlowMask, ActionsId), UpcallError> {
-        let id = actions
-            .intern(&[DpAction::Output(2)])
-            .ok_or(UpcallError::ActionsFull)?;
-        Ok((FlowMask::CATCHALL, id))
-    }
-}
-
-/// A 60-byte Ethernet/IPv4/UDP frame of flow `sport`.
-fn frame(sport: u16) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-    f.extend_from_slice(&[
-        0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ]);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&[0x13, 0x88, 0, 26, 0, 0]);
-    f.resize(60, 0);
-    f
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 #[test]
 fn replay_to_null_counts() {
     let packets = env_u64("REPLAY_NULL_PACKETS", 20_000);
     let flows = env_u64("REPLAY_NULL_FLOWS", 1).clamp(1, 1000) as u16;
-    let frames: Vec<Vec<u8>> = (0..flows).map(|i| frame(1000 + i)).collect();
+    let frames: Vec<Vec<u8>> = (0..flows).map(|i| udp_frame(1000 + i)).collect();
     let mut pmd = Pmd::new(
         PmdConfig::default(),
         Arc::new(Dpcls::new(DpclsConfig::default())),

@@ -25,6 +25,9 @@
 //! one megaflow per rule that the traffic reaches is installed, and (with the SMC on, EMC
 //! off, after the warm-up) packets hit the SMC.
 
+mod common;
+use common::env_u64;
+
 use std::sync::Arc;
 
 use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
@@ -175,13 +178,6 @@ fn run(c: &Case) {
 
 fn env_str(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// The case the environment names (defaults: sub10, 1000 flows, SMC on, EMC off).
