@@ -167,6 +167,11 @@ fn packet(rng: &mut Rng) -> FlowKey {
         }
         f.set(&mut k, v);
     }
+    // Often an IPv6 packet, so that `lookup_wc` consults the IPv6 prefix tries (it does so
+    // only for packets that can carry the field).
+    if rng.next().is_multiple_of(3) {
+        FieldId::DlType.set(&mut k, 0x86dd);
+    }
     // Occasionally a bit outside every field, which no rule may look at.
     if rng.next().is_multiple_of(8) {
         k.w[31] = rng.next();

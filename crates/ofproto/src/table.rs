@@ -42,7 +42,14 @@ impl Cls {
     fn new(b: Backend) -> Cls {
         match b {
             Backend::Linear => Cls::Linear(LinearClassifier::new()),
-            Backend::TupleSpace => Cls::Tss(Box::new(OfTable::new())),
+            // Prefix tries on, as OVS keeps them on its tables: a miss on an address
+            // prefix un-wildcards only the bits that decided it.
+            Backend::TupleSpace => Cls::Tss(Box::new(OfTable::with_config(
+                classifier::oftable::Config {
+                    prefix_tries: true,
+                    ..classifier::oftable::Config::default()
+                },
+            ))),
         }
     }
     fn insert(&mut self, prio: u32, m: &Match, v: u64) -> RuleId {
