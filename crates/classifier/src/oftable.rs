@@ -2151,7 +2151,8 @@ mod tests {
                 if add || live.is_empty() {
                     let base = [0u128, u128::MAX, 0x5555_5555u128 << 96, 0xa5c3_0f00u128 << 96]
                         [seed as usize % 4];
-                    let flip = 1u128.checked_shl(127 - (flip % 140)).unwrap_or(0);
+                    // One bit flipped (none when the draw is past bit 0).
+                    let flip = 127u32.checked_sub(flip % 140).map_or(0, |b| 1u128 << b);
                     let v = (base ^ flip) & top(len);
                     trie.insert(v, len);
                     live.push((v, len));
