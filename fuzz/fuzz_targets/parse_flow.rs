@@ -10,9 +10,18 @@ fuzz_target!(|data: &[u8]| {
     match flow::text::parse_flow(text) {
         Ok(spec) => {
             let printed = flow::text::format_flow_add(&spec);
-            let again = flow::text::parse_flow(&printed)
-                .unwrap_or_else(|e| panic!("printed form does not parse: {printed:?}: {e}"));
-            assert_eq!(again, spec, "round trip changed {text:?} (printed {printed:?})");
+            match flow::text::parse_flow(&printed) {
+                Ok(again) => {
+                    assert_eq!(again, spec, "round trip changed {text:?} (printed {printed:?})")
+                }
+                // OVS prints an ICMP match's tp_src/tp_dst as icmp_type/icmp_code even when
+                // the value does not fit their 8 bits (`ovs-ofctl parse-flow
+                // 'ip,tp_dst=806,nw_proto=1,actions=drop'` prints `icmp,icmp_code=806`) and
+                // then refuses that text itself; we print as OVS does, so this one text does
+                // not round-trip (found by this target, 2026-11-22).
+                Err(e) if e.message.contains("value too large for 1-byte field icmp_") => {}
+                Err(e) => panic!("printed form does not parse: {printed:?}: {e}"),
+            }
         }
         Err(e) => assert!(e.column <= text.chars().count() + 1, "column {} out of {text:?}", e.column),
     }
