@@ -180,11 +180,8 @@ fn dump_flows_lines_match_live_ovs() {
             let out = xlate(
                 &br,
                 &XlateIn {
-                    key,
-                    now_ms: 0,
                     side_effects: true,
-                    trace: false,
-                    table: 0,
+                    ..XlateIn::new(key)
                 },
             );
             if key_text(&key, &out.mask) == ovs_key {

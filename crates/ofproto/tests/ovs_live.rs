@@ -217,11 +217,8 @@ fn hand_written_pipelines_match_live_ovs() {
             let out = xlate(
                 &br,
                 &XlateIn {
-                    key,
-                    now_ms: 0,
                     side_effects: true,
-                    trace: false,
-                    table: 0,
+                    ..XlateIn::new(key)
                 },
             );
             let ours = ofproto::format_odp_actions(&out.actions);
@@ -253,11 +250,9 @@ fn hand_written_pipelines_match_live_ovs() {
                 xlate(
                     &br,
                     &XlateIn {
-                        key: k,
-                        now_ms: 0,
                         side_effects: true,
-                        trace: false,
                         table: f.table,
+                        ..XlateIn::new(k)
                     },
                 );
             }

@@ -73,11 +73,8 @@ fn run(backend: Backend) -> (Stats, Vec<String>, Vec<String>) {
             let out = xlate(
                 &br,
                 &XlateIn {
-                    key,
-                    now_ms: 0,
                     side_effects: true,
-                    trace: false,
-                    table: 0,
+                    ..XlateIn::new(key)
                 },
             );
             let Some(stage) = t.stages.first() else {
@@ -103,11 +100,9 @@ fn run(backend: Backend) -> (Stats, Vec<String>, Vec<String>) {
                 let o = xlate(
                     &br,
                     &XlateIn {
-                        key: k,
-                        now_ms: 0,
                         side_effects: true,
-                        trace: false,
                         table: f.table,
+                        ..XlateIn::new(k)
                     },
                 );
                 ours_stages.push(ofproto::format_odp_actions(&o.actions));
