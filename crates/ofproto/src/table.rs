@@ -252,7 +252,8 @@ impl FlowTable {
     }
 
     /// [`Self::find_strict`] by scanning every rule: the index's trivially correct twin.
-    pub fn find_strict_scan(&self, m: &Match, priority: u16) -> Option<RuleHandle> {
+    #[cfg(test)]
+    fn find_strict_scan(&self, m: &Match, priority: u16) -> Option<RuleHandle> {
         self.rules
             .iter()
             .find(|(_, (_, r))| r.priority == priority && r.match_ == *m)

@@ -189,7 +189,9 @@ struct Ctx<'a> {
     learned: Vec<(u64, u16, OfPort)>,
     mac_deps: Vec<(u64, u16)>,
     frozen: Vec<Frozen>,
-    next_recirc: u32,
+    /// Next fresh unpooled recirculation id, read from the bridge at the first freeze (so a
+    /// translation that freezes nothing never takes the recirculation-id lock).
+    next_recirc: Option<u32>,
     rule_cookie: u64,
     /// Per tag (outer first): the TCI bits and whether the TPID some action wrote, or that
     /// NORMAL left different from the datapath packet (see `commit_vlan`).
@@ -240,7 +242,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         learned: Vec::new(),
         mac_deps: Vec::new(),
         frozen: Vec::new(),
-        next_recirc: br.recirc_ids().next,
+        next_recirc: None,
         rule_cookie: 0,
         vlan_written: [(0, false); 2],
     };
@@ -915,8 +917,8 @@ impl Ctx<'_> {
                         id
                     }
                     None => {
-                        let id = self.next_recirc;
-                        self.next_recirc = self.next_recirc.wrapping_add(1).max(1);
+                        let id = *self.next_recirc.get_or_insert(ids.next);
+                        self.next_recirc = Some(id.wrapping_add(1).max(1));
                         id
                     }
                 }
