@@ -880,20 +880,28 @@ impl Pmd {
     /// the packets its actions recirculated, pass after pass.
     fn process_batch(&mut self, in_port: u32) {
         self.stats.packets_received += self.batch.len() as u64;
-        if self.batch.iter().any(|p| p.len() < ETH_HEADER_LEN) {
+        // One pass over the packets: stamp the in_port, note lengths (for the flow stats),
+        // spot runts.
+        let mut runt = false;
+        for (p, l) in self.batch.iter_mut().zip(self.s.lens.iter_mut()) {
+            p.in_port = in_port;
+            *l = p.len() as u32;
+            runt |= p.len() < ETH_HEADER_LEN;
+        }
+        if runt {
             let before = self.batch.len();
             self.batch
                 .retain_or_free(&mut self.pool, |p| p.len() >= ETH_HEADER_LEN);
             let runts = (before - self.batch.len()) as u64;
             self.stats.lost_reasons.runt += runts;
             self.stats.lost += runts;
+            for (p, l) in self.batch.iter().zip(self.s.lens.iter_mut()) {
+                *l = p.len() as u32;
+            }
         }
         let n = self.batch.len().min(BATCH_MAX);
         if n == 0 {
             return;
-        }
-        for p in self.batch.iter_mut() {
-            p.in_port = in_port;
         }
         if self.metas_port != Some(in_port) {
             self.s.metas.fill(PacketMeta::port(in_port));
@@ -904,7 +912,8 @@ impl Pmd {
         self.run_recirculations();
     }
 
-    /// One datapath pass over `self.batch` (`n` packets, metadata in `s.metas`).
+    /// One datapath pass over `self.batch` (`n` packets, metadata in `s.metas`, frame lengths
+    /// in `s.lens`).
     fn run_pass(&mut self, in_port: u32, n: usize) {
         {
             let pkts = self.batch.as_slice();
@@ -941,6 +950,7 @@ impl Pmd {
                 };
                 self.s.metas[n] = md;
                 self.s.depth[n] = depth;
+                self.s.lens[n] = p.len() as u32;
                 if let Err(p) = self.batch.push(p) {
                     self.pool.free(p);
                     self.stats.recirc_dropped += 1;
@@ -1002,9 +1012,6 @@ impl Pmd {
         let mut miss_idx = [0u8; BATCH_MAX];
         let mut m = 0usize;
         self.g.clear();
-        for i in 0..n {
-            self.s.lens[i] = self.batch.as_slice().get(i).map_or(0, |p| p.len() as u32);
-        }
         let mut emc_hits = 0u64;
         for i in 0..n {
             let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);

@@ -67,6 +67,24 @@ impl Batch {
     }
 
     /// Removes and returns the last packet.
+    /// Appends the packets of `it` and returns them (the batch's new tail). The caller gives
+    /// at most [`Batch::room`]; any beyond it are dropped, never stored past [`BATCH_MAX`].
+    #[inline]
+    pub fn extend_within_room(
+        &mut self,
+        it: impl ExactSizeIterator<Item = Packet>,
+    ) -> &mut [Packet] {
+        let (old, room) = (self.pkts.len(), self.room());
+        self.pkts.extend(it.take(room));
+        self.pkts.get_mut(old..).unwrap_or_default()
+    }
+
+    /// Moves every packet to the end of `dst` in one block, leaving the batch empty.
+    #[inline]
+    pub fn move_all_into(&mut self, dst: &mut Vec<Packet>) {
+        dst.append(&mut self.pkts);
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<Packet> {
         self.pkts.pop()

@@ -20,7 +20,7 @@
 //!
 //! * `off + len <= BUF_SIZE` at all times; every method that would break it refuses instead.
 //! * A packet taken from [`PacketPool::alloc`] is reset: `off == HEADROOM`, `len == 0`,
-//!   `in_port == 0`, `rss_hash == None`. Its bytes are stale (not zeroed): callers write
+//!   `in_port == 0`. Its bytes are stale (not zeroed): callers write
 //!   before they read, as with a NIC buffer.
 //! * The pool's free list never grows past its capacity, so `free` never reallocates. A packet
 //!   freed into a full pool (it came from another pool or from [`Packet::new`]) is deallocated
@@ -52,14 +52,15 @@ pub enum PacketError {
 }
 
 /// One packet: a fixed-size buffer, the frame inside it and per-packet metadata.
+///
+/// 16 bytes, one vector move: packets travel by value between the pool, batches and ports
+/// on every packet's path (no port supplies an RSS hash yet, so there is no field for one).
 pub struct Packet {
     buf: Box<[u8; BUF_SIZE]>,
     off: u16,
     len: u16,
     /// Datapath port number the packet was received on (stamped by the datapath; ports leave 0).
     pub in_port: u32,
-    /// RSS hash of the packet if a port or an earlier stage computed it.
-    pub rss_hash: Option<u32>,
 }
 
 impl AsRef<[u8]> for Packet {
@@ -76,7 +77,6 @@ impl std::fmt::Debug for Packet {
             .field("off", &self.off)
             .field("len", &self.len)
             .field("in_port", &self.in_port)
-            .field("rss_hash", &self.rss_hash)
             .finish_non_exhaustive()
     }
 }
@@ -101,7 +101,6 @@ impl Packet {
             off: HEADROOM as u16,
             len: 0,
             in_port: 0,
-            rss_hash: None,
         }
     }
 
@@ -118,7 +117,6 @@ impl Packet {
         self.off = HEADROOM as u16;
         self.len = 0;
         self.in_port = 0;
-        self.rss_hash = None;
     }
 
     /// The frame bytes.
@@ -325,6 +323,29 @@ impl PacketPool {
         }
     }
 
+    /// Moves up to `n` packets (at most the batch's room) from the free list to the end of
+    /// `batch`, reset, in the order [`PacketPool::alloc`] would hand them out, and returns
+    /// them (the batch's new tail) for the caller to fill. Counted as that many allocations,
+    /// plus one failure if the free list ran out before `n` (as a loop of `alloc` calls that
+    /// stops at its first `None` counts).
+    #[inline]
+    pub fn alloc_into<'b>(&mut self, n: usize, batch: &'b mut crate::Batch) -> &'b mut [Packet] {
+        let n = n.min(batch.room());
+        let k = n.min(self.free.len());
+        if k < n {
+            self.alloc_failures += 1;
+        }
+        self.allocs += k as u64;
+        self.outstanding += k;
+        let from = self.free.len() - k;
+        // `Drain` is exact-size: the batch reserves once and moves the packets as a block.
+        let tail = batch.extend_within_room(self.free.drain(from..).rev());
+        for p in tail.iter_mut() {
+            p.reset();
+        }
+        tail
+    }
+
     /// Returns a packet to the free list (deallocating it if the list is already full).
     #[inline]
     pub fn free(&mut self, p: Packet) {
@@ -346,7 +367,8 @@ impl PacketPool {
         self.outstanding = self.outstanding.saturating_sub(n);
         let room = self.capacity.saturating_sub(self.free.len());
         if n <= room {
-            self.free.extend(batch.drain());
+            // One block move of the batch's packets (no per-packet option checks).
+            batch.move_all_into(&mut self.free);
         } else {
             for p in batch.drain() {
                 if self.free.len() < self.capacity {
@@ -389,6 +411,8 @@ impl PacketPool {
         }
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 16);
 
 #[cfg(test)]
 mod tests {
@@ -551,14 +575,10 @@ mod tests {
         // dirty a packet, free it, allocate again: it comes back reset
         held[0].set_data(&[1, 2, 3]).unwrap();
         held[0].in_port = 9;
-        held[0].rss_hash = Some(5);
         held[0].push_front(10).unwrap();
         pool.free(held.remove(0));
         let p = pool.alloc().unwrap();
-        assert_eq!(
-            (p.len(), p.headroom(), p.in_port, p.rss_hash),
-            (0, HEADROOM, 0, None)
-        );
+        assert_eq!((p.len(), p.headroom(), p.in_port), (0, HEADROOM, 0));
         held.push(p);
         for p in held {
             pool.free(p);
