@@ -123,6 +123,8 @@ pub struct Emc {
     insert_min: u32,
     rng: u32,
     sweep_pos: usize,
+    /// Entries holding a flow (live or dead).
+    occupied: usize,
     stats: EmcStats,
 }
 
@@ -163,6 +165,7 @@ impl Emc {
             insert_min: 0,
             rng: 0x9e37_79b9,
             sweep_pos: 0,
+            occupied: 0,
             stats: EmcStats::default(),
         };
         e.set_insert_inv_prob(insert_inv_prob);
@@ -185,6 +188,18 @@ impl Emc {
             (hash & EMC_MASK) as usize,
             ((hash >> EMC_SHIFT) & EMC_MASK) as usize,
         ]
+    }
+
+    /// Prefetches the first cache line (header and first words) of both candidate entries
+    /// of `hash`, ahead of [`Emc::lookup`].
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u32) {
+        let [a, b] = Self::slots(hash);
+        for s in [a, b] {
+            if let Some(e) = self.entries.get(s) {
+                netdev::prefetch::prefetch(e);
+            }
+        }
     }
 
     /// The live flow cached for `key` (`map` = its non-zero words, `hash` = `hash_key(key,
@@ -233,6 +248,9 @@ impl Emc {
             .is_none_or(|f| f.is_dead());
         if dead {
             if let Some(e) = self.entries.get_mut(s) {
+                if e.flow.is_some() {
+                    self.occupied -= 1;
+                }
                 *e = EmcEntry::EMPTY;
             }
             self.stats.dead_evicted += 1;
@@ -325,6 +343,9 @@ impl Emc {
         let Some(e) = victim.and_then(|v| self.entries.get_mut(v)) else {
             return false;
         };
+        if e.flow.is_none() {
+            self.occupied += 1;
+        }
         e.hash = hash;
         e.map = m;
         e.flow = Some(flow.clone());
@@ -350,6 +371,7 @@ impl Emc {
                 cleared += 1;
             }
         }
+        self.occupied -= cleared;
         self.stats.dead_evicted += cleared as u64;
         cleared
     }
@@ -357,6 +379,13 @@ impl Emc {
     /// Empties the cache.
     pub fn clear(&mut self) {
         self.entries.fill(EmcEntry::EMPTY);
+        self.occupied = 0;
+    }
+
+    /// Number of entries holding a flow, live or dead (kept as a count; O(1)).
+    #[inline]
+    pub fn occupied(&self) -> usize {
+        self.occupied
     }
 
     /// Number of entries holding a live flow.
@@ -497,6 +526,41 @@ mod tests {
                     assert_eq!(got, want, "round {round} width {} variant {variant}", j + 1);
                     assert_eq!(got.is_some(), variant == 0 && j < EMC_MAX_WORDS);
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Twin of the occupancy count: after every step of a random sequence of inserts (on
+        /// few slots, so that they replace and collide), lookups, flow deaths (lookup evicts),
+        /// sweeps and clears, `occupied()` equals a count over all entries.
+        #[test]
+        fn occupied_counts_entries_with_a_flow(
+            ops in proptest::collection::vec((0u8..5, 0u64..40, 0usize..6), 1..200),
+        ) {
+            let mut emc = Emc::new(1);
+            let flows: Vec<Arc<DpFlow>> = (0..6u128)
+                .map(|i| Arc::new(DpFlow::new(Ufid(i), &key(1), &FlowMask::CATCHALL, 0)))
+                .collect();
+            for (op, k, f) in ops {
+                let k = key(k);
+                // Few distinct hashes: slots are shared by many keys.
+                let h = (hash_key(&k, k.map(), 0) & 0x7) | 0x10000;
+                match op {
+                    0 | 1 => {
+                        emc.insert(&k, k.map(), h, &flows[f]);
+                    }
+                    2 => {
+                        emc.lookup(&k, k.map(), h);
+                    }
+                    3 => flows[f].mark_dead(),
+                    _ if f == 0 => emc.clear(),
+                    _ => {
+                        emc.sweep(f * 3);
+                    }
+                }
+                let want = emc.entries.iter().filter(|e| e.flow.is_some()).count();
+                proptest::prop_assert_eq!(emc.occupied(), want);
             }
         }
     }

@@ -82,6 +82,14 @@ impl Smc {
         ((hash & SMC_MASK) as usize, (hash >> 16) as u16)
     }
 
+    /// Prefetches the bucket of `hash`, ahead of [`Smc::lookup`].
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u32) {
+        if let Some(b) = self.buckets.get(Self::split(hash).0) {
+            netdev::prefetch::prefetch(b);
+        }
+    }
+
     /// The live flow of `arena` that the entry for `hash` names and that matches `key`
     /// (`hash` = the packet's `hash_key(key, map, 0)`, the EMC hash).
     #[inline]

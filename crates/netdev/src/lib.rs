@@ -31,7 +31,8 @@
 //!
 //! This crate is where the I/O `unsafe` of flowswitch will live (AF_PACKET rings, AF_XDP
 //! UMEM, tap), each block with a `// SAFETY:` comment. The port kinds present today are safe
-//! code.
+//! code; the CPU helpers [`tsc`] (cycle counter) and [`prefetch`] (cache hint) each wrap one
+//! intrinsic.
 
 pub mod batch;
 pub mod generator;
@@ -40,6 +41,7 @@ pub mod null;
 pub mod packet;
 pub mod pcap;
 pub mod port;
+pub mod prefetch;
 pub mod replay;
 pub mod tsc;
 
