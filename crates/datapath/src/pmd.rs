@@ -683,6 +683,8 @@ pub struct Pmd {
     recirc: VecDeque<(Packet, PacketMeta, u8)>,
     cycles_per_ms: u64,
     next_rank_ms: u64,
+    /// Cycle count at the start of the burst being processed.
+    batch_tsc: u64,
     metas_port: Option<u32>,
 }
 
@@ -738,6 +740,7 @@ impl Pmd {
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
+            batch_tsc: 0,
             metas_port: None,
             cfg,
         }
@@ -814,15 +817,18 @@ impl Pmd {
     pub fn poll_once(&mut self) -> u64 {
         let before = self.stats.packets_received;
         self.stats.iterations += 1;
+        // One cycle-counter read per port polled plus one: each poll ends where the next
+        // begins (`rdtsc` costs tens of cycles; a burst is 32 packets).
+        let mut t = netdev::tsc::now();
         for pi in 0..self.ports.len() {
             if self.ports.get(pi).is_some_and(|p| p.poll) {
-                self.poll_port(pi);
+                t = self.poll_port(pi, t);
             }
         }
         let cfg = self.dpcls.config();
         if cfg.ranking {
             // Local check first: `rank` takes the writer lock (try_lock) on every call.
-            let now_ms = netdev::tsc::now() / self.cycles_per_ms;
+            let now_ms = t / self.cycles_per_ms;
             if now_ms >= self.next_rank_ms {
                 match self.dpcls.rank(now_ms) {
                     RankOutcome::Busy => {}
@@ -854,10 +860,11 @@ impl Pmd {
         }
     }
 
-    fn poll_port(&mut self, pi: usize) {
-        let t0 = netdev::tsc::now();
+    /// Polls port `pi` once, starting at cycle count `t0`; returns the cycle count at the end
+    /// (the time is counted as processing if packets came, else idle).
+    fn poll_port(&mut self, pi: usize, t0: u64) -> u64 {
         let Some(slot) = self.ports.get_mut(pi) else {
-            return;
+            return t0;
         };
         let in_port = slot.no;
         let n = slot.port.rx_burst(&mut self.pool, &mut self.batch);
@@ -873,11 +880,15 @@ impl Pmd {
         st.lost += nobuf + too_large;
         st.packets_received += nobuf + too_large;
         if n == 0 {
-            self.stats.idle_cycles += netdev::tsc::now().wrapping_sub(t0);
-            return;
+            let t1 = netdev::tsc::now();
+            self.stats.idle_cycles += t1.wrapping_sub(t0);
+            return t1;
         }
+        self.batch_tsc = t0;
         self.process_batch(in_port);
-        self.stats.processing_cycles += netdev::tsc::now().wrapping_sub(t0);
+        let t1 = netdev::tsc::now();
+        self.stats.processing_cycles += t1.wrapping_sub(t0);
+        t1
     }
 
     /// Classifies and executes `self.batch` (received on `in_port`), leaving it empty, then
@@ -1010,9 +1021,12 @@ impl Pmd {
     fn classify(&mut self, in_port: u32, n: usize) {
         // A pass is at most one batch (lets the compiler drop the per-packet bounds checks).
         let n = n.min(BATCH_MAX);
-        let now_ms = netdev::tsc::now() / self.cycles_per_ms;
-        let snap = self.reader.snapshot().clone();
+        // The burst's start time stands for every packet of it (flow `used` times, in ms).
+        let now_ms = self.batch_tsc / self.cycles_per_ms;
         let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
+        // The classifier snapshot is held (an `Arc` count up and down: two atomic operations)
+        // only when a tier below the EMC runs: an all-EMC-hit burst never needs it.
+        let mut snap = smc_on.then(|| self.reader.snapshot().clone());
         let mut miss_idx = [0u8; BATCH_MAX];
         let mut m = 0usize;
         self.g.clear();
@@ -1038,7 +1052,9 @@ impl Pmd {
                 self.g.join(i, f, self.s.lens[i], tcp_flags(k));
                 continue;
             }
-            if smc_on && let Some(f) = self.smc.lookup(&snap.arena, k, h) {
+            if let Some(snap) = &snap
+                && let Some(f) = self.smc.lookup(&snap.arena, k, h)
+            {
                 self.stats.smc_hits += 1;
                 self.g.join(i, f, self.s.lens[i], tcp_flags(k));
                 if emc_on {
@@ -1053,7 +1069,8 @@ impl Pmd {
         }
         self.stats.emc_hits += emc_hits;
         if m > 0 {
-            self.classify_misses(in_port, &snap, &miss_idx[..m]);
+            let snap = snap.get_or_insert_with(|| self.reader.snapshot().clone());
+            self.classify_misses(in_port, snap, &miss_idx[..m]);
         }
         self.g.record_stats(now_ms);
     }
