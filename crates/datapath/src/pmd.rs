@@ -1044,14 +1044,35 @@ impl Pmd {
                 self.smc.prefetch(h);
             }
         }
+        // EMC for the whole burst first, and its hits joined before anything is inserted into
+        // it (an insert could replace an entry a later hit named). As OVS's emc_processing,
+        // so a packet whose key another packet of the same burst inserts still misses the
+        // EMC this time; the flow it then finds is the same.
+        let mut slots = [0u16; BATCH_MAX];
+        let hits = if emc_on {
+            self.emc
+                .lookup_batch(&self.s.keys, &self.s.maps, &self.s.hashes, n, &mut slots)
+        } else {
+            0
+        };
+        // Bits 0..n (no bit for an empty pass).
+        let mut rest = u32::MAX.checked_shr((BATCH_MAX - n) as u32).unwrap_or(0);
         let mut emc_hits = 0u64;
-        for i in 0..n {
-            let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
-            if emc_on && let Some(f) = self.emc.lookup(k, map, h) {
+        let mut todo = hits;
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            if let Some(f) = self.emc.flow_at(usize::from(slots[i])) {
                 emc_hits += 1;
-                self.g.join(i, f, self.s.lens[i], tcp_flags(k));
-                continue;
+                rest &= !(1 << i);
+                self.g
+                    .join(i, f, self.s.lens[i], tcp_flags(&self.s.keys[i]));
             }
+        }
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let (k, map, h) = (&self.s.keys[i], self.s.maps[i], self.s.hashes[i]);
             if let Some(snap) = &snap
                 && let Some(f) = self.smc.lookup(&snap.arena, k, h)
             {

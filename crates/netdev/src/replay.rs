@@ -220,7 +220,7 @@ impl ReplayPort {
         let (mut next, mut stats) = (self.next, self.stats);
         let frames = &self.frames;
         let got = pool.alloc_into(want, batch);
-        let (mut pkts, mut bytes) = (0u64, 0u64);
+        let mut bytes = 0u64;
         for p in got.iter_mut() {
             if next >= count {
                 next = 0;
@@ -234,12 +234,11 @@ impl ReplayPort {
                 Some(chunk) => p.set_data_chunk(chunk, len),
                 None => p.set_data(frames.bytes.get(start..start + len).unwrap_or_default()),
             };
-            pkts += 1;
             bytes += p.len() as u64;
         }
-        stats.rx_packets += pkts;
-        stats.rx_bytes += bytes;
         let got = got.len();
+        stats.rx_packets += got as u64;
+        stats.rx_bytes += bytes;
         let mut taken = self.taken + got as u64;
         if got < want {
             // The pool ran dry: like `rx_copy`, the frame whose buffer was missing is dropped.
