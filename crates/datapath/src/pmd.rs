@@ -18,8 +18,12 @@
 //!    dropped here and counted as `lost` (reason [`LostReasons::runt`]), as are the port's own
 //!    rx drops (pool exhausted, frame too large), read from its counters after each burst.
 //! 2. The batch is extracted and hashed at once ([`flow::extract::extract_hash_batch`]).
-//! 3. Per packet: EMC (if on), then SMC (if on); the misses go to dpcls as one batch.
+//! 3. The EMC (if on) for the whole burst ([`crate::emc::Emc::lookup_batch`]; its entries
+//!    prefetched first when it holds many flows), then per EMC miss the SMC (if on; its
+//!    buckets prefetched when it is the first tier); the misses go to dpcls as one batch.
 //!    A dpcls hit fills the EMC (probabilistically) and the SMC; an SMC hit fills the EMC.
+//!    As in OVS, what one packet inserts into the EMC serves later bursts, not the rest of
+//!    its own (those packets find the same flow in the SMC or dpcls).
 //! 4. The remaining misses go one by one to the [`Upcall`]. Before each upcall after the
 //!    first install of the batch, the classifier is looked up again (a flow installed for an
 //!    earlier packet of the batch may cover this one: counted as a megaflow hit, as OVS does),
