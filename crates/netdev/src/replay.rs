@@ -41,6 +41,10 @@ pub struct FrameSet {
     spans: Vec<(usize, usize)>,
     /// Length of the longest frame.
     max_len: usize,
+    /// Every frame as a [`SMALL_FRAME`]-byte chunk and its length, while all are that small
+    /// (emptied at the first larger one): the replay loop copies from here without a bounds
+    /// check per frame.
+    small: Vec<([u8; SMALL_FRAME], u16)>,
 }
 
 impl FrameSet {
@@ -57,6 +61,13 @@ impl FrameSet {
         self.bytes.extend_from_slice(frame);
         self.bytes.resize(start + frame.len() + SMALL_FRAME, 0);
         self.max_len = self.max_len.max(frame.len());
+        match self.small(start, frame.len()) {
+            Some(chunk) if self.small.len() + 1 == self.spans.len() => {
+                let chunk = *chunk;
+                self.small.push((chunk, frame.len() as u16));
+            }
+            _ => self.small = Vec::new(),
+        }
     }
 
     /// Length of the longest frame (0 for an empty set).
@@ -221,20 +232,43 @@ impl ReplayPort {
         let frames = &self.frames;
         let got = pool.alloc_into(want, batch);
         let mut bytes = 0u64;
-        for p in got.iter_mut() {
-            if next >= count {
-                next = 0;
-                stats.rx_wraps += 1;
+        if frames.small.len() == count {
+            // All frames small: copy run by run up to the next wrap, zipping the packets with
+            // the frames (no per-frame wrap or bounds check).
+            let mut pkts = got.iter_mut();
+            let mut left = pkts.len();
+            while left > 0 {
+                if next >= count {
+                    next = 0;
+                    stats.rx_wraps += 1;
+                }
+                let run = left.min(count - next);
+                let src = frames.small.get(next..next + run).unwrap_or_default();
+                // The frames first: `zip` stops at the end of the run without taking a packet.
+                for ((chunk, len), p) in src.iter().zip(pkts.by_ref()) {
+                    // `len <= SMALL_FRAME <= MAX_FRAME`: the copy cannot fail.
+                    let _ = p.set_data_chunk(chunk, usize::from(*len));
+                    bytes += u64::from(*len);
+                }
+                next += run;
+                left -= run;
             }
-            let (start, len) = frames.spans.get(next).copied().unwrap_or_default();
-            next += 1;
-            // Every frame fits (`max_len <= MAX_FRAME`), so both copies succeed; a packet
-            // left empty otherwise would be dropped as a runt by the datapath, not lost.
-            let _ = match frames.small(start, len) {
-                Some(chunk) => p.set_data_chunk(chunk, len),
-                None => p.set_data(frames.bytes.get(start..start + len).unwrap_or_default()),
-            };
-            bytes += p.len() as u64;
+        } else {
+            for p in got.iter_mut() {
+                if next >= count {
+                    next = 0;
+                    stats.rx_wraps += 1;
+                }
+                let (start, len) = frames.spans.get(next).copied().unwrap_or_default();
+                next += 1;
+                // Every frame fits (`max_len <= MAX_FRAME`), so both copies succeed; a packet
+                // left empty otherwise would be dropped as a runt by the datapath, not lost.
+                let _ = match frames.small(start, len) {
+                    Some(chunk) => p.set_data_chunk(chunk, len),
+                    None => p.set_data(frames.bytes.get(start..start + len).unwrap_or_default()),
+                };
+                bytes += p.len() as u64;
+            }
         }
         let got = got.len();
         stats.rx_packets += got as u64;
