@@ -214,22 +214,20 @@ impl Emc {
     /// map, 0)`). A dead flow's entry is cleared and reported as a miss.
     #[inline]
     pub fn lookup(&mut self, key: &FlowKey, map: WordMap, hash: u32) -> Option<&Arc<DpFlow>> {
-        let s = self.lookup_slot(key, map, hash)?;
-        self.flow_at(s)
+        self.lookup_slot(key, map, hash)
     }
 
-    /// [`Emc::lookup`] of packets `0..n` of a burst (`n` at most 32),
-    /// in order and with the same evictions: bit `i` of the returned mask is set if packet
-    /// `i` hit, and then `slots[i]` is its entry, whose flow [`Emc::flow_at`] gives as long
-    /// as nothing is inserted in between. One tight loop for the burst, as OVS's
-    /// `emc_processing`, instead of a lookup interleaved with the rest of classification.
+    /// [`Emc::lookup`] of packets `0..n` of a burst (`n` at most 32), in order and with the
+    /// same evictions: `hit(i, flow)` for each packet `i` that hits, and bit `i` of the
+    /// returned mask set. One tight loop for the burst, as OVS's `emc_processing`, instead of
+    /// a lookup interleaved with the rest of classification.
     pub fn lookup_batch(
         &mut self,
         keys: &[FlowKey; 32],
         maps: &[WordMap; 32],
         hashes: &[u32; 32],
         n: usize,
-        slots: &mut [u16; 32],
+        mut hit: impl FnMut(usize, &Arc<DpFlow>),
     ) -> u32 {
         let n = n.min(32);
         let mut hits = 0u32;
@@ -247,21 +245,21 @@ impl Emc {
                 n,
             };
             i = match self.listed_n {
-                0 => self.run::<0>(&b, i, &mut hits, slots),
-                1 => self.run::<1>(&b, i, &mut hits, slots),
-                2 => self.run::<2>(&b, i, &mut hits, slots),
-                3 => self.run::<3>(&b, i, &mut hits, slots),
-                4 => self.run::<4>(&b, i, &mut hits, slots),
-                5 => self.run::<5>(&b, i, &mut hits, slots),
-                6 => self.run::<6>(&b, i, &mut hits, slots),
-                7 => self.run::<7>(&b, i, &mut hits, slots),
-                8 => self.run::<8>(&b, i, &mut hits, slots),
-                9 => self.run::<9>(&b, i, &mut hits, slots),
-                10 => self.run::<10>(&b, i, &mut hits, slots),
-                11 => self.run::<11>(&b, i, &mut hits, slots),
-                12 => self.run::<12>(&b, i, &mut hits, slots),
-                13 => self.run::<13>(&b, i, &mut hits, slots),
-                _ => self.run::<EMC_MAX_WORDS>(&b, i, &mut hits, slots),
+                0 => self.run::<0>(&b, i, &mut hits, &mut hit),
+                1 => self.run::<1>(&b, i, &mut hits, &mut hit),
+                2 => self.run::<2>(&b, i, &mut hits, &mut hit),
+                3 => self.run::<3>(&b, i, &mut hits, &mut hit),
+                4 => self.run::<4>(&b, i, &mut hits, &mut hit),
+                5 => self.run::<5>(&b, i, &mut hits, &mut hit),
+                6 => self.run::<6>(&b, i, &mut hits, &mut hit),
+                7 => self.run::<7>(&b, i, &mut hits, &mut hit),
+                8 => self.run::<8>(&b, i, &mut hits, &mut hit),
+                9 => self.run::<9>(&b, i, &mut hits, &mut hit),
+                10 => self.run::<10>(&b, i, &mut hits, &mut hit),
+                11 => self.run::<11>(&b, i, &mut hits, &mut hit),
+                12 => self.run::<12>(&b, i, &mut hits, &mut hit),
+                13 => self.run::<13>(&b, i, &mut hits, &mut hit),
+                _ => self.run::<EMC_MAX_WORDS>(&b, i, &mut hits, &mut hit),
             };
         }
         hits
@@ -275,16 +273,16 @@ impl Emc {
         b: &Burst<'_>,
         mut i: usize,
         hits: &mut u32,
-        slots: &mut [u16; 32],
+        hit: &mut impl FnMut(usize, &Arc<DpFlow>),
     ) -> usize {
         let m = self.listed_map;
         let n = b.n.min(32);
         while i < n && b.maps[i].0 == u64::from(m) {
             if let Some(s) = self.find::<N>(&b.keys[i], m, b.hashes[i])
-                && let Some(s) = self.live(s)
+                && let Some(f) = self.live(s)
             {
                 *hits |= 1 << i;
-                slots[i] = s as u16;
+                hit(i, f);
             }
             i += 1;
         }
@@ -317,33 +315,26 @@ impl Emc {
         true
     }
 
-    /// `Some(s)` if entry `s` holds a live flow; a dead flow's entry is cleared (counted).
+    /// The flow of entry `s` if it is live; a dead flow's entry is cleared (counted).
     #[inline(always)]
-    fn live(&mut self, s: usize) -> Option<usize> {
+    fn live(&mut self, s: usize) -> Option<&Arc<DpFlow>> {
         let s = s % EMC_ENTRIES;
-        let e = &mut self.entries[s];
-        match &e.flow {
-            Some(f) if !f.is_dead() => Some(s),
-            flow => {
-                if flow.is_some() {
-                    self.occupied -= 1;
-                }
-                *e = EmcEntry::EMPTY;
-                self.stats.dead_evicted += 1;
-                None
-            }
+        let alive = self.entries[s].flow.as_ref().is_some_and(|f| !f.is_dead());
+        if alive {
+            return self.entries[s].flow.as_ref();
         }
+        let e = &mut self.entries[s];
+        if e.flow.is_some() {
+            self.occupied -= 1;
+        }
+        *e = EmcEntry::EMPTY;
+        self.stats.dead_evicted += 1;
+        None
     }
 
-    /// The flow in entry `slot` (from [`Emc::lookup_batch`]).
+    /// [`Emc::lookup`] itself.
     #[inline(always)]
-    pub fn flow_at(&self, slot: usize) -> Option<&Arc<DpFlow>> {
-        self.entries[slot % EMC_ENTRIES].flow.as_ref()
-    }
-
-    /// [`Emc::lookup`]'s entry index.
-    #[inline(always)]
-    fn lookup_slot(&mut self, key: &FlowKey, map: WordMap, hash: u32) -> Option<usize> {
+    fn lookup_slot(&mut self, key: &FlowKey, map: WordMap, hash: u32) -> Option<&Arc<DpFlow>> {
         if !self.list(map) {
             return None;
         }
@@ -717,14 +708,17 @@ mod tests {
                     maps[j] = keys[j].map();
                     hashes[j] = hash_key(&keys[j], maps[j], 0);
                 }
-                let mut slots = [0u16; 32];
-                let hits = a.lookup_batch(&keys, &maps, &hashes, burst.len(), &mut slots);
+                let mut got = vec![None; burst.len()];
+                let mut calls = 0;
+                let hits = a.lookup_batch(&keys, &maps, &hashes, burst.len(), |j, f| {
+                    got[j] = Some(Arc::as_ptr(f));
+                    calls += 1;
+                });
+                proptest::prop_assert_eq!(calls, hits.count_ones());
                 for j in 0..burst.len() {
                     let want = b.lookup(&keys[j], maps[j], hashes[j]).map(Arc::as_ptr);
-                    let got = (hits >> j & 1 == 1)
-                        .then(|| a.flow_at(usize::from(slots[j])).map(Arc::as_ptr))
-                        .flatten();
-                    proptest::prop_assert_eq!(got, want, "packet {}", j);
+                    proptest::prop_assert_eq!(got[j], want, "packet {}", j);
+                    proptest::prop_assert_eq!(hits >> j & 1 == 1, want.is_some());
                 }
                 proptest::prop_assert_eq!(u64::from(hits) >> burst.len(), 0);
                 proptest::prop_assert_eq!(a.stats(), b.stats());

@@ -1048,31 +1048,22 @@ impl Pmd {
                 self.smc.prefetch(h);
             }
         }
-        // EMC for the whole burst first, and its hits joined before anything is inserted into
-        // it (an insert could replace an entry a later hit named). As OVS's emc_processing,
-        // so a packet whose key another packet of the same burst inserts still misses the
-        // EMC this time; the flow it then finds is the same.
-        let mut slots = [0u16; BATCH_MAX];
+        // EMC for the whole burst first, each hit joined to its flow batch on the spot, before
+        // anything is inserted into it (an insert could replace an entry a later packet
+        // would hit). As OVS's emc_processing, so a packet whose key another packet of the
+        // same burst inserts still misses the EMC this time; the flow it finds is the same.
         let hits = if emc_on {
+            let (g, lens, keys) = (&mut self.g, &self.s.lens, &self.s.keys);
             self.emc
-                .lookup_batch(&self.s.keys, &self.s.maps, &self.s.hashes, n, &mut slots)
+                .lookup_batch(&self.s.keys, &self.s.maps, &self.s.hashes, n, |i, f| {
+                    g.join(i, f, lens[i % BATCH_MAX], tcp_flags(&keys[i % BATCH_MAX]))
+                })
         } else {
             0
         };
-        // Bits 0..n (no bit for an empty pass).
-        let mut rest = u32::MAX.checked_shr((BATCH_MAX - n) as u32).unwrap_or(0);
-        let mut emc_hits = 0u64;
-        let mut todo = hits;
-        while todo != 0 {
-            let i = todo.trailing_zeros() as usize;
-            todo &= todo - 1;
-            if let Some(f) = self.emc.flow_at(usize::from(slots[i])) {
-                emc_hits += 1;
-                rest &= !(1 << i);
-                self.g
-                    .join(i, f, self.s.lens[i], tcp_flags(&self.s.keys[i]));
-            }
-        }
+        let emc_hits = u64::from(hits.count_ones());
+        // Bits 0..n (no bit for an empty pass) but the hits.
+        let mut rest = u32::MAX.checked_shr((BATCH_MAX - n) as u32).unwrap_or(0) & !hits;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
