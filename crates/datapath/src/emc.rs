@@ -74,7 +74,7 @@ impl EmcEntry {
         diff == 0
     }
 
-    /// [`EmcEntry::key_eq`] for a map of `N` words whose indices are listed in `idx` (in
+    /// [`EmcEntry::key_eq`] for a map of `N` words whose indices are `idx` (in
     /// map order): a compare of `N` words unrolled at compile time, no loop.
     #[inline(always)]
     fn key_eq_listed<const N: usize>(
@@ -82,7 +82,7 @@ impl EmcEntry {
         key: &FlowKey,
         map: u32,
         hash: u32,
-        idx: &[u8; EMC_MAX_WORDS],
+        idx: &[usize; N],
     ) -> bool {
         if self.hash != hash || self.map != map {
             return false;
@@ -91,7 +91,7 @@ impl EmcEntry {
         // An index loop over a constant range: fully unrolled, both arrays fixed-size.
         #[allow(clippy::needless_range_loop)]
         for j in 0..N.min(EMC_MAX_WORDS) {
-            diff |= self.words[j] ^ key.w[usize::from(idx[j]) % FLOW_WORDS];
+            diff |= self.words[j] ^ key.w[idx[j] % FLOW_WORDS];
         }
         diff == 0
     }
@@ -277,8 +277,10 @@ impl Emc {
     ) -> usize {
         let m = self.listed_map;
         let n = b.n.min(32);
+        // The word indices once for the run (registers, not a reload per word and packet).
+        let idx = self.listed_idx::<N>();
         while i < n && b.maps[i].0 == u64::from(m) {
-            if let Some(s) = self.find::<N>(&b.keys[i], m, b.hashes[i])
+            if let Some(s) = self.find::<N>(&b.keys[i], m, b.hashes[i], &idx)
                 && let Some(f) = self.live(s)
             {
                 *hits |= 1 << i;
@@ -341,31 +343,43 @@ impl Emc {
         let m = self.listed_map;
         // One monomorphised probe per map width: the compare is unrolled for that width.
         let found = match self.listed_n {
-            0 => self.find::<0>(key, m, hash),
-            1 => self.find::<1>(key, m, hash),
-            2 => self.find::<2>(key, m, hash),
-            3 => self.find::<3>(key, m, hash),
-            4 => self.find::<4>(key, m, hash),
-            5 => self.find::<5>(key, m, hash),
-            6 => self.find::<6>(key, m, hash),
-            7 => self.find::<7>(key, m, hash),
-            8 => self.find::<8>(key, m, hash),
-            9 => self.find::<9>(key, m, hash),
-            10 => self.find::<10>(key, m, hash),
-            11 => self.find::<11>(key, m, hash),
-            12 => self.find::<12>(key, m, hash),
-            13 => self.find::<13>(key, m, hash),
-            _ => self.find::<EMC_MAX_WORDS>(key, m, hash),
+            0 => self.find::<0>(key, m, hash, &self.listed_idx()),
+            1 => self.find::<1>(key, m, hash, &self.listed_idx()),
+            2 => self.find::<2>(key, m, hash, &self.listed_idx()),
+            3 => self.find::<3>(key, m, hash, &self.listed_idx()),
+            4 => self.find::<4>(key, m, hash, &self.listed_idx()),
+            5 => self.find::<5>(key, m, hash, &self.listed_idx()),
+            6 => self.find::<6>(key, m, hash, &self.listed_idx()),
+            7 => self.find::<7>(key, m, hash, &self.listed_idx()),
+            8 => self.find::<8>(key, m, hash, &self.listed_idx()),
+            9 => self.find::<9>(key, m, hash, &self.listed_idx()),
+            10 => self.find::<10>(key, m, hash, &self.listed_idx()),
+            11 => self.find::<11>(key, m, hash, &self.listed_idx()),
+            12 => self.find::<12>(key, m, hash, &self.listed_idx()),
+            13 => self.find::<13>(key, m, hash, &self.listed_idx()),
+            _ => self.find::<EMC_MAX_WORDS>(key, m, hash, &self.listed_idx()),
         };
         self.live(found?)
     }
 
-    /// The slot among `key`'s two candidates that holds exactly `key` (map `m` of `N` words,
-    /// listed in `self.listed`).
+    /// The first `N` listed word indices.
     #[inline(always)]
-    fn find<const N: usize>(&self, key: &FlowKey, m: u32, hash: u32) -> Option<usize> {
+    fn listed_idx<const N: usize>(&self) -> [usize; N] {
+        std::array::from_fn(|j| usize::from(self.listed[j % EMC_MAX_WORDS]))
+    }
+
+    /// The slot among `key`'s two candidates that holds exactly `key` (map `m` of `N` words,
+    /// at indices `idx`).
+    #[inline(always)]
+    fn find<const N: usize>(
+        &self,
+        key: &FlowKey,
+        m: u32,
+        hash: u32,
+        idx: &[usize; N],
+    ) -> Option<usize> {
         let [a, b] = Self::slots(hash);
-        let hit = |s: usize| self.entries[s].key_eq_listed::<N>(key, m, hash, &self.listed);
+        let hit = |s: usize| self.entries[s].key_eq_listed::<N>(key, m, hash, idx);
         if hit(a) {
             Some(a)
         } else if hit(b) {
