@@ -280,11 +280,15 @@ impl Emc {
         // The word indices once for the run (registers, not a reload per word and packet).
         let idx = self.listed_idx::<N>();
         while i < n && b.maps[i].0 == u64::from(m) {
-            if let Some(s) = self.find::<N>(&b.keys[i], m, b.hashes[i], &idx)
-                && let Some(f) = self.live(s)
-            {
-                *hits |= 1 << i;
-                hit(i, f);
+            if let Some(s) = self.find::<N>(&b.keys[i], m, b.hashes[i], &idx) {
+                let s = s % EMC_ENTRIES;
+                match &self.entries[s].flow {
+                    Some(f) if !f.is_dead() => {
+                        *hits |= 1 << i;
+                        hit(i, f);
+                    }
+                    _ => self.evict(s),
+                }
             }
             i += 1;
         }
@@ -325,13 +329,19 @@ impl Emc {
         if alive {
             return self.entries[s].flow.as_ref();
         }
-        let e = &mut self.entries[s];
+        self.evict(s);
+        None
+    }
+
+    /// Clears entry `s`, whose flow is dead (or missing), counting it.
+    #[cold]
+    fn evict(&mut self, s: usize) {
+        let e = &mut self.entries[s % EMC_ENTRIES];
         if e.flow.is_some() {
             self.occupied -= 1;
         }
         *e = EmcEntry::EMPTY;
         self.stats.dead_evicted += 1;
-        None
     }
 
     /// [`Emc::lookup`] itself.
