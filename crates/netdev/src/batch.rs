@@ -79,6 +79,21 @@ impl Batch {
         self.pkts.get_mut(old..).unwrap_or_default()
     }
 
+    /// Exchanges the batch's packet vector for `v` and returns the old one, if `v` can serve
+    /// as a batch (at most [`BATCH_MAX`] packets, room for [`BATCH_MAX`]) and the exchange
+    /// keeps what the pool expects: either the batch is empty and `v` full (a burst handed
+    /// out), or the batch is full and `v` empty (a burst taken back). Otherwise `Err(v)`.
+    pub(crate) fn exchange(&mut self, v: Vec<Packet>) -> Result<Vec<Packet>, Vec<Packet>> {
+        let fits = v.len() <= BATCH_MAX && v.capacity() >= BATCH_MAX;
+        let pairs = (self.pkts.is_empty() && v.len() == BATCH_MAX)
+            || (self.pkts.len() == BATCH_MAX && v.is_empty());
+        if fits && pairs {
+            Ok(std::mem::replace(&mut self.pkts, v))
+        } else {
+            Err(v)
+        }
+    }
+
     /// Moves every packet to the end of `dst` in one block, leaving the batch empty.
     #[inline]
     pub fn move_all_into(&mut self, dst: &mut Vec<Packet>) {

@@ -16,6 +16,15 @@
 //! is empty `alloc` returns `None` and counts it: the caller records a drop (DPDK's
 //! `rx_nombuf`).
 //!
+//! Whole bursts move without touching their packets (DPDK's mempool cache does bulk get/put
+//! for the same reason): the pool also keeps free packets as full vectors of [`BATCH_MAX`]
+//! (`full`) and some empty ones (`spare`). [`PacketPool::alloc_into`] of a whole burst into an
+//! empty batch swaps a full vector for the batch's empty one, and
+//! [`PacketPool::free_batch`] of a full batch swaps it for a spare: one exchange of vector
+//! headers per burst instead of a move per packet. Every other case uses the loose free list
+//! (breaking a full vector into it when the loose list runs short). Swaps exchange vectors one
+//! for one, so the number of vectors the pool holds never changes and its lists never grow.
+//!
 //! # Invariants
 //!
 //! * `off + len <= BUF_SIZE` at all times; every method that would break it refuses instead.
@@ -29,6 +38,7 @@
 //! * `outstanding` counts packets allocated from this pool and not yet freed into it; after a
 //!   run in which every packet comes back, `available() == capacity()` (no leak).
 
+use crate::batch::BATCH_MAX;
 use thiserror::Error;
 
 /// Size of each packet buffer in bytes.
@@ -281,7 +291,12 @@ pub struct PoolStats {
 /// A per-thread free list of preallocated packets. See the module doc.
 #[derive(Debug)]
 pub struct PacketPool {
+    /// Loose free packets (room for the whole capacity reserved).
     free: Vec<Packet>,
+    /// Free packets as whole bursts: vectors of exactly [`BATCH_MAX`] packets.
+    full: Vec<Vec<Packet>>,
+    /// Empty vectors of capacity ≥ [`BATCH_MAX`], exchanged for full batches.
+    spare: Vec<Vec<Packet>>,
     capacity: usize,
     outstanding: usize,
     allocs: u64,
@@ -295,8 +310,22 @@ impl PacketPool {
     pub fn new(capacity: usize) -> Self {
         let mut free = Vec::with_capacity(capacity);
         free.extend((0..capacity).map(|_| Packet::new()));
+        // Vectors are only ever exchanged one for one: `full` and `spare` together always hold
+        // `vecs` of them, so reserving that many in each means neither ever reallocates.
+        let chunks = capacity / BATCH_MAX;
+        let vecs = chunks + POOL_SPARES;
+        let mut full = Vec::with_capacity(vecs);
+        for _ in 0..chunks {
+            let mut v = Vec::with_capacity(BATCH_MAX);
+            v.extend(free.drain(free.len() - BATCH_MAX..));
+            full.push(v);
+        }
+        let mut spare = Vec::with_capacity(vecs);
+        spare.extend((0..POOL_SPARES).map(|_| Vec::with_capacity(BATCH_MAX)));
         PacketPool {
             free,
+            full,
+            spare,
             capacity,
             outstanding: 0,
             allocs: 0,
@@ -309,6 +338,9 @@ impl PacketPool {
     /// Takes a reset packet from the free list; `None` (counted) if the pool is exhausted.
     #[inline]
     pub fn alloc(&mut self) -> Option<Packet> {
+        if self.free.is_empty() {
+            self.break_full();
+        }
         match self.free.pop() {
             Some(mut p) => {
                 p.reset();
@@ -331,6 +363,25 @@ impl PacketPool {
     #[inline]
     pub fn alloc_into<'b>(&mut self, n: usize, batch: &'b mut crate::Batch) -> &'b mut [Packet] {
         let n = n.min(batch.room());
+        if n == BATCH_MAX
+            && let Some(v) = self.full.pop()
+        {
+            // A whole burst into an empty batch: exchange vectors.
+            match batch.exchange(v) {
+                Ok(old) => {
+                    self.spare.push(old);
+                    self.allocs += BATCH_MAX as u64;
+                    self.outstanding += BATCH_MAX;
+                    let pkts = batch.as_mut_slice();
+                    for p in pkts.iter_mut() {
+                        p.reset();
+                    }
+                    return pkts;
+                }
+                Err(v) => self.full.push(v),
+            }
+        }
+        while self.free.len() < n && self.break_full() {}
         let k = n.min(self.free.len());
         if k < n {
             self.alloc_failures += 1;
@@ -346,12 +397,24 @@ impl PacketPool {
         tail
     }
 
+    /// Moves one full vector's packets to the loose list; false if there is none.
+    fn break_full(&mut self) -> bool {
+        match self.full.pop() {
+            Some(mut v) => {
+                self.free.append(&mut v);
+                self.spare.push(v);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Returns a packet to the free list (deallocating it if the list is already full).
     #[inline]
     pub fn free(&mut self, p: Packet) {
         self.frees += 1;
         self.outstanding = self.outstanding.saturating_sub(1);
-        if self.free.len() < self.capacity {
+        if self.available() < self.capacity {
             self.free.push(p);
         } else {
             self.overflow_frees += 1;
@@ -365,13 +428,26 @@ impl PacketPool {
         let n = batch.len();
         self.frees += n as u64;
         self.outstanding = self.outstanding.saturating_sub(n);
-        let room = self.capacity.saturating_sub(self.free.len());
+        let room = self.capacity.saturating_sub(self.available());
+        if n == BATCH_MAX
+            && n <= room
+            && let Some(v) = self.spare.pop()
+        {
+            // A full batch: exchange vectors.
+            match batch.exchange(v) {
+                Ok(full) => {
+                    self.full.push(full);
+                    return;
+                }
+                Err(v) => self.spare.push(v),
+            }
+        }
         if n <= room {
             // One block move of the batch's packets (no per-packet option checks).
             batch.move_all_into(&mut self.free);
         } else {
             for p in batch.drain() {
-                if self.free.len() < self.capacity {
+                if self.available() < self.capacity {
                     self.free.push(p);
                 } else {
                     self.overflow_frees += 1;
@@ -386,10 +462,10 @@ impl PacketPool {
         self.capacity
     }
 
-    /// Packets currently on the free list.
+    /// Packets currently free (loose or in full vectors).
     #[inline]
     pub fn available(&self) -> usize {
-        self.free.len()
+        self.free.len() + self.full.len() * BATCH_MAX
     }
 
     /// Packets allocated from this pool and not yet freed into it.
@@ -402,7 +478,7 @@ impl PacketPool {
     pub fn stats(&self) -> PoolStats {
         PoolStats {
             capacity: self.capacity,
-            available: self.free.len(),
+            available: self.available(),
             outstanding: self.outstanding,
             allocs: self.allocs,
             frees: self.frees,
@@ -413,6 +489,9 @@ impl PacketPool {
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 16);
+
+/// Empty vectors a pool starts with, to exchange for full batches.
+const POOL_SPARES: usize = 4;
 
 #[cfg(test)]
 mod tests {
@@ -617,7 +696,112 @@ mod tests {
         ]
     }
 
+    /// The pool's vectors: full ones hold exactly a burst, spare ones nothing, and their
+    /// number never changes.
+    fn check_vecs(p: &PacketPool, vecs: usize) -> Result<(), TestCaseError> {
+        prop_assert!(
+            p.full
+                .iter()
+                .all(|v| v.len() == BATCH_MAX && v.capacity() >= BATCH_MAX)
+        );
+        prop_assert!(
+            p.spare
+                .iter()
+                .all(|v| v.is_empty() && v.capacity() >= BATCH_MAX)
+        );
+        prop_assert_eq!(p.full.len() + p.spare.len(), vecs);
+        prop_assert!(p.free.len() <= p.capacity);
+        Ok(())
+    }
+
     proptest! {
+        /// Twin of the pool with its whole-burst vectors: a plain counter model (a free count,
+        /// `alloc` takes one if any, `free` keeps one if below capacity), through random
+        /// single allocs and frees, burst allocs into batches of any fill, and frees of batches
+        /// of any size (full ones included, foreign packets included, so that frees overflow).
+        /// Same counters and availability after every step; every reset packet handed out is
+        /// empty; the vectors keep their shape.
+        #[test]
+        fn pool_matches_counter_model(
+            cap in 0usize..140,
+            ops in proptest::collection::vec((0u8..5, 0usize..=BATCH_MAX), 1..80),
+        ) {
+            let mut pool = PacketPool::new(cap);
+            let vecs = pool.full.len() + pool.spare.len();
+            let (mut free, mut allocs, mut frees, mut fails, mut over) = (cap, 0u64, 0u64, 0u64, 0u64);
+            let mut held: Vec<Packet> = Vec::new();
+            for (op, k) in ops {
+                match op {
+                    0 => {
+                        for _ in 0..k {
+                            let got = pool.alloc();
+                            prop_assert_eq!(got.is_some(), free > 0);
+                            if free == 0 { fails += 1; } else { free -= 1; allocs += 1; }
+                            match got {
+                                Some(p) => {
+                                    prop_assert_eq!((p.len(), p.headroom(), p.in_port), (0, HEADROOM, 0));
+                                    held.push(p);
+                                }
+                                None => break,
+                            }
+                        }
+                    }
+                    1 => {
+                        for _ in 0..k.min(held.len()) {
+                            pool.free(held.pop().unwrap());
+                            frees += 1;
+                            if free < cap { free += 1; } else { over += 1; }
+                        }
+                    }
+                    2 => {
+                        // a burst into a batch that already holds `pre` foreign packets
+                        let pre = k % (BATCH_MAX + 1) / 3;
+                        let mut b = crate::Batch::new();
+                        for _ in 0..pre { b.push(Packet::new()).unwrap(); }
+                        let want = BATCH_MAX;
+                        let got = {
+                            let t = pool.alloc_into(want, &mut b);
+                            for p in t.iter() {
+                                prop_assert_eq!((p.len(), p.headroom(), p.in_port), (0, HEADROOM, 0));
+                            }
+                            t.len()
+                        };
+                        let n = want.min(BATCH_MAX - pre);
+                        let kk = n.min(free);
+                        if kk < n { fails += 1; }
+                        free -= kk; allocs += kk as u64;
+                        prop_assert_eq!(got, kk);
+                        prop_assert_eq!(b.len(), pre + kk);
+                        for p in b.drain().skip(pre) { held.push(p); }
+                    }
+                    3 => {
+                        // a batch of `k` held packets (full bursts included)
+                        let mut b = crate::Batch::new();
+                        for _ in 0..k.min(held.len()) { b.push(held.pop().unwrap()).unwrap(); }
+                        let n = b.len();
+                        pool.free_batch(&mut b);
+                        prop_assert!(b.is_empty());
+                        frees += n as u64;
+                        for _ in 0..n { if free < cap { free += 1; } else { over += 1; } }
+                    }
+                    _ => {
+                        // foreign packets freed as a batch: may overflow the pool
+                        let mut b = crate::Batch::new();
+                        for _ in 0..k { b.push(Packet::new()).unwrap(); }
+                        pool.free_batch(&mut b);
+                        frees += k as u64;
+                        for _ in 0..k { if free < cap { free += 1; } else { over += 1; } }
+                    }
+                }
+                let st = pool.stats();
+                prop_assert_eq!(
+                    (st.available, st.allocs, st.frees, st.alloc_failures, st.overflow_frees),
+                    (free, allocs, frees, fails, over)
+                );
+                check_vecs(&pool, vecs)?;
+            }
+        }
+
         /// The packet behaves like a `VecDeque<u8>` with a bounded front and back.
         #[test]
         fn packet_matches_vecdeque_model(ops in proptest::collection::vec(op(), 0..40)) {
