@@ -1029,8 +1029,15 @@ impl Pmd {
         let now_ms = self.batch_tsc / self.cycles_per_ms;
         let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
         // The classifier snapshot is held (an `Arc` count up and down: two atomic operations)
-        // only when a tier below the EMC runs: an all-EMC-hit burst never needs it.
-        let mut snap = smc_on.then(|| self.reader.snapshot().clone());
+        // only with the SMC on or for misses: with the SMC off an all-EMC-hit burst does not
+        // need it. It is still refreshed every burst (one atomic load when unchanged), so a
+        // snapshot the PMD no longer uses (and the removed flows it holds) is let go.
+        let mut snap = if smc_on {
+            Some(self.reader.snapshot().clone())
+        } else {
+            self.reader.snapshot();
+            None
+        };
         let mut miss_idx = [0u8; BATCH_MAX];
         let mut m = 0usize;
         self.g.clear();
@@ -1039,9 +1046,11 @@ impl Pmd {
         // entries stays in L1 and is not prefetched (the hint would only cost instructions);
         // the SMC is prefetched only when it is the first tier (behind the EMC it sees few
         // packets).
-        if emc_on && self.emc.occupied() > EMC_PREFETCH_MIN {
-            for &h in &self.s.hashes[..n] {
-                self.emc.prefetch(h);
+        if emc_on {
+            if self.emc.occupied() > EMC_PREFETCH_MIN {
+                for &h in &self.s.hashes[..n] {
+                    self.emc.prefetch(h);
+                }
             }
         } else if smc_on {
             for &h in &self.s.hashes[..n] {

@@ -1,9 +1,11 @@
 //! Packet batches: the unit of work on the hot path.
 //!
-//! A [`Batch`] holds at most [`BATCH_MAX`] packets. Its storage is a `Vec` whose capacity is
-//! reserved once at creation and never grows: [`Batch::push`] refuses (and hands the packet
-//! back) when the batch is full, and draining keeps the capacity. Reusing one batch per port
-//! per PMD iteration therefore allocates nothing.
+//! A [`Batch`] holds at most [`BATCH_MAX`] packets. Its storage is a `Vec` with room for
+//! [`BATCH_MAX`], reserved at creation, that never grows: [`Batch::push`] refuses (and hands
+//! the packet back) when the batch is full, and draining keeps the capacity. The pool may
+//! exchange the vector for one of its own of the same kind (a whole burst handed out or taken
+//! back at once), never for a smaller one. Reusing one batch per port per PMD iteration
+//! therefore allocates nothing.
 //!
 //! Invariant: `len() <= BATCH_MAX` at all times.
 
@@ -66,7 +68,6 @@ impl Batch {
         Ok(())
     }
 
-    /// Removes and returns the last packet.
     /// Appends the packets of `it` and returns them (the batch's new tail). The caller gives
     /// at most [`Batch::room`]; any beyond it are dropped, never stored past [`BATCH_MAX`].
     #[inline]
@@ -100,6 +101,7 @@ impl Batch {
         dst.append(&mut self.pkts);
     }
 
+    /// Removes and returns the last packet.
     #[inline]
     pub fn pop(&mut self) -> Option<Packet> {
         self.pkts.pop()

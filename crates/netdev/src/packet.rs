@@ -356,8 +356,8 @@ impl PacketPool {
     }
 
     /// Moves up to `n` packets (at most the batch's room) from the free list to the end of
-    /// `batch`, reset, in the order [`PacketPool::alloc`] would hand them out, and returns
-    /// them (the batch's new tail) for the caller to fill. Counted as that many allocations,
+    /// `batch`, reset, and returns them (the batch's new tail) for the caller to fill (which
+    /// free packets, in which order, is the pool's choice: they are interchangeable). Counted as that many allocations,
     /// plus one failure if the free list ran out before `n` (as a loop of `alloc` calls that
     /// stops at its first `None` counts).
     #[inline]
