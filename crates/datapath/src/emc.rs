@@ -35,6 +35,30 @@ use flow::{FLOW_WORDS, FlowKey, WordMap};
 
 use crate::megaflow::DpFlow;
 
+/// `$e` with the const `$N` set to the key width `$n` (0..=[`EMC_MAX_WORDS`]; wider counts
+/// as the maximum): one monomorphised copy of `$e` per width, the compare unrolled in each.
+macro_rules! by_width {
+    ($n:expr, $N:ident => $e:expr) => {
+        match $n {
+            0 => { const $N: usize = 0; $e }
+            1 => { const $N: usize = 1; $e }
+            2 => { const $N: usize = 2; $e }
+            3 => { const $N: usize = 3; $e }
+            4 => { const $N: usize = 4; $e }
+            5 => { const $N: usize = 5; $e }
+            6 => { const $N: usize = 6; $e }
+            7 => { const $N: usize = 7; $e }
+            8 => { const $N: usize = 8; $e }
+            9 => { const $N: usize = 9; $e }
+            10 => { const $N: usize = 10; $e }
+            11 => { const $N: usize = 11; $e }
+            12 => { const $N: usize = 12; $e }
+            13 => { const $N: usize = 13; $e }
+            _ => { const $N: usize = EMC_MAX_WORDS; $e }
+        }
+    };
+}
+
 /// Number of entries.
 pub const EMC_ENTRIES: usize = 1 << EMC_SHIFT;
 const EMC_SHIFT: u32 = 13;
@@ -244,23 +268,7 @@ impl Emc {
                 hashes,
                 n,
             };
-            i = match self.listed_n {
-                0 => self.run::<0>(&b, i, &mut hits, &mut hit),
-                1 => self.run::<1>(&b, i, &mut hits, &mut hit),
-                2 => self.run::<2>(&b, i, &mut hits, &mut hit),
-                3 => self.run::<3>(&b, i, &mut hits, &mut hit),
-                4 => self.run::<4>(&b, i, &mut hits, &mut hit),
-                5 => self.run::<5>(&b, i, &mut hits, &mut hit),
-                6 => self.run::<6>(&b, i, &mut hits, &mut hit),
-                7 => self.run::<7>(&b, i, &mut hits, &mut hit),
-                8 => self.run::<8>(&b, i, &mut hits, &mut hit),
-                9 => self.run::<9>(&b, i, &mut hits, &mut hit),
-                10 => self.run::<10>(&b, i, &mut hits, &mut hit),
-                11 => self.run::<11>(&b, i, &mut hits, &mut hit),
-                12 => self.run::<12>(&b, i, &mut hits, &mut hit),
-                13 => self.run::<13>(&b, i, &mut hits, &mut hit),
-                _ => self.run::<EMC_MAX_WORDS>(&b, i, &mut hits, &mut hit),
-            };
+            i = by_width!(self.listed_n, N => self.run::<N>(&b, i, &mut hits, &mut hit));
         }
         hits
     }
@@ -352,23 +360,7 @@ impl Emc {
         }
         let m = self.listed_map;
         // One monomorphised probe per map width: the compare is unrolled for that width.
-        let found = match self.listed_n {
-            0 => self.find::<0>(key, m, hash, &self.listed_idx()),
-            1 => self.find::<1>(key, m, hash, &self.listed_idx()),
-            2 => self.find::<2>(key, m, hash, &self.listed_idx()),
-            3 => self.find::<3>(key, m, hash, &self.listed_idx()),
-            4 => self.find::<4>(key, m, hash, &self.listed_idx()),
-            5 => self.find::<5>(key, m, hash, &self.listed_idx()),
-            6 => self.find::<6>(key, m, hash, &self.listed_idx()),
-            7 => self.find::<7>(key, m, hash, &self.listed_idx()),
-            8 => self.find::<8>(key, m, hash, &self.listed_idx()),
-            9 => self.find::<9>(key, m, hash, &self.listed_idx()),
-            10 => self.find::<10>(key, m, hash, &self.listed_idx()),
-            11 => self.find::<11>(key, m, hash, &self.listed_idx()),
-            12 => self.find::<12>(key, m, hash, &self.listed_idx()),
-            13 => self.find::<13>(key, m, hash, &self.listed_idx()),
-            _ => self.find::<EMC_MAX_WORDS>(key, m, hash, &self.listed_idx()),
-        };
+        let found = by_width!(self.listed_n, N => self.find::<N>(key, m, hash, &self.listed_idx()));
         self.live(found?)
     }
 
