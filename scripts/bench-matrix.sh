@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run ovs-bench's OVS-DPDK matrix (matrix_dpdk.sh's rows) for real Open vSwitch and for
-# `flowswitch bench datapath`, interleaved row by row (OVS row, then ours on the same pcap,
-# both PMDs pinned to the same core), and write a markdown ratio table.
+# `flowswitch bench datapath`, interleaved rep by rep (OVS rep 1, ours rep 1, OVS rep 2, …
+# on the same pcap, both PMDs pinned to the same core), and write a markdown ratio table.
 #
 # usage (as root):  scripts/bench-matrix.sh OUT.md
 #   env: T=5          measured seconds per repetition (after a 1 s warm-up, as dpdk-measure.sh)
@@ -67,17 +67,22 @@ row() { # flowset pcap emc-inv-prob smc label
   "$D/flows.sh" "$rules" 1 2
   vsctl set Open_vSwitch . other_config:emc-insert-inv-prob=$inv other_config:smc-enable=$smc
   appctl revalidator/purge >/dev/null; sleep 1
-  for r in $(seq 1 "$REPS"); do "$D/dpdk-measure.sh" "$label rep$r" "$T" | tee -a "$RAW_OVS"; done
-  # freeze OVS (SIGSTOP by PID) while ours runs: its PMD would otherwise keep polling core 1
-  # (removing its rx port is not enough: the PMD thread spins on with no rx queue)
-  kill -STOP "$VPID"; sleep 0.5
-  case $(ps -o stat= -p "$VPID") in T*) ;; *) echo "bench-matrix: OVS not frozen" >&2;; esac
   local emc=on; [ "$inv" = 0 ] && emc=off
   local smcf=off; [ "$smc" = true ] && smcf=on
-  "$FS" bench datapath --rules "$rules" --pcap "$P/$pcap.pcap" --emc $emc --smc $smcf \
-      --seconds "$T" --reps "$REPS" --core "$CORE" --label "flowswitch $label" 2>&1 \
-    | grep -E ' rep[0-9]+ Mpps=|^#' | sed 's/^flowswitch //' | tee -a "$RAW_FS"
-  kill -CONT "$VPID"
+  # OVS and ours alternate rep by rep (A B A B …), so that both sample the same stretches of
+  # a noisy machine rather than one taking the first half of the row and the other the second.
+  for r in $(seq 1 "$REPS"); do
+    "$D/dpdk-measure.sh" "$label rep$r" "$T" | tee -a "$RAW_OVS"
+    # freeze OVS (SIGSTOP by PID) while ours runs: its PMD would otherwise keep polling core 1
+    # (removing its rx port is not enough: the PMD thread spins on with no rx queue)
+    kill -STOP "$VPID"; sleep 0.5
+    case $(ps -o stat= -p "$VPID") in T*) ;; *) echo "bench-matrix: OVS not frozen" >&2;; esac
+    "$FS" bench datapath --rules "$rules" --pcap "$P/$pcap.pcap" --emc $emc --smc $smcf \
+        --seconds "$T" --reps 1 --core "$CORE" --label "flowswitch $label" 2>&1 \
+      | grep -E ' rep[0-9]+ Mpps=|^#' | sed "s/^flowswitch //; s/ rep1 Mpps=/ rep$r Mpps=/" \
+      | tee -a "$RAW_FS"
+    kill -CONT "$VPID"
+  done
 }
 row simple f1         100 false "simple(in_port only) 1flow"
 row l3     f1         100 false "l3 1flow emc=on"
@@ -124,7 +129,7 @@ def rng(v, k):
     return f"{min(xs)}–{max(xs)}" if xs else "?"
 now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
 L = [f"Measured {now} on {machine}; flowswitch {rev}; OVS-DPDK 3.1 via ovs-bench; "
-     f"one PMD pinned to core 1 each, interleaved row by row; median of {reps} × {T} s. "
+     f"one PMD pinned to core 1 each, alternating rep by rep; median of {reps} × {T} s. "
      "Mpps is wall-clock rate; cpu% is the share of wall time the PMD thread was on a CPU "
      "(other load steals the rest), so Mpps/cpu (packets per on-CPU second) is the figure "
      "that stays comparable on a busy machine.", "",
