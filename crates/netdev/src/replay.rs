@@ -238,10 +238,7 @@ impl ReplayPort {
             let mut pkts = got.iter_mut();
             let mut left = pkts.len();
             while left > 0 {
-                if next >= count {
-                    next = 0;
-                    stats.rx_wraps += 1;
-                }
+                next = wrap(next, count, &mut stats);
                 let run = left.min(count - next);
                 let src = frames.small.get(next..next + run).unwrap_or_default();
                 // The frames first: `zip` stops at the end of the run without taking a packet.
@@ -255,10 +252,7 @@ impl ReplayPort {
             }
         } else {
             for p in got.iter_mut() {
-                if next >= count {
-                    next = 0;
-                    stats.rx_wraps += 1;
-                }
+                next = wrap(next, count, &mut stats);
                 let (start, len) = frames.spans.get(next).copied().unwrap_or_default();
                 next += 1;
                 // Every frame fits (`max_len <= MAX_FRAME`), so both copies succeed; a packet
@@ -276,10 +270,7 @@ impl ReplayPort {
         let mut taken = self.taken + got as u64;
         if got < want {
             // The pool ran dry: like `rx_copy`, the frame whose buffer was missing is dropped.
-            if next >= count {
-                next = 0;
-                stats.rx_wraps += 1;
-            }
+            next = wrap(next, count, &mut stats);
             next += 1;
             taken += 1;
             stats.rx_nobuf += 1;
@@ -303,10 +294,7 @@ impl ReplayPort {
         let (mut next, mut taken, mut stats) = (self.next, self.taken, self.stats);
         let mut n = 0;
         for _ in 0..want {
-            if next >= count {
-                next = 0;
-                stats.rx_wraps += 1;
-            }
+            next = wrap(next, count, &mut stats);
             // `next < count == spans.len()`: always found.
             let Some(&(start, len)) = self.frames.spans.get(next) else {
                 break;
@@ -330,6 +318,17 @@ impl ReplayPort {
         self.taken = taken;
         self.stats = stats;
         n
+    }
+}
+
+/// The position `next` in a list of `count` frames, back at 0 past the end (a wrap, counted).
+#[inline(always)]
+fn wrap(next: usize, count: usize, stats: &mut PortStats) -> usize {
+    if next >= count {
+        stats.rx_wraps += 1;
+        0
+    } else {
+        next
     }
 }
 
