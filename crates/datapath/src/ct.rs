@@ -23,8 +23,8 @@ use netdev::Packet;
 /// forever cannot spin the PMD.
 pub const MAX_RECIRC_DEPTH: u8 = 6;
 
-/// Parameters of one `ct(...)` datapath action (the parts the datapath executes itself;
-/// labels, NAT and helpers are refused at conversion until the tracker supports them).
+/// Parameters of one `ct(...)` datapath action (helpers — `alg=` — are refused at
+/// conversion: no tracker here implements an ALG).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CtParams {
     /// Conntrack zone.
@@ -35,6 +35,10 @@ pub struct CtParams {
     pub force: bool,
     /// `mark=value/mask` to set on commit.
     pub mark: Option<(u32, u32)>,
+    /// `label=value/mask` to set on commit.
+    pub label: Option<(u128, u128)>,
+    /// `nat(...)`: translate (on commit) or re-apply the connection's translation.
+    pub nat: Option<flow::ofp::Nat>,
 }
 
 /// A connection tracker as the PMD sees it: runs one packet (after the actions before `ct`
@@ -43,6 +47,16 @@ pub trait ConnTracker: Send {
     /// Tracks `pkt`, received on `md.in_port`, in `params.zone`; sets `md.ct_state` (with
     /// [`ct_state::TRACKED`]), `ct_zone`, `ct_mark`, `ct_label` and `ct_orig`.
     fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, now_ms: u64);
+
+    /// Housekeeping between bursts (expiry in bounded slices): called by the PMD once per
+    /// poll round with the round's time. Must do a bounded amount of work.
+    fn poll_housekeeping(&mut self, _now_ms: u64) {}
+
+    /// True for a tracker that cannot track (the placeholder): the PMD warns once when a
+    /// `ct` action meets it.
+    fn is_placeholder(&self) -> bool {
+        false
+    }
 }
 
 /// The tracker used until a real one is configured: every packet is `+trk+inv` in the
@@ -56,6 +70,10 @@ impl ConnTracker for UntrackedConntrack {
         ct_clear(md);
         md.ct_state = ct_state::TRACKED | ct_state::INVALID;
         md.ct_zone = params.zone;
+    }
+
+    fn is_placeholder(&self) -> bool {
+        true
     }
 }
 

@@ -682,6 +682,8 @@ pub struct Pmd {
     s: Scratch,
     g: FlowBatches,
     ct: Box<dyn ConnTracker>,
+    /// The placeholder-tracker warning was printed.
+    ct_warned: bool,
     /// Packets waiting for their next datapath pass: metadata (recirc_id, conntrack) and the
     /// passes taken so far.
     recirc: VecDeque<(Packet, PacketMeta, u8)>,
@@ -741,6 +743,7 @@ impl Pmd {
             },
             g: FlowBatches::default(),
             ct: Box::new(UntrackedConntrack),
+            ct_warned: false,
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
@@ -840,6 +843,7 @@ impl Pmd {
                 }
             }
         }
+        self.ct.poll_housekeeping(t / self.cycles_per_ms);
         let got = self.stats.packets_received - before;
         if got == 0 {
             self.stats.idle_iterations += 1;
@@ -1003,6 +1007,14 @@ impl Pmd {
 
     /// Runs packet `i` of the current pass through the connection tracker.
     fn conntrack(&mut self, p: &mut Packet, i: usize, params: &CtParams, now_ms: u64) {
+        if !self.ct_warned && self.ct.is_placeholder() {
+            self.ct_warned = true;
+            eprintln!(
+                "warning: pmd on core {}: ct() runs the placeholder tracker (every packet +trk+inv); \
+                 configure a connection tracker with Pmd::set_conntrack",
+                self.stats.core_id
+            );
+        }
         if let Some(md) = self.s.metas.get_mut(i) {
             self.ct.track(p, md, params, now_ms);
             self.metas_port = None;

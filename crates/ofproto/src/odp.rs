@@ -100,8 +100,8 @@ pub enum OdpAction {
         label: Option<(u128, u128)>,
         /// `helper=` name.
         helper: Option<&'static str>,
-        /// Already-formatted `nat(...)`, if any.
-        nat: Option<String>,
+        /// `nat(...)`, if any (printed as OVS prints it).
+        nat: Option<flow::ofp::Nat>,
     },
     /// `ct_clear`.
     CtClear,
@@ -196,7 +196,7 @@ impl fmt::Display for OdpAction {
                         let _ = write!(s, "helper={h},");
                     }
                     if let Some(n) = nat {
-                        s.push_str(n);
+                        s.push_str(&flow::text::format::format_odp_nat(n));
                     }
                     chomp(&mut s);
                     s.push(')');

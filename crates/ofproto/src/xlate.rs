@@ -965,7 +965,7 @@ impl Ctx<'_> {
             Some(69) => Some("tftp"),
             _ => None,
         };
-        let nat = ct.nat.as_ref().map(format_nat);
+        let nat = ct.nat;
         self.odp.push(OdpAction::Ct {
             commit: ct.commit && !ct.force,
             force: ct.force,
@@ -1488,57 +1488,6 @@ fn is_reserved_mac(m: u64) -> bool {
                 | 0x0100_0ccc_ccc6
                 | 0x0100_0ccc_ccc7
         )
-}
-
-fn format_nat(n: &flow::ofp::Nat) -> String {
-    use flow::ofp::{NatKind, NatRange};
-    let mut s = String::from("nat");
-    let Some(kind) = n.kind else {
-        return s;
-    };
-    s.push('(');
-    s.push_str(match kind {
-        NatKind::Src => "src",
-        NatKind::Dst => "dst",
-    });
-    if let Some(r) = n.range {
-        s.push('=');
-        match r {
-            NatRange::V4 { min, max } => {
-                flow::text::value::fmt_ipv4(&mut s, min);
-                if max != 0 && max != min {
-                    s.push('-');
-                    flow::text::value::fmt_ipv4(&mut s, max);
-                }
-            }
-            NatRange::V6 { min, max } => {
-                s.push('[');
-                flow::text::value::fmt_ipv6(&mut s, min);
-                if max != 0 && max != min {
-                    s.push('-');
-                    flow::text::value::fmt_ipv6(&mut s, max);
-                }
-                s.push(']');
-            }
-        }
-        if n.ports.0 != 0 {
-            let _ = write!(s, ":{}", n.ports.0);
-            if n.ports.1 != 0 && n.ports.1 != n.ports.0 {
-                let _ = write!(s, "-{}", n.ports.1);
-            }
-        }
-    }
-    for (f, name) in [
-        (n.persistent, "persistent"),
-        (n.hash, "hash"),
-        (n.random, "random"),
-    ] {
-        if f {
-            let _ = write!(s, ",{name}");
-        }
-    }
-    s.push(')');
-    s
 }
 
 /// C's `%#x`: `0` for zero, else `0x…`.

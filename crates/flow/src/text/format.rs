@@ -774,3 +774,54 @@ pub fn format_flow_add(spec: &FlowSpec) -> String {
     format_actions_into(&mut s, &spec.actions);
     s
 }
+
+/// A datapath action's `nat(...)` as OVS's `format_odp_ct_nat` prints it.
+pub fn format_odp_nat(n: &Nat) -> String {
+    let mut s = String::from("nat");
+    let Some(kind) = n.kind else {
+        return s;
+    };
+    s.push('(');
+    s.push_str(match kind {
+        NatKind::Src => "src",
+        NatKind::Dst => "dst",
+    });
+    if let Some(r) = n.range {
+        s.push('=');
+        match r {
+            NatRange::V4 { min, max } => {
+                fmt_ipv4(&mut s, min);
+                if max != 0 && max != min {
+                    s.push('-');
+                    fmt_ipv4(&mut s, max);
+                }
+            }
+            NatRange::V6 { min, max } => {
+                s.push('[');
+                fmt_ipv6(&mut s, min);
+                if max != 0 && max != min {
+                    s.push('-');
+                    fmt_ipv6(&mut s, max);
+                }
+                s.push(']');
+            }
+        }
+        if n.ports.0 != 0 {
+            let _ = write!(s, ":{}", n.ports.0);
+            if n.ports.1 != 0 && n.ports.1 != n.ports.0 {
+                let _ = write!(s, "-{}", n.ports.1);
+            }
+        }
+    }
+    for (f, name) in [
+        (n.persistent, "persistent"),
+        (n.hash, "hash"),
+        (n.random, "random"),
+    ] {
+        if f {
+            let _ = write!(s, ",{name}");
+        }
+    }
+    s.push(')');
+    s
+}
