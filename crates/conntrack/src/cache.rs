@@ -1,0 +1,94 @@
+//! The per-PMD established fast path: a small direct-mapped cache of connection references.
+//!
+//! Why: on a PMD the cost of a tracked packet on an established flow is dominated by the
+//! index lookup (hash, shard read lock — a shared cache line written by every reader — and
+//! the refcount increment). A PMD sees the same few thousand flows again and again, so it
+//! keeps its own references.
+//!
+//! How: `slots` (a power of two) entries, each `Option<Arc<Conn>>`, indexed by a hash of the
+//! packet's key. A probe is a hit when the slot's connection has the packet's key as its
+//! original or reply key, has not been removed from the table (`dead`, set under the commit
+//! lock before an entry leaves the index and never cleared) and has not expired at `now`.
+//! On a miss the table is asked and the answer stored in the slot. A cache is bound to one
+//! tracker (by id); used with another it clears itself.
+//!
+//! Why a hit equals the table's answer (invariant 6): the table maps a key to at most one
+//! entry; a live entry is indexed under both of its keys; an entry is removed only after
+//! `dead` is set; expiry is checked with the same `now`. So a validated hit is exactly the
+//! entry the table lookup would have returned, in the same direction. The cache holds no
+//! copy of any state — mark, label, TCP windows, expiry all stay in the one entry — and
+//! every packet, hit or miss, then runs the same protocol update, NAT and metadata code.
+//! Nothing is skipped but the index probe; TCP, UDP, ICMP (echo and related errors) alike.
+//!
+//! Memory: a removed connection stays allocated until its slot is overwritten or the cache
+//! dropped: at most `slots` such entries per PMD.
+
+use crate::Conntrack;
+use crate::key::ConnKey;
+use crate::table::Conn;
+use std::sync::Arc;
+
+/// A per-PMD cache of connection references for [`Conntrack::execute_cached`].
+#[derive(Debug)]
+pub struct FastCache {
+    slots: Box<[Option<Arc<Conn>>]>,
+    mask: usize,
+    owner: u64,
+    hits: u64,
+    misses: u64,
+}
+
+impl FastCache {
+    /// A cache of `slots` entries (rounded up to a power of two, at least 1).
+    pub fn new(slots: usize) -> FastCache {
+        let n = slots.max(1).next_power_of_two();
+        FastCache {
+            slots: (0..n).map(|_| None).collect(),
+            mask: n - 1,
+            owner: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// (hits, misses) so far.
+    pub fn hit_stats(&self) -> (u64, u64) {
+        (self.hits, self.misses)
+    }
+
+    /// Drops every reference.
+    pub fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = None);
+    }
+
+    pub(crate) fn lookup(
+        &mut self,
+        ct: &Conntrack,
+        k: &ConnKey,
+        now: u64,
+    ) -> Option<(Arc<Conn>, bool)> {
+        if self.owner != ct.id() {
+            self.clear();
+            self.owner = ct.id();
+        }
+        let i = (k.hash_with(0x00c0_ffee) as usize) & self.mask;
+        if let Some(c) = &self.slots[i]
+            && c.live(now)
+            && let Some(reply) = c.direction(k)
+        {
+            self.hits += 1;
+            return Some((Arc::clone(c), reply));
+        }
+        self.misses += 1;
+        let found = ct.table_lookup(k, now);
+        if let Some((c, _)) = &found {
+            self.slots[i] = Some(Arc::clone(c));
+        }
+        found
+    }
+}

@@ -1,0 +1,202 @@
+//! Connection keys: zone + addresses + L4 identifiers, the unit the table is indexed by.
+//!
+//! Why: a connection is found from either direction, so each stored connection has two
+//! keys — its original-direction key and its reply key (the reversed original, or after NAT
+//! the reversed *translated* tuple) — and both point at the one entry.
+//!
+//! How: [`ConnKey`] mirrors OVS's `struct conn_key` (two endpoints, L3 type, zone,
+//! protocol). Addresses are 16 bytes; an IPv4 address occupies the first four (OVS's
+//! `union ct_addr` lays them out the same way). For TCP/UDP an endpoint carries its port;
+//! for ICMP/ICMPv6 echo-like messages each endpoint carries the echo id and a type (the
+//! source endpoint the message's type, the destination endpoint the reverse type), so that
+//! a request and its reply are each other's reversed key. Other protocols have no L4 key.
+//!
+//! Invariant: `k.reversed().reversed() == k`; the zone, family and protocol never change
+//! under reversal. Hashing uses a seeded multiply-rotate mix over five 64-bit words: fast
+//! on the per-packet path, and seeded per tracker so that keys an attacker picks do not
+//! collide in a predictable way (it is not a cryptographic PRF; shards bound the damage).
+
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// One direction of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub(crate) struct ConnKey {
+    /// Source address (IPv4 in the first four bytes).
+    pub src: [u8; 16],
+    /// Destination address.
+    pub dst: [u8; 16],
+    /// Source port, or ICMP echo id.
+    pub sport: u16,
+    /// Destination port, or ICMP echo id.
+    pub dport: u16,
+    /// Conntrack zone.
+    pub zone: u16,
+    /// ICMP type of the source endpoint (0 for other protocols).
+    pub stype: u8,
+    /// ICMP type of the destination endpoint.
+    pub dtype: u8,
+    /// IP protocol.
+    pub proto: u8,
+    /// IPv6 (else IPv4).
+    pub v6: bool,
+}
+
+impl ConnKey {
+    /// The other direction's key.
+    pub fn reversed(&self) -> ConnKey {
+        ConnKey {
+            src: self.dst,
+            dst: self.src,
+            sport: self.dport,
+            dport: self.sport,
+            stype: self.dtype,
+            dtype: self.stype,
+            ..*self
+        }
+    }
+
+    /// True for ICMP over IPv4 or ICMPv6 over IPv6 (keys with echo ids, not ports).
+    pub fn is_icmp(&self) -> bool {
+        (!self.v6 && self.proto == 1) || (self.v6 && self.proto == 58)
+    }
+
+    /// True for TCP and UDP (the protocols whose ports NAT rewrites).
+    pub fn is_pat(&self) -> bool {
+        self.proto == 6 || self.proto == 17
+    }
+
+    pub fn addr(&self, b: &[u8; 16]) -> IpAddr {
+        if self.v6 {
+            IpAddr::V6(Ipv6Addr::from(*b))
+        } else {
+            IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3]))
+        }
+    }
+
+    pub fn src_ip(&self) -> IpAddr {
+        self.addr(&self.src)
+    }
+
+    pub fn dst_ip(&self) -> IpAddr {
+        self.addr(&self.dst)
+    }
+
+    fn words(&self) -> [u64; 5] {
+        let w = |b: &[u8; 16], i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(a)
+        };
+        [
+            w(&self.src, 0),
+            w(&self.src, 8) ^ w(&self.dst, 0).rotate_left(17),
+            w(&self.dst, 8),
+            u64::from(self.sport) | u64::from(self.dport) << 16 | u64::from(self.zone) << 32,
+            u64::from(self.stype)
+                | u64::from(self.dtype) << 8
+                | u64::from(self.proto) << 16
+                | u64::from(self.v6) << 24,
+        ]
+    }
+
+    /// Seeded 64-bit hash of the key.
+    pub fn hash_with(&self, seed: u64) -> u64 {
+        let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+        for w in self.words() {
+            h = (h.rotate_left(23) ^ w).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        }
+        mix64(h)
+    }
+}
+
+/// Addresses of a family as the 16-byte key representation.
+pub(crate) fn ip_bytes(a: IpAddr) -> [u8; 16] {
+    match a {
+        IpAddr::V4(v) => {
+            let mut b = [0u8; 16];
+            b[..4].copy_from_slice(&v.octets());
+            b
+        }
+        IpAddr::V6(v) => v.octets(),
+    }
+}
+
+/// A final avalanche (splitmix64's finaliser).
+pub(crate) fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `BuildHasher` for maps keyed by [`ConnKey`]: the key hashes itself once
+/// ([`ConnKey::hash_with`]) and the hasher passes that value through.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHashBuilder {
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHasher {
+    seed: u64,
+    h: u64,
+}
+
+impl BuildHasher for KeyHashBuilder {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher {
+            seed: self.seed,
+            h: 0,
+        }
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.h
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only reached for types other than ConnKey; fold bytes in.
+        for b in bytes {
+            self.h = (self.h.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.h = mix64(v ^ self.seed);
+    }
+}
+
+/// The table's key wrapper: hashing a `TableKey` writes the key's seeded hash once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TableKey(pub ConnKey);
+
+impl Hash for TableKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // The tracker's seed is mixed in by `KeyHasher::write_u64`.
+        state.write_u64(self.0.hash_with(0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reverse_twice_is_identity_and_hash_differs_by_direction() {
+        let k = ConnKey {
+            src: [1; 16],
+            dst: [2; 16],
+            sport: 5,
+            dport: 6,
+            zone: 3,
+            stype: 8,
+            dtype: 0,
+            proto: 1,
+            v6: false,
+        };
+        assert_eq!(k.reversed().reversed(), k);
+        assert_ne!(k.hash_with(1), k.reversed().hash_with(1));
+        assert_ne!(k.hash_with(1), k.hash_with(2));
+    }
+}

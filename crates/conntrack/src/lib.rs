@@ -1,0 +1,841 @@
+//! `conntrack`: flowswitch's connection tracker, with the packet-by-packet semantics of
+//! Open vSwitch 3.1's userspace conntrack (`lib/conntrack*.c`), sans-I/O.
+//!
+//! What it owns: keying packets into connections (zones, IPv4/IPv6, TCP/UDP ports, ICMP
+//! echo ids, related ICMP errors), the per-protocol state machines (the pf-derived TCP
+//! window tracker, UDP/other, ICMP), commit with `ct_mark`/`ct_label`, limits (global and
+//! per zone), expiry and bounded sweeping, NAT (address/port allocation and header
+//! rewrite), `dpctl/dump-conntrack` text, flush, counters, and the per-PMD established fast
+//! path ([`FastCache`]). What it does not own: clocks, threads, I/O (time is passed in as
+//! `now_ms`; the caller runs [`Conntrack::sweep`] from wherever it likes), recirculation
+//! and the `ct(...)` action text (the datapath adapter maps those to [`CtAction`]), ALGs
+//! (FTP/TFTP helpers) and timeout policies other than OVS's default, fragment reassembly
+//! (see [`parse`]).
+//!
+//! How a packet goes through ([`Conntrack::execute`], OVS's `process_one`):
+//! 1. `ct_state` is cleared if the packet was tracked in another zone.
+//! 2. The frame is parsed and keyed ([`parse`]); failure → `+inv+trk`, mark/label 0, no
+//!    original tuple.
+//! 3. Lookup in the zone from either direction (a packet already NATed in this zone is
+//!    looked up by its reversed key). `force` on a reply-direction packet expires the old
+//!    connection and treats the packet as new.
+//! 4. Known connection: ICMP errors get `+rel` (`+rpl` in the reply direction) without a
+//!    protocol update; otherwise the protocol tracker ([`l4`]) says valid (`+est`, `+rpl`
+//!    for replies), still-new (`+new`), invalid (`+inv` only — mark/label/original tuple
+//!    still reported from the connection) or "closed, start again" (TCP SYN after both
+//!    ends closed). With `nat`, the connection's translation is applied unless this zone
+//!    already translated the packet.
+//! 5. Unknown: a related ICMP error is `+inv`; a packet that may not open a connection
+//!    (SYN+ACK, bad TCP flags, ICMP replies) is `+inv`; otherwise `+new`, and with `commit`
+//!    the connection is stored — unless the zone limit or the global limit is reached (the
+//!    packet stays `+new`, nothing stored, counted) or NAT finds no free tuple (same).
+//! 6. `ct_zone`, `ct_mark`, `ct_label`, `ct_orig` are written (`+trk` always); a given
+//!    mark/label (value, mask) is then applied to the connection, if there is one.
+//!
+//! Differences from OVS we know of (each deliberate, each documented where it lives):
+//! fragments are `+inv` (OVS reassembles, `ipf` is on by default in 3.1); NAT choices inside
+//! an address or explicit port range use a fixed hash (OVS's is seeded randomly per
+//! process); OVS caches the connection in the packet's metadata across recirculations and
+//! then skips the protocol update on a second `ct` in the same zone — our API has no such
+//! per-packet slot, so a second `ct` re-runs the (idempotent for retransmits) update; an
+//! expired-but-unswept NAT connection is simply absent here, where OVS answers a reply
+//! hitting its stale reverse entry with `+inv`; `check_orig_tuple` (finding a connection
+//! through `ct_orig` after NAT) is not implemented; an expired entry is replaced at once by
+//! a new commit of the same key (OVS keeps it counted until its sweeper runs).
+//!
+//! Concurrency ([`table`] has the lock order): one [`Conntrack`] is shared by every PMD
+//! through `Arc`; lookups take no table-wide lock; per-connection state is updated under
+//! the connection's mutex; commits and removals serialise on one commit lock.
+//!
+//! The fast path ([`FastCache`], invariant 6 of ARCHITECTURE.md): a per-PMD direct-mapped
+//! array of `Arc<Conn>` references. A hit is validated (same key, entry not removed, not
+//! expired) and then runs exactly the code of the full path from step 4 on; only the index
+//! lookup is skipped. No connection state is copied into the cache.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod build;
+pub mod cache;
+pub mod dump;
+pub mod fuzzing;
+mod key;
+pub mod l4;
+mod nat;
+pub mod parse;
+mod table;
+
+pub use cache::FastCache;
+pub use dump::{ConnDump, DumpTuple, FlushTuple};
+pub use flow::ofp::action::NatKind;
+pub use l4::Timeouts;
+pub use parse::InvalidReason;
+
+use flow::extract::{CtOrigTuple, PacketMeta};
+use flow::field::ct_state as cs;
+use key::ConnKey;
+use l4::{L4State, Update};
+use parse::Parsed;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use table::{Conn, ConnMut, Table};
+
+/// Tracker configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Most connections (OVS `n_conn_limit`, default 3,000,000).
+    pub max_conns: u32,
+    /// Skip TCP sequence checking (OVS `tcp_seq_chk=false`; OVS default: checking on).
+    pub tcp_liberal: bool,
+    /// Timeout policy (OVS's default policy).
+    pub timeouts: Timeouts,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_conns: 3_000_000,
+            tcp_liberal: false,
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+/// `nat(...)` of a `ct` action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NatAction {
+    /// `src`/`dst`; `None` for plain `nat` (apply the connection's existing NAT).
+    pub kind: Option<NatKind>,
+    /// Address range (min, max); max below min is taken as min.
+    pub addrs: Option<(IpAddr, IpAddr)>,
+    /// Port range (min, max); max below min is taken as min; min 0 means none.
+    pub ports: Option<(u16, u16)>,
+    /// `persistent` (accepted, no effect in OVS's userspace datapath either).
+    pub persistent: bool,
+    /// `hash` (accepted, no effect).
+    pub hash: bool,
+    /// `random` (accepted, no effect).
+    pub random: bool,
+}
+
+/// One `ct(...)` execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CtAction {
+    /// Zone.
+    pub zone: u16,
+    /// `commit`.
+    pub commit: bool,
+    /// `force` (with commit): a reply-direction packet replaces the connection.
+    pub force: bool,
+    /// `ct_mark` (value, mask) to set.
+    pub mark: Option<(u32, u32)>,
+    /// `ct_label` (value, mask) to set.
+    pub label: Option<(u128, u128)>,
+    /// `nat(...)`.
+    pub nat: Option<NatAction>,
+}
+
+/// Counters (a snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CtStats {
+    /// Packets run through the tracker.
+    pub packets: u64,
+    /// Packets that left with `+new`.
+    pub new: u64,
+    /// Packets that left with `+est`.
+    pub established: u64,
+    /// Packets that left with `+rel`.
+    pub related: u64,
+    /// Packets that left with `+inv`, total.
+    pub invalid: u64,
+    /// `+inv` by reason, in [`InvalidReason::ALL`] order.
+    pub invalid_by_reason: Vec<(InvalidReason, u64)>,
+    /// Connections committed.
+    pub committed: u64,
+    /// Commits refused by the global limit.
+    pub refused_global_limit: u64,
+    /// Commits refused by a zone limit.
+    pub refused_zone_limit: u64,
+    /// Commits refused because NAT found no free tuple.
+    pub nat_exhausted: u64,
+    /// Connections removed by `sweep` after expiring.
+    pub expired: u64,
+    /// Connections removed by `flush`.
+    pub flushed: u64,
+    /// Connections replaced (`force` from the reply side, TCP reopen) or overwritten after
+    /// expiring before a sweep reached them.
+    pub replaced: u64,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Stripe {
+    packets: AtomicU64,
+    new: AtomicU64,
+    est: AtomicU64,
+    rel: AtomicU64,
+}
+
+const STRIPES: usize = 16;
+
+fn stripe_index() -> usize {
+    use std::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static IDX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    IDX.with(|c| {
+        if c.get() == usize::MAX {
+            c.set(NEXT.fetch_add(1, Ordering::Relaxed) as usize % STRIPES);
+        }
+        c.get()
+    })
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    stripes: [Stripe; STRIPES],
+    invalid: [AtomicU64; InvalidReason::COUNT],
+    committed: AtomicU64,
+    refused_global: AtomicU64,
+    refused_zone: AtomicU64,
+    nat_exhausted: AtomicU64,
+    expired: AtomicU64,
+    flushed: AtomicU64,
+    replaced: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ZoneLimit {
+    limit: u32,
+    count: u32,
+    seq: u32,
+}
+
+/// State behind the commit lock.
+#[derive(Debug)]
+struct Locked {
+    zone_limits: HashMap<u16, ZoneLimit>,
+    next_zone_seq: u32,
+    /// Sweep cursor: (shard, index).
+    cursor: (usize, usize),
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The connection tracker. `Send + Sync`; share it through `Arc`.
+#[derive(Debug)]
+pub struct Conntrack {
+    id: u64,
+    cfg: Config,
+    tcp_liberal: AtomicBool,
+    max_conns: AtomicU32,
+    nconns: AtomicU32,
+    table: Table,
+    locked: Mutex<Locked>,
+    counters: Counters,
+    /// Latest `now_ms` seen (dumps treat connections expired at that time as gone).
+    last_now: AtomicU64,
+}
+
+/// What the first lookup found: the connection and whether the packet is a reply.
+type Found = Option<(Arc<Conn>, bool)>;
+
+impl Conntrack {
+    /// A tracker with `cfg` and a random hash seed.
+    pub fn new(cfg: Config) -> Self {
+        // A per-tracker hash seed; it only spreads keys over shards and buckets.
+        let seed = {
+            use std::hash::{BuildHasher, RandomState};
+            RandomState::new().hash_one(0x5eed_u64)
+        };
+        Self::with_seed(cfg, seed)
+    }
+
+    /// A tracker with `cfg` and hash seed `seed`: two trackers with the same seed and the
+    /// same operations have the same table layout (used by the differential tests, whose
+    /// sweeps must remove the same entries).
+    pub fn with_seed(cfg: Config, seed: u64) -> Self {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Conntrack {
+            id,
+            cfg,
+            tcp_liberal: AtomicBool::new(cfg.tcp_liberal),
+            max_conns: AtomicU32::new(cfg.max_conns),
+            nconns: AtomicU32::new(0),
+            table: Table::new(seed),
+            locked: Mutex::new(Locked {
+                zone_limits: HashMap::new(),
+                next_zone_seq: 1,
+                cursor: (0, 0),
+            }),
+            counters: Counters::default(),
+            last_now: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Locked> {
+        self.locked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn note_now(&self, now: u64) {
+        self.last_now.fetch_max(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn table_lookup(&self, k: &ConnKey, now: u64) -> Found {
+        self.table.lookup(k, now)
+    }
+
+    /// Switches TCP sequence checking off (`true`) or on.
+    pub fn set_tcp_liberal(&self, on: bool) {
+        self.tcp_liberal.store(on, Ordering::Relaxed);
+    }
+
+    /// Runs `frame` through the tracker (the full path). See the crate doc.
+    pub fn execute(&self, frame: &mut [u8], md: &mut PacketMeta, act: &CtAction, now_ms: u64) {
+        self.run(frame, md, act, now_ms, None);
+    }
+
+    /// Same result as [`Conntrack::execute`], with the first lookup served by `cache`.
+    pub fn execute_cached(
+        &self,
+        cache: &mut FastCache,
+        frame: &mut [u8],
+        md: &mut PacketMeta,
+        act: &CtAction,
+        now_ms: u64,
+    ) {
+        self.run(frame, md, act, now_ms, Some(cache));
+    }
+
+    fn count_invalid(&self, r: InvalidReason) {
+        self.counters.invalid[r as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn run(
+        &self,
+        frame: &mut [u8],
+        md: &mut PacketMeta,
+        act: &CtAction,
+        now: u64,
+        cache: Option<&mut FastCache>,
+    ) {
+        self.note_now(now);
+        let zone = act.zone;
+        if md.ct_state != 0 && md.ct_zone != zone {
+            md.ct_state = 0;
+        }
+        let mut reason = None;
+        match parse::parse(frame, zone) {
+            Ok(p) => self.process(frame, md, act, now, cache, p, &mut reason),
+            Err(r) => {
+                reason = Some(r);
+                md.ct_state = cs::INVALID;
+                write_md(md, zone, None, None);
+            }
+        }
+        if let Some(r) = reason {
+            self.count_invalid(r);
+        }
+        let s = &self.counters.stripes[stripe_index()];
+        s.packets.fetch_add(1, Ordering::Relaxed);
+        if md.ct_state & cs::NEW != 0 {
+            s.new.fetch_add(1, Ordering::Relaxed);
+        }
+        if md.ct_state & cs::ESTABLISHED != 0 {
+            s.est.fetch_add(1, Ordering::Relaxed);
+        }
+        if md.ct_state & cs::RELATED != 0 {
+            s.rel.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Steps 3–6 of the crate doc for a keyed packet.
+    #[allow(clippy::too_many_arguments)]
+    fn process(
+        &self,
+        frame: &mut [u8],
+        md: &mut PacketMeta,
+        act: &CtAction,
+        now: u64,
+        mut cache: Option<&mut FastCache>,
+        p: Parsed,
+        reason: &mut Option<InvalidReason>,
+    ) {
+        let zone = act.zone;
+        let natted = md.ct_state & (cs::SRC_NAT | cs::DST_NAT) != 0;
+        let mut key = p.key;
+        let mut first = |k: &ConnKey, this: &Self| -> Found {
+            match cache {
+                Some(ref mut c) => c.lookup(this, k, now),
+                None => this.table_lookup(k, now),
+            }
+        };
+        let mut found: Found;
+        if natted {
+            let rk = key.reversed();
+            found = first(&rk, self);
+            if let Some((c, reply)) = &mut found {
+                *reply = !*reply;
+                key = if *reply { c.rev_key } else { c.key };
+            }
+        } else {
+            found = first(&key, self);
+        }
+
+        if act.force
+            && let Some((c, true)) = &found
+        {
+            c.force_expire();
+            self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+            found = None;
+        }
+
+        let mut create = false;
+        let mut conn: Option<Arc<Conn>> = None;
+        let mut reply = false;
+        if let Some((c, r)) = found {
+            reply = r;
+            if p.related {
+                md.ct_state |= cs::RELATED;
+                if reply {
+                    md.ct_state |= cs::REPLY_DIR;
+                }
+            } else {
+                let liberal = self.tcp_liberal.load(Ordering::Relaxed);
+                let res = {
+                    let mut m = c.lock();
+                    let (res, tm) = m.l4.update(&p, frame, reply, liberal);
+                    if let Some(tm) = tm {
+                        c.expiration.store(
+                            now.saturating_add(u64::from(tm.attr(&self.cfg.timeouts)) * 1000),
+                            Ordering::Relaxed,
+                        );
+                    }
+                    res
+                };
+                match res {
+                    Update::Valid => {
+                        md.ct_state |= cs::ESTABLISHED;
+                        md.ct_state &= !cs::NEW;
+                        if reply {
+                            md.ct_state |= cs::REPLY_DIR;
+                        }
+                    }
+                    Update::Invalid(r) => {
+                        md.ct_state = cs::INVALID;
+                        *reason = Some(r);
+                    }
+                    Update::New => {
+                        c.force_expire();
+                        self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+                        create = true;
+                    }
+                    Update::ValidNew => md.ct_state |= cs::NEW,
+                }
+            }
+            if act.nat.is_some() && !create {
+                self.handle_nat(frame, md, &p, &c, zone, reply);
+            }
+            conn = Some(c);
+        } else if p.related {
+            md.ct_state = cs::INVALID;
+            *reason = Some(InvalidReason::RelatedNoConn);
+        } else {
+            create = true;
+        }
+
+        if create {
+            let mut l = self.lock();
+            if self.table.lookup(&key, now).is_none() {
+                conn = self.conn_not_found(&mut l, frame, md, act, now, &p, &key, reason);
+                reply = false;
+            }
+        }
+        let _ = reply;
+
+        write_md(md, zone, conn.as_deref(), Some(&key));
+        if let Some(c) = &conn
+            && (act.mark.is_some() || act.label.is_some())
+        {
+            {
+                let mut m = c.lock();
+                if let Some((v, mask)) = act.mark {
+                    md.ct_mark = v | (md.ct_mark & !mask);
+                    m.mark = md.ct_mark;
+                }
+                if let Some((v, mask)) = act.label {
+                    md.ct_label = v | (md.ct_label & !mask);
+                    m.label = [md.ct_label as u64, (md.ct_label >> 64) as u64];
+                }
+            }
+        }
+    }
+
+    fn handle_nat(
+        &self,
+        frame: &mut [u8],
+        md: &mut PacketMeta,
+        p: &Parsed,
+        c: &Conn,
+        zone: u16,
+        reply: bool,
+    ) {
+        let bits = cs::SRC_NAT | cs::DST_NAT;
+        if c.nat != 0 && (md.ct_state & bits == 0 || zone != md.ct_zone) {
+            md.ct_state &= !bits;
+            md.ct_state |= nat::nat_packet(frame, p, &c.key, &c.rev_key, c.nat, reply);
+        }
+    }
+
+    /// OVS `conn_not_found`. Holds the commit lock.
+    #[allow(clippy::too_many_arguments)]
+    fn conn_not_found(
+        &self,
+        l: &mut Locked,
+        frame: &mut [u8],
+        md: &mut PacketMeta,
+        act: &CtAction,
+        now: u64,
+        p: &Parsed,
+        key: &ConnKey,
+        reason: &mut Option<InvalidReason>,
+    ) -> Option<Arc<Conn>> {
+        if !l4::valid_new(p) {
+            md.ct_state = cs::INVALID;
+            *reason = Some(
+                if p.key.proto == 6 && p.tcp.is_some_and(|t| l4::tcp_invalid_flags(t.flags)) {
+                    InvalidReason::TcpFlags
+                } else {
+                    InvalidReason::NotValidNew
+                },
+            );
+            return None;
+        }
+        md.ct_state = cs::NEW;
+        if !(act.commit || act.force) {
+            return None;
+        }
+        let zl = l.zone_limits.get(&key.zone).copied();
+        if let Some(z) = zl
+            && z.count >= z.limit
+        {
+            self.counters.refused_zone.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        if self.nconns.load(Ordering::Relaxed) >= self.max_conns.load(Ordering::Relaxed) {
+            self.counters.refused_global.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let (l4, tm) = L4State::new_conn(p, frame);
+        let mut rev_key = key.reversed();
+        let mut nat_bits = 0u8;
+        if let Some(na) = &act.nat {
+            let info = nat::NatInfo::from_action(na);
+            let table = &self.table;
+            let got = nat::unique_tuple(key, &info, &mut |k| table.lookup(k, now).is_some());
+            match got {
+                Some(r) => rev_key = r,
+                None => {
+                    self.counters.nat_exhausted.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
+            nat_bits = info.action;
+        }
+        // Entries still indexed under either key are expired or being replaced: drop them.
+        for k in [*key, rev_key] {
+            if let Some(old) = self.table.get_any(&k)
+                && self.remove_locked(l, &old)
+            {
+                self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let (admit_zone, admit_seq) = match zl {
+            Some(z) => (key.zone, z.seq),
+            None => (0, 0),
+        };
+        let c = Arc::new(Conn {
+            key: *key,
+            rev_key,
+            nat: nat_bits,
+            admit_zone,
+            admit_seq,
+            expiration: AtomicU64::new(
+                now.saturating_add(u64::from(tm.attr(&self.cfg.timeouts)) * 1000),
+            ),
+            dead: AtomicBool::new(false),
+            m: Mutex::new(ConnMut {
+                l4,
+                mark: 0,
+                label: [0, 0],
+            }),
+        });
+        if nat_bits != 0 {
+            md.ct_state |= nat::nat_packet(frame, p, &c.key, &c.rev_key, nat_bits, false);
+        }
+        self.table.insert(&c);
+        self.nconns.fetch_add(1, Ordering::Relaxed);
+        if let Some(z) = l.zone_limits.get_mut(&key.zone) {
+            z.count += 1;
+        }
+        self.counters.committed.fetch_add(1, Ordering::Relaxed);
+        Some(c)
+    }
+
+    /// Removes `c` from the index (commit lock held). False if it was already removed.
+    fn remove_locked(&self, l: &mut Locked, c: &Arc<Conn>) -> bool {
+        if c.dead.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.table.unindex(c);
+        self.nconns.fetch_sub(1, Ordering::Relaxed);
+        if c.admit_seq != 0
+            && let Some(z) = l.zone_limits.get_mut(&c.admit_zone)
+            && z.seq == c.admit_seq
+        {
+            z.count = z.count.saturating_sub(1);
+        }
+        true
+    }
+
+    /// Examines at most `budget` index slots from where the last call stopped, removing
+    /// connections expired at `now_ms`; returns how many were removed.
+    pub fn sweep(&self, now_ms: u64, budget: usize) -> usize {
+        self.note_now(now_ms);
+        let mut l = self.lock();
+        let mut removed = 0;
+        let (mut shard, mut idx) = l.cursor;
+        let mut empty_shards = 0;
+        let mut examined = 0;
+        while examined < budget && empty_shards <= table::SHARDS {
+            match self.table.at(shard, idx) {
+                None => {
+                    shard = (shard + 1) % table::SHARDS;
+                    idx = 0;
+                    empty_shards += 1;
+                }
+                Some((k, c)) => {
+                    examined += 1;
+                    empty_shards = 0;
+                    if k == c.key && c.expired(now_ms) && self.remove_locked(&mut l, &c) {
+                        removed += 1;
+                        // The slot now holds another entry (swap-remove): look again.
+                    } else {
+                        idx += 1;
+                    }
+                }
+            }
+        }
+        l.cursor = (shard, idx);
+        self.counters
+            .expired
+            .fetch_add(removed as u64, Ordering::Relaxed);
+        removed
+    }
+
+    /// The connections (in `zone`, or all), sorted, as `dpctl/dump-conntrack` lists them;
+    /// connections expired at the latest time the tracker was given are left out.
+    pub fn dump(&self, zone: Option<u16>) -> Vec<ConnDump> {
+        self.dump_at(zone, self.last_now.load(Ordering::Relaxed))
+    }
+
+    /// [`Conntrack::dump`] at an explicit time.
+    pub fn dump_at(&self, zone: Option<u16>, now_ms: u64) -> Vec<ConnDump> {
+        let mut conns = Vec::new();
+        self.table.for_each_primary(|c| {
+            if zone.is_none_or(|z| z == c.key.zone) && c.live(now_ms) {
+                conns.push(Arc::clone(c));
+            }
+        });
+        let mut out: Vec<ConnDump> = conns.iter().map(|c| dump::to_dump(c, now_ms)).collect();
+        out.sort();
+        out
+    }
+
+    /// Removes connections: all, those of `zone`, or the one whose original tuple (or, for a
+    /// connection without NAT, reply tuple) is `tuple` in `zone` (default 0). Returns how
+    /// many were removed.
+    pub fn flush(&self, zone: Option<u16>, tuple: Option<&FlushTuple>) -> usize {
+        let mut l = self.lock();
+        let mut victims = Vec::new();
+        match tuple {
+            Some(t) => {
+                let Some(k) = t.key_in(zone.unwrap_or(0)) else {
+                    return 0;
+                };
+                if let Some(c) = self.table.get_any(&k)
+                    && (c.key == k || c.nat == 0)
+                {
+                    victims.push(c);
+                }
+            }
+            None => self.table.for_each_primary(|c| {
+                if zone.is_none_or(|z| z == c.key.zone) {
+                    victims.push(Arc::clone(c));
+                }
+            }),
+        }
+        let mut n = 0;
+        for c in &victims {
+            if self.remove_locked(&mut l, c) {
+                n += 1;
+            }
+        }
+        self.counters.flushed.fetch_add(n as u64, Ordering::Relaxed);
+        n
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> CtStats {
+        let c = &self.counters;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut s = CtStats::default();
+        for st in &c.stripes {
+            s.packets += ld(&st.packets);
+            s.new += ld(&st.new);
+            s.established += ld(&st.est);
+            s.related += ld(&st.rel);
+        }
+        s.invalid_by_reason = InvalidReason::ALL
+            .iter()
+            .map(|&r| (r, ld(&c.invalid[r as usize])))
+            .collect();
+        s.invalid = s.invalid_by_reason.iter().map(|(_, n)| n).sum();
+        s.committed = ld(&c.committed);
+        s.refused_global_limit = ld(&c.refused_global);
+        s.refused_zone_limit = ld(&c.refused_zone);
+        s.nat_exhausted = ld(&c.nat_exhausted);
+        s.expired = ld(&c.expired);
+        s.flushed = ld(&c.flushed);
+        s.replaced = ld(&c.replaced);
+        s
+    }
+
+    /// Sets the global limit (existing connections stay).
+    pub fn set_maxconns(&self, n: u32) {
+        self.max_conns.store(n, Ordering::Relaxed);
+    }
+
+    /// The global limit.
+    pub fn maxconns(&self) -> u32 {
+        self.max_conns.load(Ordering::Relaxed)
+    }
+
+    /// Connections stored (expired ones not yet swept included, as in OVS).
+    pub fn nconns(&self) -> u32 {
+        self.nconns.load(Ordering::Relaxed)
+    }
+
+    /// Sets (or with `None` removes) the limit of `zone`. As in OVS, changing an existing
+    /// limit keeps its count; a new limit counts only connections committed from now on;
+    /// a limit of 0 refuses every commit in the zone.
+    pub fn set_zone_limit(&self, zone: u16, limit: Option<u32>) {
+        let mut l = self.lock();
+        match limit {
+            None => {
+                l.zone_limits.remove(&zone);
+            }
+            Some(n) => {
+                if let Some(z) = l.zone_limits.get_mut(&zone) {
+                    z.limit = n;
+                } else {
+                    let seq = l.next_zone_seq;
+                    l.next_zone_seq = l.next_zone_seq.wrapping_add(1).max(1);
+                    l.zone_limits.insert(
+                        zone,
+                        ZoneLimit {
+                            limit: n,
+                            count: 0,
+                            seq,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// (zone, limit, count) of every zone with a limit, by zone.
+    pub fn zone_limits(&self) -> Vec<(u16, u32, u32)> {
+        let l = self.lock();
+        let mut v: Vec<_> = l
+            .zone_limits
+            .iter()
+            .map(|(z, zl)| (*z, zl.limit, zl.count))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Estimated bytes per stored connection: the entry (with its `Arc` header and
+    /// allocator rounding) plus two index slots (key, hash, pointer, control byte, at the
+    /// maps' average load and growth slack).
+    pub fn bytes_per_conn() -> usize {
+        let entry = std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<usize>();
+        // glibc malloc: 8 bytes of header, 16-byte granularity.
+        let entry_alloc = (entry + 8).div_ceil(16) * 16;
+        // An indexmap slot: entry (hash + key + Arc) in a Vec that grows by doubling
+        // (×1.5 on average) plus a hashbrown index (usize + 1 control byte at 7/8 load, ×1.5).
+        let slot_entry = std::mem::size_of::<usize>()
+            + std::mem::size_of::<key::TableKey>()
+            + std::mem::size_of::<usize>();
+        let slot = slot_entry * 3 / 2 + (std::mem::size_of::<usize>() + 1) * 8 / 7 * 3 / 2;
+        entry_alloc + 2 * slot
+    }
+
+    /// Index slots in use (for tests and memory accounting).
+    pub fn index_slots(&self) -> usize {
+        self.table.slots()
+    }
+}
+
+/// OVS `write_ct_md`.
+fn write_md(md: &mut PacketMeta, zone: u16, conn: Option<&Conn>, key: Option<&ConnKey>) {
+    md.ct_state |= cs::TRACKED;
+    md.ct_zone = zone;
+    let k = match conn {
+        Some(c) => {
+            let m = c.lock();
+            md.ct_mark = m.mark;
+            md.ct_label = u128::from(m.label[0]) | u128::from(m.label[1]) << 64;
+            Some(&c.key)
+        }
+        None => {
+            md.ct_mark = 0;
+            md.ct_label = 0;
+            key
+        }
+    };
+    md.ct_orig = match k {
+        Some(k) => orig_tuple(k),
+        None => CtOrigTuple::None,
+    };
+}
+
+fn orig_tuple(k: &ConnKey) -> CtOrigTuple {
+    let (tp_src, tp_dst) = if k.is_icmp() {
+        (u16::from(k.stype), 0)
+    } else {
+        (k.sport, k.dport)
+    };
+    if k.v6 {
+        CtOrigTuple::V6 {
+            proto: k.proto,
+            tp_src,
+            tp_dst,
+        }
+    } else {
+        CtOrigTuple::V4 {
+            src: u32::from_be_bytes([k.src[0], k.src[1], k.src[2], k.src[3]]),
+            dst: u32::from_be_bytes([k.dst[0], k.dst[1], k.dst[2], k.dst[3]]),
+            proto: k.proto,
+            tp_src,
+            tp_dst,
+        }
+    }
+}
