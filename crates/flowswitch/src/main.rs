@@ -7,6 +7,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod ct_adapter;
 mod dp_actions;
 mod revalidate;
 mod upcall;
@@ -35,6 +36,9 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Benchmarks: `bench datapath` replays a pcap through one pinned PMD (OVS-DPDK's setup).
     Bench(cmd::bench::Args),
+    /// Send scripted frames through the whole datapath (conntrack included), one by one,
+    /// like OVS's `netdev-dummy/receive`; print where each went.
+    Receive(cmd::receive::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +51,7 @@ fn main() -> std::process::ExitCode {
         Command::Classbench(a) => cmd::classbench::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Receive(a) => cmd::receive::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

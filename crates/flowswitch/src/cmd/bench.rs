@@ -53,6 +53,8 @@ pub enum Target {
     Datapath(DatapathArgs),
     /// Flow-mod rate and latency on a published bridge while a reader translates.
     Flowmods(super::bench_flowmods::FlowModArgs),
+    /// Seed 002's stateful firewall vs plain forwarding, interleaved, on one pinned PMD.
+    Firewall(super::bench_firewall::FirewallArgs),
 }
 
 /// On or off.
@@ -671,6 +673,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match args.target {
         Target::Datapath(a) => run_datapath(a),
         Target::Flowmods(a) => super::bench_flowmods::run(a),
+        Target::Firewall(a) => super::bench_firewall::run(a),
     }
 }
 

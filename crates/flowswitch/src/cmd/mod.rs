@@ -1,10 +1,12 @@
 //! The subcommands, one module each.
 
 pub mod bench;
+pub mod bench_firewall;
 pub mod bench_flowmods;
 pub mod classbench;
 pub mod demo;
 pub mod gen_pcap;
 pub mod parse_flow;
 pub mod pcap_flows;
+pub mod receive;
 pub mod trace;

@@ -1,0 +1,473 @@
+//! `receive`: a stateful replay, frame by frame, through the whole datapath — OVS's
+//! `netdev-dummy/receive` for flowswitch.
+//!
+//! `flowswitch receive --flows FILE [--dump-conntrack] [--hex] SCRIPT` builds OVS's test
+//! bridge (`br0`, ports `p1..pN` numbered 1..N, every port a memory port), loads the flows,
+//! and runs SCRIPT line by line. A line `<in_port> <frame as hex>` sends that frame into the
+//! datapath — caches, upcalls, the connection tracker, recirculation — and prints
+//! `<line number> -> <output ports, ascending>` or `<line number> -> drop` (with `--hex`,
+//! each output frame follows as `  <port>: <hex>`). Blank lines and `#` comments are
+//! skipped; line numbers count every line of the file from 1.
+//!
+//! Other lines are control commands in OVS's vocabulary (`ovs-appctl dpctl/…`), run in
+//! order between frames, their output printed in place:
+//!
+//! | line | does |
+//! |---|---|
+//! | `dump-conntrack [zone=N]` | the connection table, `dpctl/dump-conntrack` lines |
+//! | `flush-conntrack [zone=N] [TUPLE]` | removes connections (TUPLE: `ct_nw_src=…,ct_nw_dst=…,ct_nw_proto=…,ct_tp_src=…,ct_tp_dst=…`) |
+//! | `ct-stats-show` | connection counts per protocol and the tracker's counters |
+//! | `ct-set-maxconns N` / `ct-get-maxconns` / `ct-get-nconns` | the global limit and count |
+//! | `ct-set-limits [default=N] [zone=Z,limit=N]…` / `ct-get-limits` / `ct-del-limits zone=Z[,Z…]` | per-zone limits |
+//! | `advance MS` | moves the tracker's clock MS milliseconds forward (expiry without waiting) |
+//!
+//! After the script, `--dump-conntrack` prints the whole table. Every frame is checked
+//! against the counters: it is received once, and leaves as outputs or counted drops.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, bail};
+use conntrack::{Config, Conntrack};
+use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig};
+use netdev::{MAX_FRAME, MemHandle, MemPort};
+use ofproto::{Backend, Bridge};
+
+use crate::ct_adapter::CtAdapter;
+use crate::upcall::OfprotoUpcall;
+
+/// Most ports the bridge may have.
+pub const MAX_PORTS: u16 = 4096;
+/// Largest script accepted, in bytes.
+pub const MAX_SCRIPT_BYTES: u64 = 256 << 20;
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Flow file in `ovs-ofctl add-flows` syntax (one flow per line, `#` comments).
+    #[arg(long)]
+    pub flows: PathBuf,
+    /// Number of ports `p1..pN` on the bridge (1..=4096).
+    #[arg(long, default_value_t = 8)]
+    pub bridge_ports: u16,
+    /// Print the connection table (`dpctl/dump-conntrack` format) after the script.
+    #[arg(long)]
+    pub dump_conntrack: bool,
+    /// Print each output frame in hex under its frame's line.
+    #[arg(long)]
+    pub hex: bool,
+    /// The script: `<in_port> <frame hex>` lines and control commands (module doc).
+    pub script: PathBuf,
+}
+
+/// A bridge's datapath driven frame by frame. Used by `receive` and by tests.
+pub struct Replayer {
+    pmd: Pmd,
+    handles: Vec<(u32, MemHandle)>,
+    ct: Arc<Conntrack>,
+    offset_ms: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Replayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replayer")
+            .field("ports", &self.handles.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one frame did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameOutcome {
+    /// Output frames, by port, in port order then output order.
+    pub outputs: Vec<(u32, Vec<u8>)>,
+}
+
+impl Replayer {
+    /// A datapath over `bridge_ports` memory ports with `flows` loaded.
+    pub fn new(flows: &str, bridge_ports: u16) -> anyhow::Result<Replayer> {
+        if bridge_ports == 0 || bridge_ports > MAX_PORTS {
+            bail!("--bridge-ports must be 1..={MAX_PORTS}, not {bridge_ports}");
+        }
+        let mut bridge = Bridge::ovs_sandbox(bridge_ports, Backend::TupleSpace);
+        bridge
+            .add_flows_text(flows, 0)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
+        let actions = Arc::new(ActionTable::new(1 << 16));
+        let cfg = PmdConfig {
+            // Every flow enters the EMC at once, so a script exercises the cache tiers.
+            emc_insert_inv_prob: 1,
+            pool_size: 1024,
+            ..PmdConfig::default()
+        };
+        let mut pmd = Pmd::new(cfg, dpcls, actions, Box::new(OfprotoUpcall::new(bridge)));
+        let ct = Arc::new(Conntrack::new(Config::default()));
+        let offset_ms = Arc::new(AtomicU64::new(0));
+        pmd.set_conntrack(Box::new(CtAdapter::new(ct.clone(), offset_ms.clone())));
+        let mut handles = Vec::new();
+        for no in 1..=u32::from(bridge_ports) {
+            let port = MemPort::new(format!("p{no}"));
+            handles.push((no, port.handle()));
+            pmd.add_port(no, Box::new(port), true)
+                .with_context(|| format!("adding p{no}"))?;
+        }
+        Ok(Replayer {
+            pmd,
+            handles,
+            ct,
+            offset_ms,
+        })
+    }
+
+    /// The shared connection table.
+    pub fn conntrack(&self) -> &Arc<Conntrack> {
+        &self.ct
+    }
+
+    /// Moves the tracker's clock `ms` forward.
+    pub fn advance(&self, ms: u64) {
+        self.offset_ms.fetch_add(ms, Ordering::Relaxed);
+    }
+
+    /// Sends `frame` in on `in_port` and runs the datapath until it is idle.
+    pub fn send(&mut self, in_port: u32, frame: &[u8]) -> anyhow::Result<FrameOutcome> {
+        if frame.len() > MAX_FRAME {
+            bail!(
+                "frame of {} bytes exceeds the {MAX_FRAME}-byte maximum",
+                frame.len()
+            );
+        }
+        let Some((_, h)) = self.handles.iter().find(|(no, _)| *no == in_port) else {
+            bail!(
+                "no port {in_port} on the bridge (ports 1..={})",
+                self.handles.len()
+            );
+        };
+        h.inject(frame.to_vec());
+        let before = self.pmd.stats().packets_received;
+        // Each round receives at most what was injected; a round with nothing ends it.
+        while self.pmd.poll_once() > 0 {}
+        let got = self.pmd.stats().packets_received - before;
+        if got != 1 {
+            bail!("the datapath received {got} packets for one frame");
+        }
+        let mut outputs = Vec::new();
+        for (no, h) in &self.handles {
+            for f in h.take_tx() {
+                outputs.push((*no, f));
+            }
+        }
+        Ok(FrameOutcome { outputs })
+    }
+
+    /// The datapath's counters.
+    pub fn stats(&self) -> &datapath::PmdStats {
+        self.pmd.stats()
+    }
+
+    /// Runs one control command (module doc); its output, one line each.
+    pub fn command(&mut self, line: &str) -> anyhow::Result<Vec<String>> {
+        let mut words = line.split_whitespace();
+        let Some(cmd) = words.next() else {
+            return Ok(Vec::new());
+        };
+        let args: Vec<&str> = words.collect();
+        let ct = &self.ct;
+        let mut out = Vec::new();
+        match cmd {
+            "dump-conntrack" => {
+                let zone = match args.as_slice() {
+                    [] => None,
+                    [z] => Some(parse_zone(z)?),
+                    _ => bail!("usage: dump-conntrack [zone=N]"),
+                };
+                out.extend(dump_lines(ct, zone));
+            }
+            "flush-conntrack" => {
+                let mut zone = None;
+                let mut tuple = None;
+                for a in &args {
+                    if a.starts_with("zone=") {
+                        zone = Some(parse_zone(a)?);
+                    } else {
+                        tuple = Some(parse_flush_tuple(a).context("flush-conntrack")?);
+                    }
+                }
+                ct.flush(zone, tuple.as_ref());
+            }
+            "ct-stats-show" => out.extend(stats_lines(ct)),
+            "ct-set-maxconns" => {
+                let [n] = args.as_slice() else {
+                    bail!("usage: ct-set-maxconns N");
+                };
+                let n: u32 = n
+                    .parse()
+                    .with_context(|| format!("ct-set-maxconns: bad number {n:?}"))?;
+                ct.set_maxconns(n);
+                out.push("setting maxconns successful".into());
+            }
+            "ct-get-maxconns" => out.push(ct.maxconns().to_string()),
+            "ct-get-nconns" => out.push(ct.nconns().to_string()),
+            "ct-set-limits" => {
+                for a in &args {
+                    let (zone, limit) = parse_zone_limit(a)?;
+                    ct.set_zone_limit(zone, Some(limit));
+                }
+                out.push("setting zone limits successful".into());
+            }
+            "ct-del-limits" => {
+                let [zs] = args.as_slice() else {
+                    bail!("usage: ct-del-limits zone=Z[,Z…]");
+                };
+                let zs = zs
+                    .strip_prefix("zone=")
+                    .context("usage: ct-del-limits zone=Z[,Z…]")?;
+                for z in zs.split(',') {
+                    let z: u16 = z.parse().with_context(|| format!("bad zone {z:?}"))?;
+                    ct.set_zone_limit(z, None);
+                }
+                out.push("deleting zone limits successful".into());
+            }
+            "ct-get-limits" => {
+                for (z, limit, count) in ct.zone_limits() {
+                    out.push(format!("zone={z},limit={limit},count={count}"));
+                }
+            }
+            "advance" => {
+                let [ms] = args.as_slice() else {
+                    bail!("usage: advance MS");
+                };
+                let ms: u64 = ms
+                    .parse()
+                    .with_context(|| format!("advance: bad milliseconds {ms:?}"))?;
+                self.advance(ms);
+                // Expire what the new time ends, as the sweeper would.
+                let now = netdev::tsc::now() / (netdev::tsc::hz() / 1000).max(1)
+                    + self.offset_ms.load(Ordering::Relaxed);
+                while ct.sweep(now, usize::MAX) > 0 {}
+            }
+            _ => bail!("unknown command {cmd:?}"),
+        }
+        Ok(out)
+    }
+}
+
+/// `dpctl/dump-conntrack` lines of `zone` (all zones if `None`), sorted.
+pub fn dump_lines(ct: &Conntrack, zone: Option<u16>) -> Vec<String> {
+    let mut v: Vec<String> = ct.dump(zone).iter().map(|c| c.to_string()).collect();
+    v.sort();
+    v
+}
+
+fn parse_zone(s: &str) -> anyhow::Result<u16> {
+    let z = s
+        .strip_prefix("zone=")
+        .with_context(|| format!("expected zone=N, got {s:?}"))?;
+    z.parse()
+        .with_context(|| format!("bad zone {z:?} (0..=65535)"))
+}
+
+/// `zone=Z,limit=N` (OVS's `default=N`, a limit for every zone without its own, is not
+/// implemented: refused with a message).
+fn parse_zone_limit(s: &str) -> anyhow::Result<(u16, u32)> {
+    if s.starts_with("default=") {
+        bail!("a default zone limit is not implemented; give zone=Z,limit=N");
+    }
+    let mut zone = None;
+    let mut limit = None;
+    for kv in s.split(',') {
+        match kv.split_once('=') {
+            Some(("zone", z)) => zone = Some(z.parse().with_context(|| format!("bad zone {z:?}"))?),
+            Some(("limit", n)) => {
+                limit = Some(n.parse().with_context(|| format!("bad limit {n:?}"))?)
+            }
+            _ => bail!("expected zone=Z,limit=N, got {s:?}"),
+        }
+    }
+    match (zone, limit) {
+        (Some(z), Some(l)) => Ok((z, l)),
+        _ => bail!("expected zone=Z,limit=N, got {s:?}"),
+    }
+}
+
+/// OVS's `flush-conntrack` tuple: `ct_nw_src=…,ct_nw_dst=…` (or `ct_ipv6_src/dst`),
+/// `ct_nw_proto=…`, and `ct_tp_src/ct_tp_dst` (TCP/UDP…) or `icmp_id/icmp_type/icmp_code`.
+pub fn parse_flush_tuple(s: &str) -> anyhow::Result<conntrack::FlushTuple> {
+    use std::net::IpAddr;
+    let (mut src, mut dst): (Option<IpAddr>, Option<IpAddr>) = (None, None);
+    let mut t = conntrack::FlushTuple {
+        src: IpAddr::from([0, 0, 0, 0]),
+        dst: IpAddr::from([0, 0, 0, 0]),
+        proto: 0,
+        sport: 0,
+        dport: 0,
+        icmp_id: 0,
+        icmp_type: 0,
+        icmp_code: 0,
+    };
+    let mut proto = None;
+    for kv in s.split(',') {
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("expected key=value, got {kv:?}");
+        };
+        let bad = || format!("bad value {v:?} for {k}");
+        match k {
+            "ct_nw_src" | "ct_ipv6_src" => src = Some(v.parse().with_context(bad)?),
+            "ct_nw_dst" | "ct_ipv6_dst" => dst = Some(v.parse().with_context(bad)?),
+            "ct_nw_proto" => proto = Some(v.parse().with_context(bad)?),
+            "ct_tp_src" => t.sport = v.parse().with_context(bad)?,
+            "ct_tp_dst" => t.dport = v.parse().with_context(bad)?,
+            "icmp_id" => t.icmp_id = v.parse().with_context(bad)?,
+            "icmp_type" => t.icmp_type = v.parse().with_context(bad)?,
+            "icmp_code" => t.icmp_code = v.parse().with_context(bad)?,
+            _ => bail!("unknown tuple field {k:?}"),
+        }
+    }
+    let (Some(src), Some(dst), Some(proto)) = (src, dst, proto) else {
+        bail!("a tuple needs its source, destination and ct_nw_proto");
+    };
+    if src.is_ipv4() != dst.is_ipv4() {
+        bail!("source and destination are of different families");
+    }
+    t.src = src;
+    t.dst = dst;
+    t.proto = proto;
+    Ok(t)
+}
+
+/// `dpctl/ct-stats-show`: connections per protocol, then the tracker's counters.
+fn stats_lines(ct: &Conntrack) -> Vec<String> {
+    let dump = ct.dump(None);
+    let mut per: std::collections::BTreeMap<String, u64> = Default::default();
+    for c in &dump {
+        let line = c.to_string();
+        let proto = line.split(',').next().unwrap_or("").to_uppercase();
+        *per.entry(proto).or_default() += 1;
+    }
+    let mut v = vec![
+        "Connections Stats:".to_string(),
+        format!("    Total: {}", dump.len()),
+    ];
+    for (p, n) in per {
+        v.push(format!("    {p}: {n}"));
+    }
+    let st = ct.stats();
+    v.push("Tracker counters:".into());
+    for (name, n) in [
+        ("packets", st.packets),
+        ("new", st.new),
+        ("established", st.established),
+        ("related", st.related),
+        ("invalid", st.invalid),
+        ("committed", st.committed),
+        ("refused (global limit)", st.refused_global_limit),
+        ("refused (zone limit)", st.refused_zone_limit),
+        ("nat tuples exhausted", st.nat_exhausted),
+        ("expired", st.expired),
+        ("flushed", st.flushed),
+        ("replaced", st.replaced),
+    ] {
+        v.push(format!("    {name}: {n}"));
+    }
+    for (r, n) in st.invalid_by_reason {
+        if n > 0 {
+            v.push(format!("    invalid ({}): {n}", r.name()));
+        }
+    }
+    v
+}
+
+/// Hex digits (whitespace ignored) → bytes.
+pub fn unhex(s: &str) -> anyhow::Result<Vec<u8>> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(2) {
+        bail!("frame hex has an odd number of digits");
+    }
+    digits
+        .chunks(2)
+        .map(|p| {
+            let h = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+            match (h(p[0]), h(p[1])) {
+                (Some(a), Some(b)) => Ok(a << 4 | b),
+                _ => bail!("frame hex has a non-hex digit"),
+            }
+        })
+        .collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let flows = std::fs::read_to_string(&args.flows)
+        .with_context(|| format!("reading {}", args.flows.display()))?;
+    let size = std::fs::metadata(&args.script)
+        .with_context(|| format!("reading {}", args.script.display()))?
+        .len();
+    if size > MAX_SCRIPT_BYTES {
+        bail!(
+            "{}: {size} bytes, more than the {MAX_SCRIPT_BYTES}-byte maximum",
+            args.script.display()
+        );
+    }
+    let script = std::fs::read_to_string(&args.script)
+        .with_context(|| format!("reading {}", args.script.display()))?;
+    let mut rp = Replayer::new(&flows, args.bridge_ports)
+        .with_context(|| format!("{}", args.flows.display()))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    use std::io::Write as _;
+    for (i, raw) in script.lines().enumerate() {
+        let no = i + 1;
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let ctx = || format!("{}:{no}", args.script.display());
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Ok(in_port) = first.parse::<u32>() {
+            let frame = unhex(&line[first.len()..]).with_context(ctx)?;
+            let o = rp.send(in_port, &frame).with_context(ctx)?;
+            let mut ports: Vec<u32> = o.outputs.iter().map(|(p, _)| *p).collect();
+            ports.dedup();
+            if ports.is_empty() {
+                writeln!(out, "{no} -> drop")?;
+            } else {
+                let list: Vec<String> = ports.iter().map(u32::to_string).collect();
+                writeln!(out, "{no} -> {}", list.join(","))?;
+            }
+            if args.hex {
+                for (p, f) in &o.outputs {
+                    writeln!(out, "  {p}: {}", hex(f))?;
+                }
+            }
+        } else {
+            for l in rp.command(line).with_context(ctx)? {
+                writeln!(out, "{l}")?;
+            }
+        }
+    }
+    if args.dump_conntrack {
+        for l in dump_lines(rp.conntrack(), None) {
+            writeln!(out, "{l}")?;
+        }
+    }
+    out.flush()?;
+    let st = rp.stats();
+    anyhow::ensure!(
+        st.classified() == st.packets_received + st.recirculations,
+        "counters do not partition the packets: {} classified of {} + {} recirculated",
+        st.classified(),
+        st.packets_received,
+        st.recirculations
+    );
+    Ok(())
+}
