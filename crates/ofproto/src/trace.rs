@@ -29,6 +29,8 @@ pub enum NodeKind {
     Warn,
     /// ` >>>> error <<<<` (leaf).
     Error,
+    /// `thaw` and, one level in, the text (`Resuming from table N`) (leaf).
+    Thaw,
 }
 
 impl NodeKind {
@@ -123,6 +125,9 @@ impl Tracer {
                 }
                 NodeKind::Table | NodeKind::Action => {
                     let _ = writeln!(out, "{}", n.text);
+                }
+                NodeKind::Thaw => {
+                    let _ = writeln!(out, "thaw\n{ind}    {}", n.text);
                 }
             }
             self.print_list(out, &n.subs, level + 2 * more);

@@ -252,8 +252,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
     }
     let in_port = ctx.in_port();
     if input.table != 0 {
-        ctx.report(NodeKind::Action, || "thaw".into());
-        ctx.report(NodeKind::Detail, || {
+        ctx.report(NodeKind::Thaw, || {
             format!("Resuming from table {}", input.table)
         });
     }

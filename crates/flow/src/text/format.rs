@@ -103,7 +103,7 @@ pub fn format_match_priority(m: &Match, priority: u16) -> String {
     let (v, k) = g(FieldId::CtState);
     if k != 0 {
         s.push_str("ct_state=");
-        if k == 0xff {
+        if k & 0xff == 0xff {
             fmt_flags(&mut s, ct_state_name, v as u32);
         } else {
             fmt_flags_masked(&mut s, ct_state_name, v as u32, k as u32, 0xff);
