@@ -13,6 +13,7 @@
 //!
 //! Nothing here is used by production code.
 
+pub mod ct_oracle;
 pub mod flow_corpus;
 pub mod golden;
 pub mod ovs;

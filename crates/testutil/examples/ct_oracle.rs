@@ -1,0 +1,65 @@
+//! Prints OVS 3.1's answers for conntrack oracle scripts (for whoever writes the tracker).
+//!
+//! ```text
+//! cargo run -p testutil --example ct_oracle -- --list
+//! cargo run -p testutil --example ct_oracle -- udp_basic tcp_window_rst
+//! cargo run -p testutil --example ct_oracle -- --all
+//! cargo run -p testutil --example ct_oracle -- --write DIR udp_basic   # DIR/<name>.flows, DIR/<name>.script
+//! ```
+//! Needs Open vSwitch 3.1 (ovsdb-server, ovs-vswitchd) installed; runs a private sandbox.
+
+use testutil::ct_oracle::{ct_sandbox, format_answers, scripts};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let all = scripts();
+    if args.is_empty()
+        || args
+            .iter()
+            .any(|a| a == "--list" || a == "-h" || a == "--help")
+    {
+        eprintln!("usage: ct_oracle [--all | --write DIR] NAME...\nscripts:");
+        for s in &all {
+            println!("{}", s.name);
+        }
+        return;
+    }
+    let mut write_dir = None;
+    let mut names = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--all" => names.extend(all.iter().map(|s| s.name.clone())),
+            "--write" => write_dir = it.next().cloned(),
+            n => names.push(n.to_string()),
+        }
+    }
+    let chosen: Vec<_> = names
+        .iter()
+        .map(|n| {
+            all.iter()
+                .find(|s| &s.name == n)
+                .unwrap_or_else(|| panic!("no script named {n:?} (try --list)"))
+        })
+        .collect();
+    if let Some(dir) = write_dir {
+        std::fs::create_dir_all(&dir).expect("create dir");
+        for s in &chosen {
+            let mut flows = s.pipeline.flows().join("\n");
+            flows.push('\n');
+            std::fs::write(format!("{dir}/{}.flows", s.name), flows).expect("write flows");
+            std::fs::write(format!("{dir}/{}.script", s.name), &s.text).expect("write script");
+            eprintln!("wrote {dir}/{0}.flows and {dir}/{0}.script", s.name);
+        }
+        return;
+    }
+    if let Some(reason) = testutil::ovs::ovs_missing_reason() {
+        eprintln!("SKIP: {reason}");
+        std::process::exit(2);
+    }
+    let sb = ct_sandbox().expect("start OVS sandbox");
+    for s in chosen {
+        let a = sb.run_ct_script(s).expect("run script on OVS");
+        println!("{}", format_answers(s, &a));
+    }
+}
