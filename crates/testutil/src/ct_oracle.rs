@@ -397,6 +397,27 @@ pub fn parse_receive_output(stdout: &str) -> Result<Answers, String> {
     Ok(a)
 }
 
+/// Prints `a` the way `flowswitch receive --hex --dump-conntrack` does (the inverse of
+/// [`parse_receive_output`]; the reference for that command's format).
+pub fn format_receive_output(a: &Answers) -> String {
+    let mut s = String::new();
+    for f in &a.frames {
+        if f.ports.is_empty() {
+            let _ = writeln!(s, "{} -> drop", f.line);
+        } else {
+            let p: Vec<String> = f.ports.iter().map(u32::to_string).collect();
+            let _ = writeln!(s, "{} -> {}", f.line, p.join(","));
+        }
+        for (port, bytes) in &f.out {
+            let _ = writeln!(s, "  {port}: {}", to_hex(bytes));
+        }
+    }
+    for l in &a.dump {
+        let _ = writeln!(s, "{l}");
+    }
+    s
+}
+
 // ---------------------------------------------------------------------------------------------
 // OVS side.
 
@@ -1986,6 +2007,48 @@ mod tests {
         let u = udp_frame(v4(1), v4(2), 1, 2, 3);
         assert_eq!(describe(&u), "udp 10.0.0.1:1>10.0.0.2:2 len=3");
         assert!(describe(&icmp_error(v4(2), v4(1), &u, 8)).contains("inner=[udp 10.0.0.1:1>"));
+    }
+
+    #[test]
+    fn compare_reports_differences() {
+        let script = script("udp_basic").unwrap();
+        let frames = script.frames().unwrap();
+        let ovs = Answers {
+            frames: frames
+                .iter()
+                .map(|(l, _, b)| FrameAnswer {
+                    line: *l,
+                    ports: vec![ports::NEW],
+                    out: vec![(ports::NEW, b.clone())],
+                })
+                .collect(),
+            dump: vec!["udp,orig=(x)".into()],
+        };
+        let same = parse_receive_output(&format_receive_output(&ovs)).unwrap();
+        assert_eq!(same, ovs);
+        assert!(compare(&script, &ovs, &same).is_empty());
+        let mut ours = same.clone();
+        ours.frames[1].ports = vec![ports::EST];
+        ours.dump = vec!["udp,orig=(y)".into()];
+        let d = compare(&script, &ovs, &ours);
+        assert_eq!(d.len(), 3, "{d:#?}");
+        assert!(d[0].starts_with("udp_basic line 3 (in_port 1: udp 10.0.0.1:5000>10.0.0.2:53"));
+        assert!(
+            d[0].contains("OVS  -> 8(new)\n    ours -> 10(est)"),
+            "{}",
+            d[0]
+        );
+        assert!(d[1].contains("only in OVS:  udp,orig=(x)"));
+        assert!(d[2].contains("only in ours: udp,orig=(y)"));
+        // Frames are compared byte for byte only where the script asks for it.
+        let mut nat = script.clone();
+        nat.check = Check::Frames;
+        let mut ours = same.clone();
+        ours.frames[0].out[0].1[20] ^= 1;
+        assert!(compare(&script, &ovs, &ours).is_empty());
+        let d = compare(&nat, &ovs, &ours);
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert!(d[0].contains("first at byte 20"), "{}", d[0]);
     }
 
     #[test]
