@@ -1231,6 +1231,115 @@ fn script_tcp_window() -> Script {
     )
 }
 
+/// Short TCP scripts that stop at each step of a close, so the dump shows each state.
+fn scripts_tcp_states() -> Vec<Script> {
+    let steps: [(&str, usize); 6] = [
+        ("tcp_state_after_syn", 1),
+        ("tcp_state_after_synack", 2),
+        ("tcp_state_after_ack", 3),
+        ("tcp_state_after_fin", 4),
+        ("tcp_state_after_fin_ack", 5),
+        ("tcp_state_after_fin2", 6),
+    ];
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, &(name, n))| {
+            let t = TcpConv {
+                cp: 47000 + i as u16,
+                ..conv4()
+            };
+            let segs = [
+                (C, t.seg(true, tf::SYN, 100, 0, 0)),
+                (S, t.seg(false, tf::SYN | tf::ACK, 300, 101, 0)),
+                (C, t.seg(true, tf::ACK, 101, 301, 0)),
+                (C, t.seg(true, tf::FIN | tf::ACK, 101, 301, 0)),
+                (S, t.seg(false, tf::ACK, 301, 102, 0)),
+                (S, t.seg(false, tf::FIN | tf::ACK, 301, 102, 0)),
+            ];
+            let mut b = Builder::default();
+            b.comment(&format!(
+                "the first {n} steps of SYN, SYN+ACK, ACK, FIN, ACK, FIN"
+            ));
+            for (port, f) in segs.iter().take(n) {
+                b.send(*port, f);
+            }
+            b.build(name, Pipeline::decoder(Commit::All), Check::Ports)
+        })
+        .collect()
+}
+
+fn script_tcp_orig_before_reply() -> Script {
+    let t = TcpConv {
+        cp: 47100,
+        ..conv4()
+    };
+    let mut b = Builder::default();
+    b.comment("client-side packets before the server ever answers");
+    b.tag("syn", C, &t.seg(true, tf::SYN, 100, 0, 0));
+    b.tag("syn_again", C, &t.seg(true, tf::SYN, 100, 0, 0));
+    b.tag("ack_early", C, &t.seg(true, tf::ACK, 101, 1, 0));
+    b.tag("data_early", C, &t.seg(true, tf::PSH | tf::ACK, 101, 1, 20));
+    b.comment("a SYN with a different ISN while SYN_SENT");
+    b.tag("syn_other_isn", C, &t.seg(true, tf::SYN, 5000, 0, 0));
+    b.build(
+        "tcp_orig_before_reply",
+        Pipeline::decoder(Commit::All),
+        Check::Ports,
+    )
+}
+
+fn script_tcp_midstream() -> Script {
+    let t = TcpConv {
+        cp: 47200,
+        ..conv4()
+    };
+    let mut b = Builder::default();
+    b.comment("pick-up of a connection seen mid-stream (no SYN): ACK, data, reply");
+    b.tag("ack", C, &t.seg(true, tf::ACK, 5000, 9000, 0));
+    b.tag("data", C, &t.seg(true, tf::PSH | tf::ACK, 5000, 9000, 30));
+    b.tag("reply", S, &t.seg(false, tf::ACK, 9000, 5030, 0));
+    b.tag("data2", C, &t.seg(true, tf::PSH | tf::ACK, 5030, 9000, 30));
+    b.comment("a lone FIN, a lone RST, a lone SYN+ACK as first packets of other tuples");
+    let t2 = TcpConv { cp: 47201, ..t };
+    b.tag("fin_first", C, &t2.seg(true, tf::FIN | tf::ACK, 1, 1, 0));
+    let t3 = TcpConv { cp: 47202, ..t };
+    b.tag("rst_first", C, &t3.seg(true, tf::RST, 1, 0, 0));
+    let t4 = TcpConv { cp: 47203, ..t };
+    b.tag("synack_first", C, &t4.seg(true, tf::SYN | tf::ACK, 1, 1, 0));
+    b.build(
+        "tcp_midstream_pickup",
+        Pipeline::decoder(Commit::All),
+        Check::Ports,
+    )
+}
+
+fn script_mark_values() -> Script {
+    let mut b = Builder::default();
+    let (c, s) = (v4(1), v4(2));
+    b.comment("mark 0x1a2b and a label with high and low bits: how the dump prints them");
+    b.send(C, &udp_frame(c, s, 10, 20, 4));
+    b.send(S, &udp_frame(s, c, 20, 10, 4));
+    b.send(C, &icmp_echo_v6_pair_first());
+    b.build(
+        "mark_label_values",
+        Pipeline::Decoder {
+            zone_a: 65535,
+            zone_b: 1,
+            commit: Commit::All,
+            exec:
+                "set_field:0x1a2b->ct_mark,set_field:0xffff000000000000000000000000abcd->ct_label"
+                    .into(),
+            nat: String::new(),
+        },
+        Check::Ports,
+    )
+}
+
+fn icmp_echo_v6_pair_first() -> Vec<u8> {
+    echo(v6(1), v6(2), 3, 1, true)
+}
+
 fn script_tcp_closed_port() -> Script {
     let t = TcpConv {
         cp: 40002,
@@ -1921,6 +2030,8 @@ pub fn scripts() -> Vec<Script> {
         script_tcp_full(Commit::NewFromClient, "tcp_handshake_commit_new_only"),
         script_tcp_window(),
         script_tcp_closed_port(),
+        script_tcp_orig_before_reply(),
+        script_tcp_midstream(),
         script_tcp_timewait_reuse(),
         script_tcp_bad(),
         script_udp(),
@@ -1932,6 +2043,7 @@ pub fn scripts() -> Vec<Script> {
         script_zones(),
         script_zones_nonzero_new_only(),
         script_mark_label(),
+        script_mark_values(),
         script_force_commit(),
         script_never_commit(),
         script_snat(),
@@ -1939,6 +2051,7 @@ pub fn scripts() -> Vec<Script> {
         script_snat_ipv6(),
         script_nat_range(),
     ];
+    v.extend(scripts_tcp_states());
     for seed in 1..=6u64 {
         let commit = if seed % 2 == 0 {
             Commit::NewFromClient
