@@ -608,7 +608,7 @@ pub fn describe(frame: &[u8]) -> String {
                 let fo = u16::from_be_bytes([rest[2], rest[3]]);
                 frag = format!(" frag(off={},mf={})", (fo >> 3) * 8, fo & 1);
                 nh = rest[0];
-                rest = &rest[8..];
+                rest = if fo >> 3 != 0 { &[][..] } else { &rest[8..] };
             }
             (v6(&l3[8..24]), v6(&l3[24..40]), nh, rest, frag)
         }
@@ -1506,6 +1506,19 @@ fn script_icmp() -> Script {
     b.tag("req6", C, &echo(c6, s6, 8, 1, true));
     b.tag("rep6", S, &echo(s6, c6, 8, 1, false));
     b.send(C, &echo(c6, s6, 8, 2, true));
+    b.comment("bad ICMP checksum on a new echo request, then ICMPv6");
+    let mut f = echo(c, s, 1234, 1, true);
+    f[14 + 20 + 2] ^= 0x5a;
+    b.tag("badsum", C, &f);
+    let mut f = echo(c6, s6, 1234, 1, true);
+    f[14 + 40 + 2] ^= 0x5a;
+    b.tag("badsum6", C, &f);
+    b.comment("an echo request whose ICMP header is cut to 4 bytes");
+    let mut f = echo(c, s, 4321, 1, true);
+    f.truncate(14 + 20 + 4);
+    f[17] = 24;
+    fix_ipv4_checksum(&mut f);
+    b.tag("short", C, &f);
     b.build("icmp_echo", Pipeline::decoder(Commit::All), Check::Ports)
 }
 
@@ -1554,6 +1567,14 @@ fn script_ipv6() -> Script {
     b.send(C, &t.seg(true, tf::PSH | tf::ACK, 2, 3, 30));
     b.send(S, &t.seg(false, tf::ACK, 3, 32, 0));
     b.tag("oow6", C, &t.seg(true, tf::ACK, 2 + (1 << 30), 3, 0));
+    b.comment("bad TCP6 and UDP6 checksums on first packets");
+    let t2 = TcpConv { cp: 42001, ..t };
+    let mut f = t2.seg(true, tf::SYN, 1, 0, 0);
+    f[14 + 40 + 16] ^= 0x11;
+    b.tag("tcp6_badsum", C, &f);
+    let mut f = udp_frame(v6(1), v6(2), 5354, 5354, 10);
+    f[14 + 40 + 6] ^= 0x11;
+    b.tag("udp6_badsum", C, &f);
     b.comment("UDP6 first, reply");
     b.tag("udp6", C, &udp_frame(v6(1), v6(2), 5353, 5353, 10));
     b.tag("udp6_reply", S, &udp_frame(v6(2), v6(1), 5353, 5353, 10));
@@ -1567,7 +1588,7 @@ fn script_fragments() -> Script {
     ip.id = 0x1234;
     let l4 = packets::udp(ip.pseudo(), 4000, 4001, &data(100, 3));
     let frags = packets::ipv4_fragments(&ip, &l4, 64);
-    b.comment("a UDP datagram in two IPv4 fragments (first, then last)");
+    b.comment("a UDP datagram in two small IPv4 fragments (first, then last)");
     b.tag("frag1", C, &frags[0]);
     b.tag("frag2", C, &frags[1]);
     b.comment("the same datagram unfragmented, then a reply");
@@ -1608,6 +1629,65 @@ fn script_fragments() -> Script {
     );
     b.tag("frag6", C, &f6);
     b.build("ip_fragments", Pipeline::decoder(Commit::All), Check::Ports)
+}
+
+/// Fragments big enough for OVS's reassembly (`ipf`: v4 non-last fragments >= 1200 bytes,
+/// v6 >= 1280), in order and out of order, IPv4 and IPv6.
+fn script_fragments_reassembled() -> Script {
+    let mut b = Builder::default();
+    let (c, s) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    let mut ip = Ipv4Spec::new(c, s, ipproto::UDP);
+    ip.id = 0x4242;
+    let l4 = packets::udp(ip.pseudo(), 4100, 4101, &data(2000, 9));
+    let frags = packets::ipv4_fragments(&ip, &l4, 1400);
+    b.comment("a 2008-byte UDP datagram in two IPv4 fragments (1400 + 608), in order");
+    b.tag("v4_frag1", C, &frags[0]);
+    b.tag("v4_frag2", C, &frags[1]);
+    b.tag(
+        "v4_reply",
+        S,
+        &udp_frame(Ip::V4(s), Ip::V4(c), 4101, 4100, 10),
+    );
+    b.comment("the next datagram of the flow, last fragment first");
+    ip.id = 0x4243;
+    let frags = packets::ipv4_fragments(&ip, &l4, 1400);
+    b.tag("v4_ooo_last", C, &frags[1]);
+    b.tag("v4_ooo_first", C, &frags[0]);
+    b.comment("IPv6: the same datagram in two fragments (1400 + 608)");
+    let (c6, s6) = (v6(1), v6(2));
+    let (Ip::V6(c6a), Ip::V6(s6a)) = (c6, s6) else {
+        unreachable!()
+    };
+    let ip6 = Ipv6Spec::new(c6a, s6a);
+    let l4v6 = packets::udp(ip6.pseudo(ipproto::UDP), 4100, 4101, &data(2000, 9));
+    for (i, (off, chunk)) in [(0usize, &l4v6[..1400]), (1400, &l4v6[1400..])]
+        .into_iter()
+        .enumerate()
+    {
+        let f = packets::ethernet(
+            DST_MAC,
+            SRC_MAC,
+            &[],
+            ethertype::IPV6,
+            &packets::ipv6(
+                &ip6,
+                &[Ipv6Ext::Fragment {
+                    offset: (off / 8) as u16,
+                    more: i == 0,
+                    id: 0x6666,
+                }],
+                ipproto::UDP,
+                chunk,
+            ),
+        );
+        b.tag(&format!("v6_frag{}", i + 1), C, &f);
+    }
+    b.tag("v6_reply", S, &udp_frame(s6, c6, 4101, 4100, 10));
+    b.build(
+        "ip_fragments_reassembled",
+        Pipeline::decoder(Commit::All),
+        Check::Frames,
+    )
 }
 
 fn script_zones() -> Script {
@@ -2040,6 +2120,7 @@ pub fn scripts() -> Vec<Script> {
         script_icmp_related(),
         script_ipv6(),
         script_fragments(),
+        script_fragments_reassembled(),
         script_zones(),
         script_zones_nonzero_new_only(),
         script_mark_label(),
