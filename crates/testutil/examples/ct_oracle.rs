@@ -5,10 +5,15 @@
 //! cargo run -p testutil --example ct_oracle -- udp_basic tcp_window_rst
 //! cargo run -p testutil --example ct_oracle -- --all
 //! cargo run -p testutil --example ct_oracle -- --write DIR udp_basic   # DIR/<name>.flows, DIR/<name>.script
+//! cargo run -p testutil --example ct_oracle -- --flows FLOWS SCRIPT      # any files
 //! ```
+//! With `--flows`, the output is exactly what `flowswitch receive --flows FLOWS --hex
+//! --dump-conntrack SCRIPT` must print (dump lines sorted).
 //! Needs Open vSwitch 3.1 (ovsdb-server, ovs-vswitchd) installed; runs a private sandbox.
 
-use testutil::ct_oracle::{ct_sandbox, format_answers, scripts};
+use testutil::ct_oracle::{
+    Check, Pipeline, Script, ct_sandbox, format_answers, format_receive_output, scripts,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,6 +27,33 @@ fn main() {
         for s in &all {
             println!("{}", s.name);
         }
+        return;
+    }
+    if args.first().map(String::as_str) == Some("--flows") {
+        let [_, flows, script] = args.as_slice() else {
+            panic!("usage: ct_oracle --flows FLOWS SCRIPT");
+        };
+        let flows: Vec<String> = std::fs::read_to_string(flows)
+            .expect("read flows")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+        let s = Script {
+            name: script.clone(),
+            pipeline: Pipeline::Custom(flows),
+            text: std::fs::read_to_string(script).expect("read script"),
+            check: Check::Frames,
+            tags: Vec::new(),
+        };
+        if let Some(reason) = testutil::ovs::ovs_missing_reason() {
+            eprintln!("SKIP: {reason}");
+            std::process::exit(2);
+        }
+        let sb = ct_sandbox().expect("start OVS sandbox");
+        let a = sb.run_ct_script(&s).expect("run script on OVS");
+        print!("{}", format_receive_output(&a));
         return;
     }
     let mut write_dir = None;

@@ -130,6 +130,8 @@ pub enum Pipeline {
         /// server-side packets then go through `ct(zone=Z,nat,table=1)`.
         nat: String,
     },
+    /// Any flows (e.g. read from a file), one per entry.
+    Custom(Vec<String>),
 }
 
 impl Pipeline {
@@ -166,6 +168,7 @@ impl Pipeline {
                 exec,
                 nat,
             } => decoder_flows(*zone_a, *zone_b, *commit, exec, nat),
+            Pipeline::Custom(flows) => flows.clone(),
         }
     }
 }
@@ -697,7 +700,7 @@ fn ports_text(ports: &[u32]) -> String {
 fn ports_text_for(pipeline: &Pipeline, ports_: &[u32]) -> String {
     match pipeline {
         Pipeline::Decoder { .. } => ports_text(ports_),
-        Pipeline::Firewall => {
+        Pipeline::Firewall | Pipeline::Custom(_) => {
             if ports_.is_empty() {
                 "drop".into()
             } else {
@@ -1971,10 +1974,15 @@ struct Side {
     last_len: u32,
 }
 
-fn script_random(seed: u64, commit: Commit, steps: usize) -> Script {
+/// A seeded random interleaving of 2–4 connections (TCP, UDP, ICMP echo; a quarter IPv6),
+/// both directions, in/out-of-window and retransmitted sequence numbers, random flags. With
+/// `snat`, everything is IPv4 through `nat(src=10.0.0.100)` (replies go to 10.0.0.100) and
+/// frames are compared byte for byte.
+fn script_random(seed: u64, commit: Commit, steps: usize, snat: bool) -> Script {
     let mut rng = TestRng::new(seed);
     let mut b = Builder::default();
     b.comment(&format!("random interleaving, seed {seed}"));
+    let nat_ip = v4(100);
     #[derive(Debug, Clone, Copy)]
     enum Kind {
         Tcp(TcpConv),
@@ -1984,7 +1992,7 @@ fn script_random(seed: u64, commit: Commit, steps: usize) -> Script {
     let n = rng.range(2, 4) as usize;
     let mut conns = Vec::new();
     for i in 0..n {
-        let v6_ = rng.chance(1, 4);
+        let v6_ = rng.chance(1, 4) && !snat;
         let (c, s) = if v6_ {
             (v6(1 + i as u8), v6(50))
         } else {
@@ -2023,6 +2031,7 @@ fn script_random(seed: u64, commit: Commit, steps: usize) -> Script {
         let (kind, sides, icmp_seq) = &mut conns[i];
         match *kind {
             Kind::Udp(c, s, cp, sp) => {
+                let c = if snat && !from_client { nat_ip } else { c };
                 let f = if from_client {
                     udp_frame(c, s, cp, sp, rng.index(30))
                 } else {
@@ -2031,6 +2040,7 @@ fn script_random(seed: u64, commit: Commit, steps: usize) -> Script {
                 b.send(port, &f);
             }
             Kind::Icmp(c, s, id) => {
+                let c = if snat && !from_client { nat_ip } else { c };
                 *icmp_seq += u16::from(from_client);
                 let f = if from_client {
                     echo(c, s, id, *icmp_seq, true)
@@ -2040,6 +2050,11 @@ fn script_random(seed: u64, commit: Commit, steps: usize) -> Script {
                 b.send(port, &f);
             }
             Kind::Tcp(t) => {
+                let t = if snat && !from_client {
+                    TcpConv { c: nat_ip, ..t }
+                } else {
+                    t
+                };
                 let (me, peer) = if from_client { (0, 1) } else { (1, 0) };
                 let flag_sets = [
                     tf::SYN,
@@ -2095,11 +2110,19 @@ fn script_random(seed: u64, commit: Commit, steps: usize) -> Script {
             }
         }
     }
-    b.build(
-        &format!("random_seed{seed}"),
-        Pipeline::decoder(commit),
-        Check::Ports,
-    )
+    if snat {
+        b.build(
+            &format!("random_snat_seed{seed}"),
+            nat_pipeline("nat(src=10.0.0.100)", 0),
+            Check::Frames,
+        )
+    } else {
+        b.build(
+            &format!("random_seed{seed}"),
+            Pipeline::decoder(commit),
+            Check::Ports,
+        )
+    }
 }
 
 /// Every script of the corpus, in a fixed order.
@@ -2139,7 +2162,10 @@ pub fn scripts() -> Vec<Script> {
         } else {
             Commit::All
         };
-        v.push(script_random(seed, commit, 40));
+        v.push(script_random(seed, commit, 40, false));
+    }
+    for seed in 101..=102u64 {
+        v.push(script_random(seed, Commit::All, 30, true));
     }
     v
 }
