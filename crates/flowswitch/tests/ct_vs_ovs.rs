@@ -13,6 +13,9 @@
 //! Run: `cargo test -p flowswitch --test ct_vs_ovs` (needs OVS 3.1 and root; prints `SKIP:`
 //! otherwise). `CT_SCRIPT=name[,name]` runs only those scripts; `cargo run -p testutil
 //! --example ct_oracle -- --list` lists them, `-- NAME` prints OVS's answers.
+//! `CT_RECEIVE_BIN=path` runs another program in place of `flowswitch` (same arguments):
+//! with `target/debug/examples/ct_oracle` (which answers `receive` by asking OVS) the test
+//! compares OVS with itself, a check of this harness.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -56,7 +59,9 @@ impl Drop for TempDir {
 
 /// Runs `flowswitch receive --flows F --dump-conntrack --hex S`; stdout, or why it failed.
 fn run_receive(flows: &Path, script: &Path) -> Result<String, String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flowswitch"))
+    let bin = std::env::var_os("CT_RECEIVE_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_flowswitch").into());
+    let mut child = Command::new(bin)
         .arg("receive")
         .arg("--flows")
         .arg(flows)

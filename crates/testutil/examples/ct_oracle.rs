@@ -29,9 +29,19 @@ fn main() {
         }
         return;
     }
+    // `receive --flows F [--dump-conntrack] [--hex] S` is accepted too, so this program can
+    // stand in for `flowswitch receive` (CT_RECEIVE_BIN in ct_vs_ovs: OVS against itself).
+    let args: Vec<String> = if args.first().map(String::as_str) == Some("receive") {
+        args.into_iter()
+            .skip(1)
+            .filter(|a| a != "--dump-conntrack" && a != "--hex")
+            .collect()
+    } else {
+        args
+    };
     if args.first().map(String::as_str) == Some("--flows") {
         let [_, flows, script] = args.as_slice() else {
-            panic!("usage: ct_oracle --flows FLOWS SCRIPT");
+            panic!("usage: ct_oracle [receive] --flows FLOWS SCRIPT");
         };
         let flows: Vec<String> = std::fs::read_to_string(flows)
             .expect("read flows")
