@@ -9,10 +9,15 @@
 //! - [`golden`]: answers recorded from OVS for those corpora (`data/*.tsv`), with readers.
 //! - [`pipelines`]: random OpenFlow pipelines and packets, OVS helpers to run them, and the
 //!   pipeline golden file (`data/pipelines_golden.tsv`) for the xlate differential test.
+//! - [`ct_oracle`]: conntrack scripts (`<in_port> <hex>` files) run through OVS's userspace
+//!   conntrack (dummy ports' `tx_pcap`), the `flowswitch receive` output parser and the
+//!   comparison for `crates/flowswitch/tests/ct_vs_ovs.rs`; OVS's answers are recorded in
+//!   `data/ct_oracle_answers.txt`, observed facts in `data/ct_oracle_notes.md`.
 //! - [`rng`]: a small self-contained seeded PRNG so corpora never change with a dependency.
 //!
 //! Nothing here is used by production code.
 
+pub mod ct_oracle;
 pub mod flow_corpus;
 pub mod golden;
 pub mod ovs;
