@@ -63,6 +63,8 @@ fn run_receive(flows: &Path, script: &Path) -> Result<String, String> {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_flowswitch").into());
     let mut child = Command::new(bin)
         .arg("receive")
+        .arg("--bridge-ports")
+        .arg(testutil::ct_oracle::N_PORTS.to_string())
         .arg("--flows")
         .arg(flows)
         .arg("--dump-conntrack")
