@@ -31,7 +31,9 @@ use std::sync::Arc;
 /// A per-PMD cache of connection references for [`Conntrack::execute_cached`].
 #[derive(Debug)]
 pub struct FastCache {
-    slots: Box<[Option<Arc<Conn>>]>,
+    /// (key hash, reference): the hash is compared first so that a probe for another key
+    /// does not touch (and miss the CPU cache on) the slot's connection.
+    slots: Box<[(u64, Option<Arc<Conn>>)]>,
     mask: usize,
     owner: u64,
     hits: u64,
@@ -43,7 +45,7 @@ impl FastCache {
     pub fn new(slots: usize) -> FastCache {
         let n = slots.max(1).next_power_of_two();
         FastCache {
-            slots: (0..n).map(|_| None).collect(),
+            slots: (0..n).map(|_| (0, None)).collect(),
             mask: n - 1,
             owner: 0,
             hits: 0,
@@ -63,7 +65,7 @@ impl FastCache {
 
     /// Drops every reference.
     pub fn clear(&mut self) {
-        self.slots.iter_mut().for_each(|s| *s = None);
+        self.slots.iter_mut().for_each(|s| *s = (0, None));
     }
 
     pub(crate) fn lookup(
@@ -76,8 +78,10 @@ impl FastCache {
             self.clear();
             self.owner = ct.id();
         }
-        let i = (k.hash_with(0x00c0_ffee) as usize) & self.mask;
-        if let Some(c) = &self.slots[i]
+        let h = k.hash_with(0x00c0_ffee);
+        let i = (h as usize) & self.mask;
+        if let (tag, Some(c)) = &self.slots[i]
+            && *tag == h
             && c.live(now)
             && let Some(reply) = c.direction(k)
         {
@@ -87,7 +91,7 @@ impl FastCache {
         self.misses += 1;
         let found = ct.table_lookup(k, now);
         if let Some((c, _)) = &found {
-            self.slots[i] = Some(Arc::clone(c));
+            self.slots[i] = (h, Some(Arc::clone(c)));
         }
         found
     }

@@ -284,7 +284,10 @@ impl Conntrack {
     }
 
     fn note_now(&self, now: u64) {
-        self.last_now.fetch_max(now, Ordering::Relaxed);
+        // Load first: the shared line is written only when time moves on.
+        if now > self.last_now.load(Ordering::Relaxed) {
+            self.last_now.fetch_max(now, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn table_lookup(&self, k: &ConnKey, now: u64) -> Found {
