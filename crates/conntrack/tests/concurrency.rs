@@ -3,11 +3,11 @@
 //! the same time. Afterwards the table is consistent: every live connection is indexed
 //! twice, counts match, and once everything expired a full sweep empties it.
 
-use conntrack::{build, Config, Conntrack, CtAction, FastCache};
+use conntrack::{Config, Conntrack, CtAction, FastCache, build};
 use flow::extract::PacketMeta;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 fn ip(i: u32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i))
@@ -22,7 +22,10 @@ fn tracker_is_send_and_sync() {
 
 #[test]
 fn threads_share_connections_with_sweeper_and_flusher() {
-    let ct = Arc::new(Conntrack::new(Config { max_conns: 5_000, ..Config::default() }));
+    let ct = Arc::new(Conntrack::new(Config {
+        max_conns: 5_000,
+        ..Config::default()
+    }));
     ct.set_zone_limit(1, Some(300));
     let now = Arc::new(AtomicU64::new(1));
     let stop = Arc::new(AtomicBool::new(false));
@@ -49,7 +52,12 @@ fn threads_share_connections_with_sweeper_and_flusher() {
                     (_, 1) => build::udp(sv, c, 53, sport, b"r"),
                     _ => build::echo(c, sv, 8, sport, 1),
                 };
-                let act = CtAction { zone, commit: (s >> 30) % 2 == 0, mark: Some((t, 0xf)), ..CtAction::default() };
+                let act = CtAction {
+                    zone,
+                    commit: (s >> 30).is_multiple_of(2),
+                    mark: Some((t, 0xf)),
+                    ..CtAction::default()
+                };
                 let mut md = PacketMeta::port(t);
                 let n = now.load(Ordering::Relaxed);
                 ct.execute_cached(&mut cache, &mut f, &mut md, &act, n);
@@ -65,7 +73,7 @@ fn threads_share_connections_with_sweeper_and_flusher() {
                 let n = now.fetch_add(50, Ordering::Relaxed);
                 ct.sweep(n, 64);
                 i += 1;
-                if i % 500 == 0 {
+                if i.is_multiple_of(500) {
                     ct.flush(Some(1), None);
                 }
                 std::thread::yield_now();
@@ -77,7 +85,9 @@ fn threads_share_connections_with_sweeper_and_flusher() {
         h.join().expect("worker");
     }
     stop.store(true, Ordering::Relaxed);
-    sweeper.map(|h| h.join().expect("sweeper"));
+    if let Some(h) = sweeper {
+        h.join().expect("sweeper");
+    }
     let n = ct.nconns();
     assert!(n <= 5_000);
     assert_eq!(ct.index_slots(), 2 * n as usize);

@@ -898,17 +898,30 @@ fn ipv6_fragment_header_is_invalid_and_other_protocols_are_tracked() {
     let mut h = H::new();
     // Fragment header (44) then UDP.
     let udp = build::udp_seg(a6(1), a6(2), 1, 2, b"x");
-    let mut l4 = vec![17, 0, 0, 0, 0, 0, 0, 1];
+    let mut l4 = vec![17, 0, 0, 1, 0, 0, 0, 1]; // MF set
     l4.extend_from_slice(&udp);
     let f = build::eth(&build::ip(a6(1), a6(2), 44, &l4));
     assert_eq!(h.st(f, commit(0)), INV | TRK);
+    // An atomic fragment (offset 0, no MF) is not a fragment for OVS: tracked, by its
+    // UDP ports; so is UDP after a destination-options header.
+    let mut l4 = vec![17, 0, 0, 0, 0, 0, 0, 1];
+    l4.extend_from_slice(&udp);
+    let atomic = build::eth(&build::ip(a6(1), a6(2), 44, &l4));
+    assert_eq!(h.st(atomic, commit(0)), NEW | TRK);
+    let mut l4 = vec![17, 0, 1, 4, 0, 0, 0, 0];
+    l4.extend_from_slice(&udp);
+    let opts = build::eth(&build::ip(a6(1), a6(2), 60, &l4));
+    assert_eq!(h.st(opts, look(0)), NEW | TRK);
+    h.st(build::udp(a6(2), a6(1), 2, 1, b"y"), look(0));
+    assert_eq!(h.ct.nconns(), 1);
     // GRE (47): keyed by addresses only.
     let gre = build::eth(&build::ip(a(1), a(2), 47, &[0, 0, 0x08, 0]));
     assert_eq!(h.st(gre.clone(), commit(0)), NEW | TRK);
     assert_eq!(
         h.dump(),
         [
-            "47,orig=(src=10.0.0.1,dst=10.0.0.2,sport=0,dport=0),reply=(src=10.0.0.2,dst=10.0.0.1,sport=0,dport=0)"
+            "47,orig=(src=10.0.0.1,dst=10.0.0.2,sport=0,dport=0),reply=(src=10.0.0.2,dst=10.0.0.1,sport=0,dport=0)",
+            "udp,orig=(src=fd00::1,dst=fd00::2,sport=1,dport=2),reply=(src=fd00::2,dst=fd00::1,sport=2,dport=1)"
         ]
     );
     let back = build::eth(&build::ip(a(2), a(1), 47, &[0, 0, 0x08, 0]));

@@ -2,7 +2,7 @@
 //! comparison), at 1 to 100k connections, round-robin over the connections.
 //! `cargo test --release -p conntrack --test throughput -- --ignored --nocapture`
 
-use conntrack::{build, Config, Conntrack, CtAction, FastCache};
+use conntrack::{Config, Conntrack, CtAction, FastCache, build};
 use flow::extract::PacketMeta;
 use flow::field::ct_state as cs;
 use std::net::{IpAddr, Ipv4Addr};
@@ -14,7 +14,10 @@ fn ip(i: u32) -> IpAddr {
 
 /// Frames of `n` established connections: (orig, reply) per connection.
 fn setup(ct: &Conntrack, n: u32, tcp: bool) -> Vec<Vec<u8>> {
-    let act = CtAction { commit: true, ..CtAction::default() };
+    let act = CtAction {
+        commit: true,
+        ..CtAction::default()
+    };
     let mut frames = Vec::with_capacity(2 * n as usize);
     for i in 0..n {
         let (c, s) = (ip(1 + (i >> 14)), ip(0x10_0000 + (i & 0x3fff)));
@@ -25,8 +28,30 @@ fn setup(ct: &Conntrack, n: u32, tcp: bool) -> Vec<Vec<u8>> {
             md.ct_state
         };
         if tcp {
-            run(&mut build::tcp(c, s, sport, 80, 100, 0, 0x02, 65535, &[], b""));
-            run(&mut build::tcp(s, c, 80, sport, 900, 101, 0x12, 65535, &[], b""));
+            run(&mut build::tcp(
+                c,
+                s,
+                sport,
+                80,
+                100,
+                0,
+                0x02,
+                65535,
+                &[],
+                b"",
+            ));
+            run(&mut build::tcp(
+                s,
+                c,
+                80,
+                sport,
+                900,
+                101,
+                0x12,
+                65535,
+                &[],
+                b"",
+            ));
             let mut o = build::tcp(c, s, sport, 80, 101, 901, 0x10, 65535, &[], b"");
             run(&mut o);
             let r = build::tcp(s, c, 80, sport, 901, 101, 0x10, 65535, &[], b"");
@@ -77,7 +102,10 @@ fn measure(n: u32, tcp: bool, cached: bool, slots: usize) -> f64 {
 #[test]
 #[ignore = "throughput measurement; run in release"]
 fn established_throughput() {
-    println!("bytes_per_conn (estimate) = {}", Conntrack::bytes_per_conn());
+    println!(
+        "bytes_per_conn (estimate) = {}",
+        Conntrack::bytes_per_conn()
+    );
     println!(
         "{:>8} {:>5} {:>16} {:>17} {:>10}",
         "conns", "proto", "cached(8K) ns/p", "cached(256K) ns/p", "full ns/p"
@@ -96,7 +124,11 @@ fn established_throughput() {
 fn rss_bytes() -> usize {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<usize>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<usize>().ok())
+        })
         .map_or(0, |pages| pages * 4096)
 }
 
@@ -105,16 +137,28 @@ fn rss_bytes() -> usize {
 #[ignore = "allocates ~0.5 GB; run in release"]
 fn one_million_connections_fit() {
     let ct = Conntrack::new(Config::default());
-    let act = CtAction { commit: true, ..CtAction::default() };
+    let act = CtAction {
+        commit: true,
+        ..CtAction::default()
+    };
     let before = rss_bytes();
     let n = 1_000_000u32;
     for i in 0..n {
-        let mut f = build::udp(ip(1 + (i >> 14)), ip(0x10_0000 + (i & 0x3fff)), 1024 + (i % 60000) as u16, 53, b"x");
+        let mut f = build::udp(
+            ip(1 + (i >> 14)),
+            ip(0x10_0000 + (i & 0x3fff)),
+            1024 + (i % 60000) as u16,
+            53,
+            b"x",
+        );
         let mut md = PacketMeta::port(1);
         ct.execute(&mut f, &mut md, &act, 1);
     }
     assert_eq!(ct.nconns(), n);
     let per = (rss_bytes() - before) / n as usize;
-    println!("measured {per} bytes/conn (RSS growth), estimate {}", Conntrack::bytes_per_conn());
+    println!(
+        "measured {per} bytes/conn (RSS growth), estimate {}",
+        Conntrack::bytes_per_conn()
+    );
     assert!(per < 1024);
 }
