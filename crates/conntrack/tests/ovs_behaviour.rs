@@ -1219,3 +1219,18 @@ fn plain_nat_on_a_new_commit_stores_ovs_31s_reply_key() {
         NEW | TRK
     );
 }
+
+#[test]
+fn icmpv6_error_about_known_tcp_connection_is_related() {
+    let mut h = H::new();
+    let mut t = tcp_flow(a6(1), a6(2));
+    handshake(&mut h, &mut t);
+    // Packet too big from the server's side, quoting a client segment (inner TCP needs
+    // 20 bytes over IPv6).
+    let quoted = build::strip_eth(&t.c2s(ACK, b"big")).to_vec();
+    let err = build::icmp(a6(2), a6(1), 2, 0, [0, 0, 5, 0], &quoted);
+    assert_eq!(h.st(err, look(0)), REL | RPL | TRK);
+    // Quoting only 8 bytes of TCP: not enough over IPv6.
+    let short = build::icmp(a6(2), a6(1), 2, 0, [0, 0, 5, 0], &quoted[..48]);
+    assert_eq!(h.st(short, look(0)), INV | TRK);
+}
