@@ -336,8 +336,13 @@ impl Twin {
                 let v = r.u8()?;
                 let lim = (v & 0x80 == 0).then_some(u32::from(v % 8));
                 let zone = u16::from(v >> 4 & 1);
-                self.a.set_zone_limit(zone, lim);
-                self.b.set_zone_limit(zone, lim);
+                if v & 0x40 != 0 {
+                    self.a.set_default_zone_limit(lim);
+                    self.b.set_default_zone_limit(lim);
+                } else {
+                    self.a.set_zone_limit(zone, lim);
+                    self.b.set_zone_limit(zone, lim);
+                }
             }
             28 => {
                 let v = r.u8()? & 1 == 1;
@@ -361,7 +366,9 @@ impl Twin {
         if self.a.nconns() != self.b.nconns() {
             return Err("nconns differ".into());
         }
-        if self.a.zone_limits() != self.b.zone_limits() {
+        if self.a.zone_limits() != self.b.zone_limits()
+            || self.a.default_zone_limit() != self.b.default_zone_limit()
+        {
             return Err("zone limits differ".into());
         }
         if self.a.stats() != self.b.stats() {

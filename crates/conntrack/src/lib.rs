@@ -216,11 +216,15 @@ struct ZoneLimit {
 /// State behind the commit lock.
 #[derive(Debug)]
 struct Locked {
-    zone_limits: HashMap<u16, ZoneLimit>,
+    /// By zone; [`DEFAULT_ZONE`] is the default limit.
+    zone_limits: HashMap<i32, ZoneLimit>,
     next_zone_seq: u32,
     /// Sweep cursor: (shard, index).
     cursor: (usize, usize),
 }
+
+/// Key of the default zone limit (OVS `DEFAULT_ZONE`).
+const DEFAULT_ZONE: i32 = -1;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -524,7 +528,14 @@ impl Conntrack {
         if !(act.commit || act.force) {
             return None;
         }
-        let zl = l.zone_limits.get(&key.zone).copied();
+        // OVS `zone_limit_lookup_or_default`: the zone's own limit, else the default one
+        // (one pool shared by every zone without its own limit, as in OVS 3.1).
+        let zl_key = if l.zone_limits.contains_key(&i32::from(key.zone)) {
+            i32::from(key.zone)
+        } else {
+            DEFAULT_ZONE
+        };
+        let zl = l.zone_limits.get(&zl_key).copied();
         if let Some(z) = zl
             && z.count >= z.limit
         {
@@ -560,7 +571,7 @@ impl Conntrack {
             }
         }
         let (admit_zone, admit_seq) = match zl {
-            Some(z) => (key.zone, z.seq),
+            Some(z) => (zl_key, z.seq),
             None => (0, 0),
         };
         let c = Arc::new(Conn {
@@ -584,7 +595,9 @@ impl Conntrack {
         }
         self.table.insert(&c);
         self.nconns.fetch_add(1, Ordering::Relaxed);
-        if let Some(z) = l.zone_limits.get_mut(&key.zone) {
+        if zl.is_some()
+            && let Some(z) = l.zone_limits.get_mut(&zl_key)
+        {
             z.count += 1;
         }
         self.counters.committed.fetch_add(1, Ordering::Relaxed);
@@ -739,6 +752,24 @@ impl Conntrack {
     /// limit keeps its count; a new limit counts only connections committed from now on;
     /// a limit of 0 refuses every commit in the zone.
     pub fn set_zone_limit(&self, zone: u16, limit: Option<u32>) {
+        self.set_limit(i32::from(zone), limit);
+    }
+
+    /// Sets (or removes) the default zone limit: in OVS 3.1 it is one pool shared by every
+    /// zone that has no limit of its own.
+    pub fn set_default_zone_limit(&self, limit: Option<u32>) {
+        self.set_limit(DEFAULT_ZONE, limit);
+    }
+
+    /// The default zone limit and its count.
+    pub fn default_zone_limit(&self) -> Option<(u32, u32)> {
+        self.lock()
+            .zone_limits
+            .get(&DEFAULT_ZONE)
+            .map(|z| (z.limit, z.count))
+    }
+
+    fn set_limit(&self, zone: i32, limit: Option<u32>) {
         let mut l = self.lock();
         match limit {
             None => {
@@ -769,7 +800,7 @@ impl Conntrack {
         let mut v: Vec<_> = l
             .zone_limits
             .iter()
-            .map(|(z, zl)| (*z, zl.limit, zl.count))
+            .filter_map(|(z, zl)| Some((u16::try_from(*z).ok()?, zl.limit, zl.count)))
             .collect();
         v.sort_unstable();
         v

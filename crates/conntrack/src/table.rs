@@ -60,8 +60,9 @@ pub(crate) struct Conn {
     pub rev_key: ConnKey,
     /// NAT action bits (`nat::NAT_*`), 0 without NAT.
     pub nat: u8,
-    /// Zone whose limit admitted it and that limit's sequence (0 = none).
-    pub admit_zone: u16,
+    /// Zone limit that admitted it (a zone, or -1 for the default limit) and that
+    /// limit's sequence (0 = none).
+    pub admit_zone: i32,
     pub admit_seq: u32,
     /// Milliseconds; `now >= expiration` means expired.
     pub expiration: AtomicU64,

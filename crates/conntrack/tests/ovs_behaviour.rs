@@ -728,6 +728,50 @@ fn global_and_zone_limits_refuse_commits_as_new() {
 }
 
 #[test]
+fn default_zone_limit_is_one_pool_for_zones_without_their_own() {
+    let mut h = H::new();
+    for ct in [&h.ct, &h.twin] {
+        ct.set_default_zone_limit(Some(2));
+        ct.set_zone_limit(5, Some(10));
+    }
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 1, 9, b""), commit(1)),
+        NEW | TRK
+    );
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 2, 9, b""), commit(2)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.default_zone_limit(), Some((2, 2)));
+    // Zone 3 shares the default pool, which is full.
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 3, 9, b""), commit(3)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.nconns(), 2);
+    // Zone 5 has its own limit.
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 4, 9, b""), commit(5)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.nconns(), 3);
+    assert_eq!(h.ct.zone_limits(), [(5, 10, 1)]);
+    // A limit set after connections exist does not count them (OVS zone_limit_seq).
+    for ct in [&h.ct, &h.twin] {
+        ct.set_zone_limit(1, Some(1));
+    }
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 6, 9, b""), commit(1)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.zone_limits(), [(1, 1, 1), (5, 10, 1)]);
+    assert_eq!(h.ct.nconns(), 4);
+    // Removing a zone's connections admitted under the default frees the default pool.
+    h.ct.flush(Some(2), None);
+    assert_eq!(h.ct.default_zone_limit(), Some((2, 1)));
+}
+
+#[test]
 fn sweep_is_bounded_and_eventually_complete() {
     let mut h = H::new();
     for p in 1..=100u16 {
