@@ -289,7 +289,7 @@ fn udp(src: u8, dst: u8, sp: u16, dp: u16) -> String {
 fn ovs_force_commit() {
     let mut t = T::new();
     // p2: ct(table=1); table 1: +est -> ct(force,commit).
-    let mut p2 = |t: &mut T, pkt: &str| {
+    let p2 = |t: &mut T, pkt: &str| {
         let md = t.ct(pkt, LOOK);
         if md.ct_state & cs::ESTABLISHED != 0 {
             let force = CtAction {
