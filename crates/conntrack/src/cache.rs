@@ -13,9 +13,12 @@
 //! tracker (by id); used with another it clears itself.
 //!
 //! Why a hit equals the table's answer (invariant 6): the table maps a key to at most one
-//! entry; a live entry is indexed under both of its keys; an entry is removed only after
-//! `dead` is set; expiry is checked with the same `now`. So a validated hit is exactly the
-//! entry the table lookup would have returned, in the same direction. The cache holds no
+//! entry; a slot holds an entry the table returned for a key `k` of that entry, in the
+//! direction recorded with it, and a hit requires the probed key to be that same key of
+//! that entry (full key compare plus direction); an entry stays indexed under a key until
+//! it is removed, and `dead` is set before removal; expiry is checked with the same `now`.
+//! So a validated hit is exactly the entry the table lookup would return, in the same
+//! direction. The cache holds no
 //! copy of any state — mark, label, TCP windows, expiry all stay in the one entry — and
 //! every packet, hit or miss, then runs the same protocol update, NAT and metadata code.
 //! Nothing is skipped but the index probe; TCP, UDP, ICMP (echo and related errors) alike.
@@ -31,9 +34,10 @@ use std::sync::Arc;
 /// A per-PMD cache of connection references for [`Conntrack::execute_cached`].
 #[derive(Debug)]
 pub struct FastCache {
-    /// (key hash, reference): the hash is compared first so that a probe for another key
-    /// does not touch (and miss the CPU cache on) the slot's connection.
-    slots: Box<[(u64, Option<Arc<Conn>>)]>,
+    /// (key hash, direction the table answered, reference): the hash is compared first so
+    /// that a probe for another key does not touch (and miss the CPU cache on) the slot's
+    /// connection; the direction makes a hit require the very key the table answered for.
+    slots: Box<[(u64, bool, Option<Arc<Conn>>)]>,
     mask: usize,
     owner: u64,
     hits: u64,
@@ -45,7 +49,7 @@ impl FastCache {
     pub fn new(slots: usize) -> FastCache {
         let n = slots.max(1).next_power_of_two();
         FastCache {
-            slots: (0..n).map(|_| (0, None)).collect(),
+            slots: (0..n).map(|_| (0, false, None)).collect(),
             mask: n - 1,
             owner: 0,
             hits: 0,
@@ -65,7 +69,7 @@ impl FastCache {
 
     /// Drops every reference.
     pub fn clear(&mut self) {
-        self.slots.iter_mut().for_each(|s| *s = (0, None));
+        self.slots.iter_mut().for_each(|s| *s = (0, false, None));
     }
 
     pub(crate) fn lookup(
@@ -80,18 +84,19 @@ impl FastCache {
         }
         let h = k.hash_with(0x00c0_ffee);
         let i = (h as usize) & self.mask;
-        if let (tag, Some(c)) = &self.slots[i]
+        if let (tag, dir, Some(c)) = &self.slots[i]
             && *tag == h
             && c.live(now)
             && let Some(reply) = c.direction(k)
+            && reply == *dir
         {
             self.hits += 1;
             return Some((Arc::clone(c), reply));
         }
         self.misses += 1;
         let found = ct.table_lookup(k, now);
-        if let Some((c, _)) = &found {
-            self.slots[i] = (h, Some(Arc::clone(c)));
+        if let Some((c, reply)) = &found {
+            self.slots[i] = (h, *reply, Some(Arc::clone(c)));
         }
         found
     }

@@ -562,12 +562,20 @@ impl Conntrack {
             }
             nat_bits = info.action;
         }
-        // Entries still indexed under either key are expired or being replaced: drop them.
-        for k in [*key, rev_key] {
-            if let Some(old) = self.table.get_any(&k)
-                && self.remove_locked(l, &old)
-            {
-                self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+        // An entry still indexed under either key is expired (the original key was just
+        // looked up): drop it. One exception: without NAT the reply key is not checked for
+        // collisions (OVS does not either), and a *live* connection may hold it (e.g. a NATed
+        // connection whose original key is this reply key). OVS then has both in one hash
+        // bucket; here the older connection keeps the key and the new one is indexed under
+        // its original key only.
+        let mut reply_indexed = true;
+        for (i, k) in [*key, rev_key].into_iter().enumerate() {
+            if let Some(old) = self.table.get_any(&k) {
+                if old.live(now) && i == 1 {
+                    reply_indexed = false;
+                } else if self.remove_locked(l, &old) {
+                    self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         let (admit_zone, admit_seq) = match zl {
@@ -593,7 +601,7 @@ impl Conntrack {
         if nat_bits != 0 {
             md.ct_state |= nat::nat_packet(frame, p, &c.key, &c.rev_key, nat_bits, false);
         }
-        self.table.insert(&c);
+        self.table.insert(&c, reply_indexed);
         self.nconns.fetch_add(1, Ordering::Relaxed);
         if zl.is_some()
             && let Some(z) = l.zone_limits.get_mut(&zl_key)

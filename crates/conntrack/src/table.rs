@@ -29,8 +29,9 @@
 //! is held). Packet processing takes shard read locks and connection mutexes only, never
 //! both at once.
 //!
-//! Invariants: (1) a live (non-`dead`) entry is indexed under both of its keys, each
-//! mapping to that very entry; (2) a key maps to at most one entry; (3) `dead` is set,
+//! Invariants: (1) a live (non-`dead`) entry is indexed under its original key, and under
+//! its reply key unless another live entry already held that key when it was committed
+//! (possible only without NAT, see `conn_not_found`), each mapping to that very entry; (2) a key maps to at most one entry; (3) `dead` is set,
 //! under the commit lock, before an entry leaves the index, and never cleared — which is
 //! what makes a cached `Arc<Conn>` safe to validate without the index; (4) `nconns` counts
 //! live entries.
@@ -148,10 +149,15 @@ impl Table {
 
     /// Indexes `c` under both keys. Caller holds the commit lock and has removed any entry
     /// those keys mapped to.
-    pub fn insert(&self, c: &Arc<Conn>) {
-        for k in [c.key, c.rev_key] {
-            self.write(self.shard_of(&k))
-                .insert(TableKey(k), Arc::clone(c));
+    pub fn insert(&self, c: &Arc<Conn>, with_reply_key: bool) {
+        let keys = if with_reply_key {
+            &[c.key, c.rev_key][..]
+        } else {
+            &[c.key][..]
+        };
+        for k in keys {
+            self.write(self.shard_of(k))
+                .insert(TableKey(*k), Arc::clone(c));
         }
     }
 

@@ -1278,3 +1278,37 @@ fn icmpv6_error_about_known_tcp_connection_is_related() {
     let short = build::icmp(a6(2), a6(1), 2, 0, [0, 0, 5, 0], &quoted[..48]);
     assert_eq!(h.st(short, look(0)), INV | TRK);
 }
+
+#[test]
+fn reply_key_held_by_a_live_nat_connection_is_not_stolen() {
+    let mut h = H::new();
+    let pub_ip = IpAddr::V4(Ipv4Addr::new(192, 168, 0, 1));
+    // X: 10.0.0.2:1 -> 10.0.0.1:2, SNATed to 192.168.0.1; its reply key is
+    // 10.0.0.1:2 -> 192.168.0.1:1.
+    let mut x = build::udp(a(2), a(1), 1, 2, b"");
+    h.run(
+        &mut x,
+        CtAction {
+            nat: snat_to(pub_ip, None),
+            ..commit(0)
+        },
+    );
+    // Y: 10.0.0.1:2 -> 10.0.0.2:1, not found (X's keys differ), committed; its reply key
+    // is X's original key, which X keeps.
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 2, 1, b""), commit(0)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.nconns(), 2);
+    assert_eq!(h.ct.index_slots(), 3);
+    // X's original direction still finds X.
+    assert_eq!(h.st(build::udp(a(2), a(1), 1, 2, b""), look(0)), NEW | TRK);
+    assert_eq!(h.ct.dump(None).len(), 2);
+    // Y's original direction finds Y.
+    assert_eq!(h.st(build::udp(a(1), a(2), 2, 1, b""), look(0)), NEW | TRK);
+    h.adv(120_000);
+    while h.ct.nconns() > 0 {
+        h.ct.sweep(h.now, 10);
+    }
+    assert_eq!(h.ct.index_slots(), 0);
+}
