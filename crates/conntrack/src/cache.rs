@@ -31,13 +31,16 @@ use crate::key::ConnKey;
 use crate::table::Conn;
 use std::sync::Arc;
 
+/// (key hash, direction the table answered, reference).
+type Slot = (u64, bool, Option<Arc<Conn>>);
+
 /// A per-PMD cache of connection references for [`Conntrack::execute_cached`].
 #[derive(Debug)]
 pub struct FastCache {
     /// (key hash, direction the table answered, reference): the hash is compared first so
     /// that a probe for another key does not touch (and miss the CPU cache on) the slot's
     /// connection; the direction makes a hit require the very key the table answered for.
-    slots: Box<[(u64, bool, Option<Arc<Conn>>)]>,
+    slots: Box<[Slot]>,
     mask: usize,
     owner: u64,
     hits: u64,
