@@ -85,7 +85,7 @@ impl FastCache {
             self.clear();
             self.owner = ct.id();
         }
-        let h = k.hash_with(0x00c0_ffee);
+        let h = k.cache_hash();
         let i = (h as usize) & self.mask;
         if let (tag, dir, Some(c)) = &self.slots[i]
             && *tag == h

@@ -343,7 +343,7 @@ impl Conntrack {
             Err(r) => {
                 reason = Some(r);
                 md.ct_state = cs::INVALID;
-                write_md(md, zone, None, None);
+                write_md(md, zone, None, None, None);
             }
         }
         if let Some(r) = reason {
@@ -466,22 +466,9 @@ impl Conntrack {
         }
         let _ = reply;
 
-        write_md(md, zone, conn.as_deref(), Some(&key));
-        if let Some(c) = &conn
-            && (act.mark.is_some() || act.label.is_some())
-        {
-            {
-                let mut m = c.lock();
-                if let Some((v, mask)) = act.mark {
-                    md.ct_mark = v | (md.ct_mark & !mask);
-                    m.mark = md.ct_mark;
-                }
-                if let Some((v, mask)) = act.label {
-                    md.ct_label = v | (md.ct_label & !mask);
-                    m.label = [md.ct_label as u64, (md.ct_label >> 64) as u64];
-                }
-            }
-        }
+        // write_ct_md, then set_mark/set_label (OVS takes the connection's lock for each;
+        // one critical section here, same result).
+        write_md(md, zone, conn.as_deref(), Some(&key), Some(act));
     }
 
     fn handle_nat(
@@ -837,14 +824,32 @@ impl Conntrack {
 }
 
 /// OVS `write_ct_md`.
-fn write_md(md: &mut PacketMeta, zone: u16, conn: Option<&Conn>, key: Option<&ConnKey>) {
+/// OVS `write_ct_md`, followed — when `act` carries them and there is a connection — by
+/// `set_mark`/`set_label` (value | (current & !mask), stored in the connection).
+fn write_md(
+    md: &mut PacketMeta,
+    zone: u16,
+    conn: Option<&Conn>,
+    key: Option<&ConnKey>,
+    act: Option<&CtAction>,
+) {
     md.ct_state |= cs::TRACKED;
     md.ct_zone = zone;
     let k = match conn {
         Some(c) => {
-            let m = c.lock();
+            let mut m = c.lock();
             md.ct_mark = m.mark;
             md.ct_label = u128::from(m.label[0]) | u128::from(m.label[1]) << 64;
+            if let Some(a) = act {
+                if let Some((v, mask)) = a.mark {
+                    md.ct_mark = v | (md.ct_mark & !mask);
+                    m.mark = md.ct_mark;
+                }
+                if let Some((v, mask)) = a.label {
+                    md.ct_label = v | (md.ct_label & !mask);
+                    m.label = [md.ct_label as u64, (md.ct_label >> 64) as u64];
+                }
+            }
             Some(&c.key)
         }
         None => {

@@ -162,3 +162,23 @@ fn one_million_connections_fit() {
     );
     assert!(per < 1024);
 }
+
+/// A fixed workload for profilers: `CT_PROFILE_N` packets of one established UDP flow.
+#[test]
+#[ignore = "profiling workload"]
+fn profile_one_udp_flow() {
+    let n: usize = std::env::var("CT_PROFILE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let ct = Conntrack::new(Config::default());
+    let mut frames = setup(&ct, 1, false);
+    let mut cache = FastCache::new(64);
+    let act = CtAction::default();
+    let t = Instant::now();
+    for i in 0..n {
+        let mut md = PacketMeta::port(1);
+        ct.execute_cached(&mut cache, &mut frames[i & 1], &mut md, &act, 3);
+    }
+    println!("{:.1} ns/packet", t.elapsed().as_nanos() as f64 / n as f64);
+}
