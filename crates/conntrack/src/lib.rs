@@ -405,9 +405,7 @@ impl Conntrack {
 
         let mut create = false;
         let mut conn: Option<Arc<Conn>> = None;
-        let mut reply = false;
-        if let Some((c, r)) = found {
-            reply = r;
+        if let Some((c, reply)) = found {
             if p.related {
                 md.ct_state |= cs::RELATED;
                 if reply {
@@ -461,10 +459,8 @@ impl Conntrack {
             let mut l = self.lock();
             if self.table.lookup(&key, now).is_none() {
                 conn = self.conn_not_found(&mut l, frame, md, act, now, &p, &key, reason);
-                reply = false;
             }
         }
-        let _ = reply;
 
         // write_ct_md, then set_mark/set_label (OVS takes the connection's lock for each;
         // one critical section here, same result).

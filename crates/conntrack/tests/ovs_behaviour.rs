@@ -1312,3 +1312,42 @@ fn reply_key_held_by_a_live_nat_connection_is_not_stolen() {
     }
     assert_eq!(h.ct.index_slots(), 0);
 }
+
+#[test]
+fn a_packet_natted_in_this_zone_is_found_by_its_reversed_key() {
+    let mut h = H::new();
+    let pub_ip = IpAddr::V4(Ipv4Addr::new(192, 168, 0, 1));
+    let mut f = build::udp(a(1), a(2), 5353, 53, b"q");
+    let md = h.run(
+        &mut f,
+        CtAction {
+            nat: snat_to(pub_ip, None),
+            ..commit(4)
+        },
+    );
+    assert_eq!(md.ct_state, NEW | SNAT | TRK);
+    let natted = f.clone();
+    // Recirculated through ct(zone=4,nat) again: OVS's initial_conn_lookup reverses the
+    // key of an already translated packet; the translation is not applied twice.
+    let md2 = h.run_md(
+        &mut f,
+        CtAction {
+            nat: plain_nat(),
+            ..look(4)
+        },
+        md,
+    );
+    assert_eq!(md2.ct_state, NEW | SNAT | TRK);
+    assert_eq!(f, natted);
+    assert!(matches!(
+        md2.ct_orig,
+        CtOrigTuple::V4 {
+            src: 0x0a00_0001,
+            tp_src: 5353,
+            ..
+        }
+    ));
+    // In another zone the ct_state is reset and the translated packet is a new one there.
+    let md3 = h.run_md(&mut f, look(5), md2);
+    assert_eq!(md3.ct_state, NEW | TRK);
+}
