@@ -41,9 +41,16 @@
 //! expired-but-unswept NAT connection is simply absent here, where OVS answers a reply
 //! hitting its stale reverse entry with `+inv`; `check_orig_tuple` (finding a connection
 //! through `ct_orig` after NAT) is not implemented; an expired entry is replaced at once by
-//! a new commit of the same key (OVS keeps it counted until its sweeper runs).
+//! a new commit of the same key (OVS keeps it counted until its sweeper runs); when a
+//! non-NAT commit's reply key is already held by a live (NATed) connection, OVS keeps both
+//! in one hash bucket and whichever comes first answers, here the older one keeps the key;
+//! [`Conntrack::dump`] judges expiry at the latest `now_ms` it was given (OVS: wall clock).
+//! Same as OVS, though surprising: ICMP echo ids are not rewritten by NAT; plain `nat` on a
+//! new commit stores a reply key with source address 0 and (TCP/UDP) destination port 0;
+//! the default zone limit is one pool shared by all zones without their own limit; a zone
+//! limit of 0 refuses every commit.
 //!
-//! Concurrency ([`table`] has the lock order): one [`Conntrack`] is shared by every PMD
+//! Concurrency (the `table` module has the lock order): one [`Conntrack`] is shared by every PMD
 //! through `Arc`; lookups take no table-wide lock; per-connection state is updated under
 //! the connection's mutex; commits and removals serialise on one commit lock.
 //!
