@@ -34,8 +34,15 @@ proptest! {
 /// Long deterministic sequences (a cheap xorshift stream), so every run covers deep states.
 #[test]
 fn long_pseudorandom_sequences_agree() {
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    for round in 0..40 {
+    let mut s = std::env::var("CT_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15u64);
+    let rounds: usize = std::env::var("CT_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    for round in 0..rounds {
         let data: Vec<u8> = (0..6000)
             .map(|_| {
                 s ^= s << 13;
