@@ -198,3 +198,17 @@ impl Table {
         (0..SHARDS).map(|i| self.read(i).len()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_stays_compact() {
+        // Keys 2 × 42, atomics, flags, the mutex with TCP state, mark and label.
+        let n = std::mem::size_of::<Conn>();
+        println!("Conn is {n} bytes");
+        assert!(n <= 176, "Conn is {n} bytes");
+        assert_eq!(std::mem::size_of::<crate::key::TableKey>(), 42);
+    }
+}
