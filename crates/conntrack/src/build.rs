@@ -193,9 +193,10 @@ pub fn echo(src: IpAddr, dst: IpAddr, ty: u8, id: u16, seq: u16) -> Vec<u8> {
 
 /// Pushes an 802.1Q tag with `vid` onto `frame`.
 pub fn vlan(frame: &[u8], vid: u16) -> Vec<u8> {
-    let mut f = frame[..12].to_vec();
+    let cut = frame.len().min(12);
+    let mut f = frame[..cut].to_vec();
     f.extend_from_slice(&[0x81, 0x00, (vid >> 8) as u8 & 0x0f, vid as u8]);
-    f.extend_from_slice(&frame[12..]);
+    f.extend_from_slice(&frame[cut..]);
     f
 }
 

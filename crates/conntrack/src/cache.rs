@@ -13,9 +13,12 @@
 //! tracker (by id); used with another it clears itself.
 //!
 //! Why a hit equals the table's answer (invariant 6): the table maps a key to at most one
-//! entry; a live entry is indexed under both of its keys; an entry is removed only after
-//! `dead` is set; expiry is checked with the same `now`. So a validated hit is exactly the
-//! entry the table lookup would have returned, in the same direction. The cache holds no
+//! entry; a slot holds an entry the table returned for a key `k` of that entry, in the
+//! direction recorded with it, and a hit requires the probed key to be that same key of
+//! that entry (full key compare plus direction); an entry stays indexed under a key until
+//! it is removed, and `dead` is set before removal; expiry is checked with the same `now`.
+//! So a validated hit is exactly the entry the table lookup would return, in the same
+//! direction. The cache holds no
 //! copy of any state — mark, label, TCP windows, expiry all stay in the one entry — and
 //! every packet, hit or miss, then runs the same protocol update, NAT and metadata code.
 //! Nothing is skipped but the index probe; TCP, UDP, ICMP (echo and related errors) alike.
@@ -28,10 +31,16 @@ use crate::key::ConnKey;
 use crate::table::Conn;
 use std::sync::Arc;
 
+/// (key hash, direction the table answered, reference).
+type Slot = (u64, bool, Option<Arc<Conn>>);
+
 /// A per-PMD cache of connection references for [`Conntrack::execute_cached`].
 #[derive(Debug)]
 pub struct FastCache {
-    slots: Box<[Option<Arc<Conn>>]>,
+    /// (key hash, direction the table answered, reference): the hash is compared first so
+    /// that a probe for another key does not touch (and miss the CPU cache on) the slot's
+    /// connection; the direction makes a hit require the very key the table answered for.
+    slots: Box<[Slot]>,
     mask: usize,
     owner: u64,
     hits: u64,
@@ -43,7 +52,7 @@ impl FastCache {
     pub fn new(slots: usize) -> FastCache {
         let n = slots.max(1).next_power_of_two();
         FastCache {
-            slots: (0..n).map(|_| None).collect(),
+            slots: (0..n).map(|_| (0, false, None)).collect(),
             mask: n - 1,
             owner: 0,
             hits: 0,
@@ -63,7 +72,7 @@ impl FastCache {
 
     /// Drops every reference.
     pub fn clear(&mut self) {
-        self.slots.iter_mut().for_each(|s| *s = None);
+        self.slots.iter_mut().for_each(|s| *s = (0, false, None));
     }
 
     pub(crate) fn lookup(
@@ -76,18 +85,21 @@ impl FastCache {
             self.clear();
             self.owner = ct.id();
         }
-        let i = (k.hash_with(0x00c0_ffee) as usize) & self.mask;
-        if let Some(c) = &self.slots[i]
+        let h = k.cache_hash();
+        let i = (h as usize) & self.mask;
+        if let (tag, dir, Some(c)) = &self.slots[i]
+            && *tag == h
             && c.live(now)
             && let Some(reply) = c.direction(k)
+            && reply == *dir
         {
             self.hits += 1;
             return Some((Arc::clone(c), reply));
         }
         self.misses += 1;
         let found = ct.table_lookup(k, now);
-        if let Some((c, _)) = &found {
-            self.slots[i] = Some(Arc::clone(c));
+        if let Some((c, reply)) = &found {
+            self.slots[i] = (h, *reply, Some(Arc::clone(c)));
         }
         found
     }

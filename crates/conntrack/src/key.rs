@@ -100,6 +100,15 @@ impl ConnKey {
         ]
     }
 
+    /// A cheap hash for the per-PMD cache index (one multiply over the folded words; the
+    /// cache verifies the full key, so collisions only cost a miss).
+    pub fn cache_hash(&self) -> u64 {
+        let w = self.words();
+        let x = w[0] ^ w[1].rotate_left(13) ^ w[2].rotate_left(29) ^ w[3].rotate_left(41) ^ w[4];
+        let h = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^ (h >> 29)
+    }
+
     /// Seeded 64-bit hash of the key.
     pub fn hash_with(&self, seed: u64) -> u64 {
         let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;

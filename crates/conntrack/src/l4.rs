@@ -28,7 +28,7 @@
 //! Timeouts: OVS's default policy (seconds): tcp_syn_sent 30, tcp_syn_recv 30,
 //! tcp_established 86400, tcp_fin_wait 900, tcp_time_wait 45, tcp_close 30, udp_first 60,
 //! udp_single 60, udp_multiple 30, icmp_first 60, icmp_reply 30. OVS maps its internal
-//! timers onto them as [`Tm::attr`] shows (e.g. OTHER_MULTIPLE uses `udp_single`,
+//! timers onto them as `Tm::attr` shows (e.g. OTHER_MULTIPLE uses `udp_single`,
 //! OTHER_BIDIR `udp_multiple`); the same policy applies to every "other" protocol.
 //!
 //! Invariant: the state lives in the connection entry and is changed only under the

@@ -41,9 +41,16 @@
 //! expired-but-unswept NAT connection is simply absent here, where OVS answers a reply
 //! hitting its stale reverse entry with `+inv`; `check_orig_tuple` (finding a connection
 //! through `ct_orig` after NAT) is not implemented; an expired entry is replaced at once by
-//! a new commit of the same key (OVS keeps it counted until its sweeper runs).
+//! a new commit of the same key (OVS keeps it counted until its sweeper runs); when a
+//! non-NAT commit's reply key is already held by a live (NATed) connection, OVS keeps both
+//! in one hash bucket and whichever comes first answers, here the older one keeps the key;
+//! [`Conntrack::dump`] judges expiry at the latest `now_ms` it was given (OVS: wall clock).
+//! Same as OVS, though surprising: ICMP echo ids are not rewritten by NAT; plain `nat` on a
+//! new commit stores a reply key with source address 0 and (TCP/UDP) destination port 0;
+//! the default zone limit is one pool shared by all zones without their own limit; a zone
+//! limit of 0 refuses every commit.
 //!
-//! Concurrency ([`table`] has the lock order): one [`Conntrack`] is shared by every PMD
+//! Concurrency (the `table` module has the lock order): one [`Conntrack`] is shared by every PMD
 //! through `Arc`; lookups take no table-wide lock; per-connection state is updated under
 //! the connection's mutex; commits and removals serialise on one commit lock.
 //!
@@ -216,11 +223,15 @@ struct ZoneLimit {
 /// State behind the commit lock.
 #[derive(Debug)]
 struct Locked {
-    zone_limits: HashMap<u16, ZoneLimit>,
+    /// By zone; [`DEFAULT_ZONE`] is the default limit.
+    zone_limits: HashMap<i32, ZoneLimit>,
     next_zone_seq: u32,
     /// Sweep cursor: (shard, index).
     cursor: (usize, usize),
 }
+
+/// Key of the default zone limit (OVS `DEFAULT_ZONE`).
+const DEFAULT_ZONE: i32 = -1;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -284,7 +295,10 @@ impl Conntrack {
     }
 
     fn note_now(&self, now: u64) {
-        self.last_now.fetch_max(now, Ordering::Relaxed);
+        // Load first: the shared line is written only when time moves on.
+        if now > self.last_now.load(Ordering::Relaxed) {
+            self.last_now.fetch_max(now, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn table_lookup(&self, k: &ConnKey, now: u64) -> Found {
@@ -336,7 +350,7 @@ impl Conntrack {
             Err(r) => {
                 reason = Some(r);
                 md.ct_state = cs::INVALID;
-                write_md(md, zone, None, None);
+                write_md(md, zone, None, None, None);
             }
         }
         if let Some(r) = reason {
@@ -398,9 +412,7 @@ impl Conntrack {
 
         let mut create = false;
         let mut conn: Option<Arc<Conn>> = None;
-        let mut reply = false;
-        if let Some((c, r)) = found {
-            reply = r;
+        if let Some((c, reply)) = found {
             if p.related {
                 md.ct_state |= cs::RELATED;
                 if reply {
@@ -454,27 +466,12 @@ impl Conntrack {
             let mut l = self.lock();
             if self.table.lookup(&key, now).is_none() {
                 conn = self.conn_not_found(&mut l, frame, md, act, now, &p, &key, reason);
-                reply = false;
             }
         }
-        let _ = reply;
 
-        write_md(md, zone, conn.as_deref(), Some(&key));
-        if let Some(c) = &conn
-            && (act.mark.is_some() || act.label.is_some())
-        {
-            {
-                let mut m = c.lock();
-                if let Some((v, mask)) = act.mark {
-                    md.ct_mark = v | (md.ct_mark & !mask);
-                    m.mark = md.ct_mark;
-                }
-                if let Some((v, mask)) = act.label {
-                    md.ct_label = v | (md.ct_label & !mask);
-                    m.label = [md.ct_label as u64, (md.ct_label >> 64) as u64];
-                }
-            }
-        }
+        // write_ct_md, then set_mark/set_label (OVS takes the connection's lock for each;
+        // one critical section here, same result).
+        write_md(md, zone, conn.as_deref(), Some(&key), Some(act));
     }
 
     fn handle_nat(
@@ -521,7 +518,14 @@ impl Conntrack {
         if !(act.commit || act.force) {
             return None;
         }
-        let zl = l.zone_limits.get(&key.zone).copied();
+        // OVS `zone_limit_lookup_or_default`: the zone's own limit, else the default one
+        // (one pool shared by every zone without its own limit, as in OVS 3.1).
+        let zl_key = if l.zone_limits.contains_key(&i32::from(key.zone)) {
+            i32::from(key.zone)
+        } else {
+            DEFAULT_ZONE
+        };
+        let zl = l.zone_limits.get(&zl_key).copied();
         if let Some(z) = zl
             && z.count >= z.limit
         {
@@ -548,16 +552,24 @@ impl Conntrack {
             }
             nat_bits = info.action;
         }
-        // Entries still indexed under either key are expired or being replaced: drop them.
-        for k in [*key, rev_key] {
-            if let Some(old) = self.table.get_any(&k)
-                && self.remove_locked(l, &old)
-            {
-                self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+        // An entry still indexed under either key is expired (the original key was just
+        // looked up): drop it. One exception: without NAT the reply key is not checked for
+        // collisions (OVS does not either), and a *live* connection may hold it (e.g. a NATed
+        // connection whose original key is this reply key). OVS then has both in one hash
+        // bucket; here the older connection keeps the key and the new one is indexed under
+        // its original key only.
+        let mut reply_indexed = true;
+        for (i, k) in [*key, rev_key].into_iter().enumerate() {
+            if let Some(old) = self.table.get_any(&k) {
+                if old.live(now) && i == 1 {
+                    reply_indexed = false;
+                } else if self.remove_locked(l, &old) {
+                    self.counters.replaced.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         let (admit_zone, admit_seq) = match zl {
-            Some(z) => (key.zone, z.seq),
+            Some(z) => (zl_key, z.seq),
             None => (0, 0),
         };
         let c = Arc::new(Conn {
@@ -579,9 +591,11 @@ impl Conntrack {
         if nat_bits != 0 {
             md.ct_state |= nat::nat_packet(frame, p, &c.key, &c.rev_key, nat_bits, false);
         }
-        self.table.insert(&c);
+        self.table.insert(&c, reply_indexed);
         self.nconns.fetch_add(1, Ordering::Relaxed);
-        if let Some(z) = l.zone_limits.get_mut(&key.zone) {
+        if zl.is_some()
+            && let Some(z) = l.zone_limits.get_mut(&zl_key)
+        {
             z.count += 1;
         }
         self.counters.committed.fetch_add(1, Ordering::Relaxed);
@@ -736,6 +750,24 @@ impl Conntrack {
     /// limit keeps its count; a new limit counts only connections committed from now on;
     /// a limit of 0 refuses every commit in the zone.
     pub fn set_zone_limit(&self, zone: u16, limit: Option<u32>) {
+        self.set_limit(i32::from(zone), limit);
+    }
+
+    /// Sets (or removes) the default zone limit: in OVS 3.1 it is one pool shared by every
+    /// zone that has no limit of its own.
+    pub fn set_default_zone_limit(&self, limit: Option<u32>) {
+        self.set_limit(DEFAULT_ZONE, limit);
+    }
+
+    /// The default zone limit and its count.
+    pub fn default_zone_limit(&self) -> Option<(u32, u32)> {
+        self.lock()
+            .zone_limits
+            .get(&DEFAULT_ZONE)
+            .map(|z| (z.limit, z.count))
+    }
+
+    fn set_limit(&self, zone: i32, limit: Option<u32>) {
         let mut l = self.lock();
         match limit {
             None => {
@@ -766,7 +798,7 @@ impl Conntrack {
         let mut v: Vec<_> = l
             .zone_limits
             .iter()
-            .map(|(z, zl)| (*z, zl.limit, zl.count))
+            .filter_map(|(z, zl)| Some((u16::try_from(*z).ok()?, zl.limit, zl.count)))
             .collect();
         v.sort_unstable();
         v
@@ -795,14 +827,32 @@ impl Conntrack {
 }
 
 /// OVS `write_ct_md`.
-fn write_md(md: &mut PacketMeta, zone: u16, conn: Option<&Conn>, key: Option<&ConnKey>) {
+/// OVS `write_ct_md`, followed — when `act` carries them and there is a connection — by
+/// `set_mark`/`set_label` (value | (current & !mask), stored in the connection).
+fn write_md(
+    md: &mut PacketMeta,
+    zone: u16,
+    conn: Option<&Conn>,
+    key: Option<&ConnKey>,
+    act: Option<&CtAction>,
+) {
     md.ct_state |= cs::TRACKED;
     md.ct_zone = zone;
     let k = match conn {
         Some(c) => {
-            let m = c.lock();
+            let mut m = c.lock();
             md.ct_mark = m.mark;
             md.ct_label = u128::from(m.label[0]) | u128::from(m.label[1]) << 64;
+            if let Some(a) = act {
+                if let Some((v, mask)) = a.mark {
+                    md.ct_mark = v | (md.ct_mark & !mask);
+                    m.mark = md.ct_mark;
+                }
+                if let Some((v, mask)) = a.label {
+                    md.ct_label = v | (md.ct_label & !mask);
+                    m.label = [md.ct_label as u64, (md.ct_label >> 64) as u64];
+                }
+            }
             Some(&c.key)
         }
         None => {

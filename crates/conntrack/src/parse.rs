@@ -12,8 +12,9 @@
 //! - IPv4: header at least 20 bytes, IHL ≥ 5 and within the packet, total length within the
 //!   frame; a fragment (MF or non-zero offset) is invalid; the header checksum is verified
 //!   (the dummy datapath has no checksum offload, so OVS verifies it).
-//! - IPv6: extension headers walked (hop-by-hop, routing, destination options, fragment); any
-//!   fragment header is invalid.
+//! - IPv6: extension headers walked as OVS does (hop-by-hop, routing, destination options,
+//!   AH, fragment, in any order); a fragment header with a non-zero offset or MF is a
+//!   fragment (an atomic fragment, offset 0 without MF, is not).
 //! - TCP: ≥ 20 bytes, data offset in [20, L4 length], checksum verified, ports non-zero.
 //! - UDP: ≥ 8 bytes, length field in [8, L4 length], checksum verified over the L4 bytes unless
 //!   it is 0 over IPv4, ports non-zero.
@@ -219,6 +220,38 @@ fn l4_csum_ok(v6: bool, src: &[u8; 16], dst: &[u8; 16], proto: u8, seg: &[u8]) -
     ]) == 0xffff
 }
 
+/// Where the upper layer starts after IPv6 extension headers, OVS's
+/// `parse_ipv6_ext_hdrs__` rules: hop-by-hop, routing, destination options ((len+1)·8
+/// bytes), AH ((len+2)·4) and fragment headers (8) are skipped in any order; each needs 8
+/// bytes. A fragment header with a zero offset-and-flags field (an atomic fragment) is no
+/// fragment. Returns (protocol, offset, is a fragment).
+fn ipv6_upper(mut proto: u8, data: &[u8]) -> Option<(u8, usize, bool)> {
+    let mut off = 0usize;
+    let mut frag = false;
+    loop {
+        if !matches!(proto, 0 | 43 | 60 | 51 | 44) {
+            return Some((proto, off, frag));
+        }
+        let h = data.get(off..off + 8)?;
+        let len = match proto {
+            51 => (usize::from(h[1]) + 2) * 4,
+            44 => 8,
+            _ => (usize::from(h[1]) + 1) * 8,
+        };
+        data.get(off..off + len)?;
+        let offlg = u16::from_be_bytes([h[2], h[3]]);
+        let is_frag = proto == 44;
+        proto = h[0];
+        off += len;
+        if is_frag && offlg != 0 {
+            frag = true;
+            if offlg & 0xfff8 != 0 {
+                return Some((44, off, true));
+            }
+        }
+    }
+}
+
 /// Keys `frame` in `zone`.
 pub(crate) fn parse(frame: &[u8], zone: u16) -> Result<Parsed, InvalidReason> {
     let (l2, l3) = L2Repr::parse_bytes(frame).map_err(|_| InvalidReason::L2)?;
@@ -246,19 +279,16 @@ pub(crate) fn parse(frame: &[u8], zone: u16) -> Result<Parsed, InvalidReason> {
             let p = Ipv6Packet::new_checked(ip).map_err(|_| InvalidReason::L3Header)?;
             let plen = usize::from(p.payload_len());
             let payload = ip.get(40..40 + plen).ok_or(InvalidReason::L3Header)?;
-            let ext = wire::ipv6ext::walk(p.next_header(), payload)
-                .map_err(|_| InvalidReason::L3Header)?;
-            if ext.fragment.is_some() {
+            let (proto, off, frag) =
+                ipv6_upper(p.next_header(), payload).ok_or(InvalidReason::L3Header)?;
+            if frag {
                 return Err(InvalidReason::Fragment);
             }
             key.v6 = true;
             key.src = addr6(ip, 8).ok_or(InvalidReason::L3Header)?;
             key.dst = addr6(ip, 24).ok_or(InvalidReason::L3Header)?;
-            key.proto = ext.final_next_header;
-            (
-                l3 + 40 + ext.payload_offset,
-                plen.saturating_sub(ext.payload_offset),
-            )
+            key.proto = proto;
+            (l3 + 40 + off, plen.saturating_sub(off))
         }
         _ => return Err(InvalidReason::NotIp),
     };
@@ -446,8 +476,8 @@ fn inner_v6(frame: &[u8], out: &mut Parsed) -> Result<(), InvalidReason> {
     if ip.len() < 40 {
         return Err(InvalidReason::IcmpInner);
     }
-    let ext = wire::ipv6ext::walk(ip[6], &ip[40..]).map_err(|_| InvalidReason::IcmpInner)?;
-    if ext.fragment.is_some() {
+    let (proto, off, frag) = ipv6_upper(ip[6], &ip[40..]).ok_or(InvalidReason::IcmpInner)?;
+    if frag {
         return Err(InvalidReason::IcmpInner);
     }
     let mut k = ConnKey {
@@ -455,13 +485,13 @@ fn inner_v6(frame: &[u8], out: &mut Parsed) -> Result<(), InvalidReason> {
         v6: true,
         src: addr6(ip, 8).ok_or(InvalidReason::IcmpInner)?,
         dst: addr6(ip, 24).ok_or(InvalidReason::IcmpInner)?,
-        proto: ext.final_next_header,
+        proto,
         ..ConnKey::default()
     };
     if k.src != out.key.dst {
         return Err(InvalidReason::IcmpInner);
     }
-    let l4off = 40 + ext.payload_offset;
+    let l4off = 40 + off;
     inner_l4(&mut k, ip.get(l4off..).unwrap_or(&[]), 20)?;
     out.key = k.reversed();
     out.related = true;

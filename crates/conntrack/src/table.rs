@@ -29,8 +29,9 @@
 //! is held). Packet processing takes shard read locks and connection mutexes only, never
 //! both at once.
 //!
-//! Invariants: (1) a live (non-`dead`) entry is indexed under both of its keys, each
-//! mapping to that very entry; (2) a key maps to at most one entry; (3) `dead` is set,
+//! Invariants: (1) a live (non-`dead`) entry is indexed under its original key, and under
+//! its reply key unless another live entry already held that key when it was committed
+//! (possible only without NAT, see `conn_not_found`), each mapping to that very entry; (2) a key maps to at most one entry; (3) `dead` is set,
 //! under the commit lock, before an entry leaves the index, and never cleared — which is
 //! what makes a cached `Arc<Conn>` safe to validate without the index; (4) `nconns` counts
 //! live entries.
@@ -60,8 +61,9 @@ pub(crate) struct Conn {
     pub rev_key: ConnKey,
     /// NAT action bits (`nat::NAT_*`), 0 without NAT.
     pub nat: u8,
-    /// Zone whose limit admitted it and that limit's sequence (0 = none).
-    pub admit_zone: u16,
+    /// Zone limit that admitted it (a zone, or -1 for the default limit) and that
+    /// limit's sequence (0 = none).
+    pub admit_zone: i32,
     pub admit_seq: u32,
     /// Milliseconds; `now >= expiration` means expired.
     pub expiration: AtomicU64,
@@ -147,10 +149,15 @@ impl Table {
 
     /// Indexes `c` under both keys. Caller holds the commit lock and has removed any entry
     /// those keys mapped to.
-    pub fn insert(&self, c: &Arc<Conn>) {
-        for k in [c.key, c.rev_key] {
-            self.write(self.shard_of(&k))
-                .insert(TableKey(k), Arc::clone(c));
+    pub fn insert(&self, c: &Arc<Conn>, with_reply_key: bool) {
+        let keys = if with_reply_key {
+            &[c.key, c.rev_key][..]
+        } else {
+            &[c.key][..]
+        };
+        for k in keys {
+            self.write(self.shard_of(k))
+                .insert(TableKey(*k), Arc::clone(c));
         }
     }
 
@@ -189,5 +196,19 @@ impl Table {
     /// Total index slots in use (two per connection, one when both keys are equal).
     pub fn slots(&self) -> usize {
         (0..SHARDS).map(|i| self.read(i).len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_stays_compact() {
+        // Keys 2 × 42, atomics, flags, the mutex with TCP state, mark and label.
+        let n = std::mem::size_of::<Conn>();
+        println!("Conn is {n} bytes");
+        assert!(n <= 176, "Conn is {n} bytes");
+        assert_eq!(std::mem::size_of::<crate::key::TableKey>(), 42);
     }
 }

@@ -728,6 +728,50 @@ fn global_and_zone_limits_refuse_commits_as_new() {
 }
 
 #[test]
+fn default_zone_limit_is_one_pool_for_zones_without_their_own() {
+    let mut h = H::new();
+    for ct in [&h.ct, &h.twin] {
+        ct.set_default_zone_limit(Some(2));
+        ct.set_zone_limit(5, Some(10));
+    }
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 1, 9, b""), commit(1)),
+        NEW | TRK
+    );
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 2, 9, b""), commit(2)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.default_zone_limit(), Some((2, 2)));
+    // Zone 3 shares the default pool, which is full.
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 3, 9, b""), commit(3)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.nconns(), 2);
+    // Zone 5 has its own limit.
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 4, 9, b""), commit(5)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.nconns(), 3);
+    assert_eq!(h.ct.zone_limits(), [(5, 10, 1)]);
+    // A limit set after connections exist does not count them (OVS zone_limit_seq).
+    for ct in [&h.ct, &h.twin] {
+        ct.set_zone_limit(1, Some(1));
+    }
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 6, 9, b""), commit(1)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.zone_limits(), [(1, 1, 1), (5, 10, 1)]);
+    assert_eq!(h.ct.nconns(), 4);
+    // Removing a zone's connections admitted under the default frees the default pool.
+    h.ct.flush(Some(2), None);
+    assert_eq!(h.ct.default_zone_limit(), Some((2, 1)));
+}
+
+#[test]
 fn sweep_is_bounded_and_eventually_complete() {
     let mut h = H::new();
     for p in 1..=100u16 {
@@ -898,17 +942,30 @@ fn ipv6_fragment_header_is_invalid_and_other_protocols_are_tracked() {
     let mut h = H::new();
     // Fragment header (44) then UDP.
     let udp = build::udp_seg(a6(1), a6(2), 1, 2, b"x");
-    let mut l4 = vec![17, 0, 0, 0, 0, 0, 0, 1];
+    let mut l4 = vec![17, 0, 0, 1, 0, 0, 0, 1]; // MF set
     l4.extend_from_slice(&udp);
     let f = build::eth(&build::ip(a6(1), a6(2), 44, &l4));
     assert_eq!(h.st(f, commit(0)), INV | TRK);
+    // An atomic fragment (offset 0, no MF) is not a fragment for OVS: tracked, by its
+    // UDP ports; so is UDP after a destination-options header.
+    let mut l4 = vec![17, 0, 0, 0, 0, 0, 0, 1];
+    l4.extend_from_slice(&udp);
+    let atomic = build::eth(&build::ip(a6(1), a6(2), 44, &l4));
+    assert_eq!(h.st(atomic, commit(0)), NEW | TRK);
+    let mut l4 = vec![17, 0, 1, 4, 0, 0, 0, 0];
+    l4.extend_from_slice(&udp);
+    let opts = build::eth(&build::ip(a6(1), a6(2), 60, &l4));
+    assert_eq!(h.st(opts, look(0)), NEW | TRK);
+    h.st(build::udp(a6(2), a6(1), 2, 1, b"y"), look(0));
+    assert_eq!(h.ct.nconns(), 1);
     // GRE (47): keyed by addresses only.
     let gre = build::eth(&build::ip(a(1), a(2), 47, &[0, 0, 0x08, 0]));
     assert_eq!(h.st(gre.clone(), commit(0)), NEW | TRK);
     assert_eq!(
         h.dump(),
         [
-            "47,orig=(src=10.0.0.1,dst=10.0.0.2,sport=0,dport=0),reply=(src=10.0.0.2,dst=10.0.0.1,sport=0,dport=0)"
+            "47,orig=(src=10.0.0.1,dst=10.0.0.2,sport=0,dport=0),reply=(src=10.0.0.2,dst=10.0.0.1,sport=0,dport=0)",
+            "udp,orig=(src=fd00::1,dst=fd00::2,sport=1,dport=2),reply=(src=fd00::2,dst=fd00::1,sport=2,dport=1)"
         ]
     );
     let back = build::eth(&build::ip(a(2), a(1), 47, &[0, 0, 0x08, 0]));
@@ -1205,4 +1262,92 @@ fn plain_nat_on_a_new_commit_stores_ovs_31s_reply_key() {
         h.st(build::udp(a(2), a(1), 53, 5353, b"r"), look(0)),
         NEW | TRK
     );
+}
+
+#[test]
+fn icmpv6_error_about_known_tcp_connection_is_related() {
+    let mut h = H::new();
+    let mut t = tcp_flow(a6(1), a6(2));
+    handshake(&mut h, &mut t);
+    // Packet too big from the server's side, quoting a client segment (inner TCP needs
+    // 20 bytes over IPv6).
+    let quoted = build::strip_eth(&t.c2s(ACK, b"big")).to_vec();
+    let err = build::icmp(a6(2), a6(1), 2, 0, [0, 0, 5, 0], &quoted);
+    assert_eq!(h.st(err, look(0)), REL | RPL | TRK);
+    // Quoting only 8 bytes of TCP: not enough over IPv6.
+    let short = build::icmp(a6(2), a6(1), 2, 0, [0, 0, 5, 0], &quoted[..48]);
+    assert_eq!(h.st(short, look(0)), INV | TRK);
+}
+
+#[test]
+fn reply_key_held_by_a_live_nat_connection_is_not_stolen() {
+    let mut h = H::new();
+    let pub_ip = IpAddr::V4(Ipv4Addr::new(192, 168, 0, 1));
+    // X: 10.0.0.2:1 -> 10.0.0.1:2, SNATed to 192.168.0.1; its reply key is
+    // 10.0.0.1:2 -> 192.168.0.1:1.
+    let mut x = build::udp(a(2), a(1), 1, 2, b"");
+    h.run(
+        &mut x,
+        CtAction {
+            nat: snat_to(pub_ip, None),
+            ..commit(0)
+        },
+    );
+    // Y: 10.0.0.1:2 -> 10.0.0.2:1, not found (X's keys differ), committed; its reply key
+    // is X's original key, which X keeps.
+    assert_eq!(
+        h.st(build::udp(a(1), a(2), 2, 1, b""), commit(0)),
+        NEW | TRK
+    );
+    assert_eq!(h.ct.nconns(), 2);
+    assert_eq!(h.ct.index_slots(), 3);
+    // X's original direction still finds X.
+    assert_eq!(h.st(build::udp(a(2), a(1), 1, 2, b""), look(0)), NEW | TRK);
+    assert_eq!(h.ct.dump(None).len(), 2);
+    // Y's original direction finds Y.
+    assert_eq!(h.st(build::udp(a(1), a(2), 2, 1, b""), look(0)), NEW | TRK);
+    h.adv(120_000);
+    while h.ct.nconns() > 0 {
+        h.ct.sweep(h.now, 10);
+    }
+    assert_eq!(h.ct.index_slots(), 0);
+}
+
+#[test]
+fn a_packet_natted_in_this_zone_is_found_by_its_reversed_key() {
+    let mut h = H::new();
+    let pub_ip = IpAddr::V4(Ipv4Addr::new(192, 168, 0, 1));
+    let mut f = build::udp(a(1), a(2), 5353, 53, b"q");
+    let md = h.run(
+        &mut f,
+        CtAction {
+            nat: snat_to(pub_ip, None),
+            ..commit(4)
+        },
+    );
+    assert_eq!(md.ct_state, NEW | SNAT | TRK);
+    let natted = f.clone();
+    // Recirculated through ct(zone=4,nat) again: OVS's initial_conn_lookup reverses the
+    // key of an already translated packet; the translation is not applied twice.
+    let md2 = h.run_md(
+        &mut f,
+        CtAction {
+            nat: plain_nat(),
+            ..look(4)
+        },
+        md,
+    );
+    assert_eq!(md2.ct_state, NEW | SNAT | TRK);
+    assert_eq!(f, natted);
+    assert!(matches!(
+        md2.ct_orig,
+        CtOrigTuple::V4 {
+            src: 0x0a00_0001,
+            tp_src: 5353,
+            ..
+        }
+    ));
+    // In another zone the ct_state is reset and the translated packet is a new one there.
+    let md3 = h.run_md(&mut f, look(5), md2);
+    assert_eq!(md3.ct_state, NEW | TRK);
 }
