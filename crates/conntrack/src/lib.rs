@@ -620,6 +620,11 @@ impl Conntrack {
 
     /// Examines at most `budget` index slots from where the last call stopped, removing
     /// connections expired at `now_ms`; returns how many were removed.
+    ///
+    /// Call it regularly from a non-PMD thread or in small slices between bursts: expired
+    /// entries are already invisible to lookups but, as in OVS, count against the global and
+    /// zone limits until removed (OVS's cleaner wakes every 20 s at most, and goes on in
+    /// 200 ms steps while it finds more than `max_conns / 64` entries).
     pub fn sweep(&self, now_ms: u64, budget: usize) -> usize {
         self.note_now(now_ms);
         let mut l = self.lock();
