@@ -213,10 +213,11 @@ impl Replayer {
             "ct-get-nconns" => out.push(ct.nconns().to_string()),
             "ct-set-limits" => {
                 for a in &args {
-                    let (zone, limit) = parse_zone_limit(a)?;
-                    ct.set_zone_limit(zone, Some(limit));
+                    match parse_zone_limit(a)? {
+                        (None, limit) => ct.set_default_zone_limit(Some(limit)),
+                        (Some(zone), limit) => ct.set_zone_limit(zone, Some(limit)),
+                    }
                 }
-                out.push("setting zone limits successful".into());
             }
             "ct-del-limits" => {
                 let [zs] = args.as_slice() else {
@@ -229,11 +230,28 @@ impl Replayer {
                     let z: u16 = z.parse().with_context(|| format!("bad zone {z:?}"))?;
                     ct.set_zone_limit(z, None);
                 }
-                out.push("deleting zone limits successful".into());
             }
             "ct-get-limits" => {
+                let default = ct.default_zone_limit().map_or(0, |(limit, _)| limit);
+                out.push(format!("default limit={default}"));
+                let only: Option<Vec<u16>> = match args.as_slice() {
+                    [] => None,
+                    [zs] => {
+                        let zs = zs
+                            .strip_prefix("zone=")
+                            .context("usage: ct-get-limits [zone=Z[,Z…]]")?;
+                        Some(
+                            zs.split(',')
+                                .map(|z| z.parse().with_context(|| format!("bad zone {z:?}")))
+                                .collect::<anyhow::Result<_>>()?,
+                        )
+                    }
+                    _ => bail!("usage: ct-get-limits [zone=Z[,Z…]]"),
+                };
                 for (z, limit, count) in ct.zone_limits() {
-                    out.push(format!("zone={z},limit={limit},count={count}"));
+                    if only.as_ref().is_none_or(|o| o.contains(&z)) {
+                        out.push(format!("zone={z},limit={limit},count={count}"));
+                    }
                 }
             }
             "advance" => {
@@ -270,11 +288,10 @@ fn parse_zone(s: &str) -> anyhow::Result<u16> {
         .with_context(|| format!("bad zone {z:?} (0..=65535)"))
 }
 
-/// `zone=Z,limit=N` (OVS's `default=N`, a limit for every zone without its own, is not
-/// implemented: refused with a message).
-fn parse_zone_limit(s: &str) -> anyhow::Result<(u16, u32)> {
-    if s.starts_with("default=") {
-        bail!("a default zone limit is not implemented; give zone=Z,limit=N");
+/// `default=N` (the pool shared by zones without a limit of their own) or `zone=Z,limit=N`.
+fn parse_zone_limit(s: &str) -> anyhow::Result<(Option<u16>, u32)> {
+    if let Some(n) = s.strip_prefix("default=") {
+        return Ok((None, n.parse().with_context(|| format!("bad limit {n:?}"))?));
     }
     let mut zone = None;
     let mut limit = None;
@@ -284,12 +301,12 @@ fn parse_zone_limit(s: &str) -> anyhow::Result<(u16, u32)> {
             Some(("limit", n)) => {
                 limit = Some(n.parse().with_context(|| format!("bad limit {n:?}"))?)
             }
-            _ => bail!("expected zone=Z,limit=N, got {s:?}"),
+            _ => bail!("expected default=N or zone=Z,limit=N, got {s:?}"),
         }
     }
     match (zone, limit) {
-        (Some(z), Some(l)) => Ok((z, l)),
-        _ => bail!("expected zone=Z,limit=N, got {s:?}"),
+        (Some(z), Some(l)) => Ok((Some(z), l)),
+        _ => bail!("expected default=N or zone=Z,limit=N, got {s:?}"),
     }
 }
 
@@ -470,4 +487,118 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         st.recirculations
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FW: &str = super::super::bench_firewall::FIREWALL_FLOWS;
+
+    fn udp(fwd: bool) -> Vec<u8> {
+        super::super::bench_firewall::udp_frame(7, fwd).to_vec()
+    }
+
+    fn ports(o: &FrameOutcome) -> Vec<u32> {
+        o.outputs.iter().map(|(p, _)| *p).collect()
+    }
+
+    #[test]
+    fn firewall_admits_replies_only_after_commit() {
+        let mut rp = Replayer::new(FW, 2).expect("replayer");
+        assert_eq!(
+            ports(&rp.send(2, &udp(false)).expect("send")),
+            Vec::<u32>::new()
+        );
+        assert_eq!(ports(&rp.send(1, &udp(true)).expect("send")), vec![2]);
+        assert_eq!(ports(&rp.send(2, &udp(false)).expect("send")), vec![1]);
+        assert_eq!(rp.conntrack().nconns(), 1);
+        let dump = dump_lines(rp.conntrack(), None);
+        assert_eq!(dump.len(), 1);
+        assert!(
+            dump[0].starts_with("udp,orig=(src=10.0.0.1,dst=10.0.0.2,"),
+            "{dump:?}"
+        );
+        // Expiry: OVS's UDP timeouts are 30 s (multiple) at most.
+        rp.command("advance 200000").expect("advance");
+        assert_eq!(rp.command("ct-get-nconns").expect("nconns"), vec!["0"]);
+        assert_eq!(
+            ports(&rp.send(2, &udp(false)).expect("send")),
+            Vec::<u32>::new()
+        );
+    }
+
+    #[test]
+    fn control_commands_print_as_ovs_appctl() {
+        // Outputs as `ovs-appctl dpctl/…` 3.1 printed them on a fresh datapath.
+        let mut rp = Replayer::new(FW, 2).expect("replayer");
+        let mut c = |l: &str| rp.command(l).expect(l);
+        assert_eq!(c("ct-get-limits"), vec!["default limit=0"]);
+        assert!(c("ct-set-limits default=7 zone=1,limit=5").is_empty());
+        assert_eq!(
+            c("ct-get-limits"),
+            vec!["default limit=7", "zone=1,limit=5,count=0"]
+        );
+        assert_eq!(
+            c("ct-get-limits zone=1"),
+            vec!["default limit=7", "zone=1,limit=5,count=0"]
+        );
+        assert!(c("ct-del-limits zone=1").is_empty());
+        assert_eq!(c("ct-get-limits"), vec!["default limit=7"]);
+        assert_eq!(c("ct-get-nconns"), vec!["0"]);
+        assert_eq!(c("ct-get-maxconns"), vec!["3000000"]);
+        assert_eq!(c("ct-set-maxconns 10"), vec!["setting maxconns successful"]);
+        assert_eq!(c("ct-get-maxconns"), vec!["10"]);
+        assert_eq!(
+            &c("ct-stats-show")[..2],
+            ["Connections Stats:", "    Total: 0"]
+        );
+        assert!(c("flush-conntrack").is_empty());
+    }
+
+    #[test]
+    fn flush_by_zone_and_tuple() {
+        let mut rp = Replayer::new(FW, 2).expect("replayer");
+        rp.send(1, &udp(true)).expect("send");
+        assert_eq!(rp.conntrack().nconns(), 1);
+        let (sport, dport) = (1024 + 7, 5000);
+        rp.command(&format!(
+            "flush-conntrack zone=0 ct_nw_src=10.0.0.9,ct_nw_dst=10.0.0.2,ct_nw_proto=17,ct_tp_src={sport},ct_tp_dst={dport}"
+        ))
+        .expect("flush other");
+        assert_eq!(rp.conntrack().nconns(), 1, "another tuple is not flushed");
+        rp.command(&format!(
+            "flush-conntrack zone=0 ct_nw_src=10.0.0.1,ct_nw_dst=10.0.0.2,ct_nw_proto=17,ct_tp_src={sport},ct_tp_dst={dport}"
+        ))
+        .expect("flush");
+        assert_eq!(rp.conntrack().nconns(), 0);
+    }
+
+    #[test]
+    fn bad_lines_are_clear_errors() {
+        let mut rp = Replayer::new(FW, 2).expect("replayer");
+        for (line, want) in [
+            ("ct-set-maxconns lots", "bad number"),
+            ("dump-conntrack zone=70000", "bad zone"),
+            ("flush-conntrack ct_nw_src=1.2.3.4", "needs its source"),
+            (
+                "flush-conntrack ct_nw_src=1.2.3.4,ct_nw_dst=::1,ct_nw_proto=6",
+                "families",
+            ),
+            ("ct-set-limits zone=1", "expected default=N"),
+            ("advance soon", "bad milliseconds"),
+            ("frobnicate", "unknown command"),
+        ] {
+            let e = format!("{:#}", rp.command(line).unwrap_err());
+            assert!(e.contains(want), "{line}: {e}");
+        }
+        assert!(format!("{:#}", rp.send(9, &udp(true)).unwrap_err()).contains("no port 9"));
+        assert!(
+            format!("{:#}", rp.send(1, &vec![0; MAX_FRAME + 1]).unwrap_err()).contains("exceeds")
+        );
+        assert!(unhex("abc").is_err() && unhex("zz").is_err());
+        assert!(Replayer::new(FW, 0).is_err() && Replayer::new("bogus flow", 2).is_err());
+        // A runt is a counted drop, not an error.
+        assert!(rp.send(1, &[0u8; 4]).expect("runt").outputs.is_empty());
+    }
 }
