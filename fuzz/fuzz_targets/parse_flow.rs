@@ -20,6 +20,13 @@ fuzz_target!(|data: &[u8]| {
                 // then refuses that text itself; we print as OVS does, so this one text does
                 // not round-trip (found by this target, 2026-11-22).
                 Err(e) if e.message.contains("value too large for 1-byte field icmp_") => {}
+                // An exact nw_frag whose value has the "later" bit without the "is a
+                // fragment" bit (`ip,nw_frag[]:0002`, set through the subfield syntax) has no
+                // name: OVS 3.1 accepts the text and prints `nw_frag=<error>` (`ovs-ofctl
+                // parse-flow 'ip,nw_frag[]:0002,actions=drop'`), which neither OVS nor we
+                // parse back. We print as OVS does, so this text does not round-trip either
+                // (found by this target, 2026-11-25; kept as seed nw-frag-later-without-fragment).
+                Err(_) if printed.contains("nw_frag=<error>") => {}
                 Err(e) => panic!("printed form does not parse: {printed:?}: {e}"),
             }
         }
