@@ -8,6 +8,7 @@
 //! `p1..pN` numbered 1..N. Output: `Flow:`, the per-table tree, `Final flow:`, `Megaflow:`,
 //! `Datapath actions:`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
@@ -18,7 +19,8 @@ use ofproto::{Backend, Bridge, XlateIn};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Flow file in `ovs-ofctl add-flows` syntax (one flow per line, `#` comments).
+    /// Flow file in `ovs-ofctl add-flows` syntax: one flow per line; a `#` starts a comment
+    /// that runs to the end of its line, blank lines are skipped.
     #[arg(long)]
     pub flows: PathBuf,
     /// Number of ports `p1..pN` on the bridge.
@@ -89,6 +91,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         table: 0,
     };
     let out = ofproto::xlate(&br, &input);
-    print!("{}", ofproto::format_trace(&key, &out));
+    let mut stdout = std::io::stdout().lock();
+    write!(stdout, "{}", ofproto::format_trace(&key, &out))?;
+    stdout.flush()?;
     Ok(())
 }
