@@ -8,7 +8,9 @@
 #        REPS=3       repetitions per row (medians are reported)
 #        CORE=1       PMD core (OVS's pmd-cpu-mask in dpdk-preconf.sh is 0x2 = core 1)
 #        ONLY=REGEX   run only the rows whose label matches (grep -E)
-#        OVSB_DIR=/work/shared/ovs-bench    the ovs-bench scripts
+#        OVSB_DIR=../shared/ovs-bench   the ovs-bench scripts (default: beside this checkout;
+#                                       shared data, not in this repository: the script stops
+#                                       and says so when they are absent)
 #        FS=path      the flowswitch binary (default: cargo build --release -p flowswitch)
 #        FS_REV=text  what that binary was built from (default: this checkout's HEAD[-dirty])
 #
@@ -22,8 +24,15 @@
 set -u
 OUT=${1:?usage: bench-matrix.sh OUT.md}
 T=${T:-5}; REPS=${REPS:-3}; CORE=${CORE:-1}; ONLY=${ONLY:-.}
-D=${OVSB_DIR:-/work/shared/ovs-bench}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+D=${OVSB_DIR:-$REPO/../shared/ovs-bench}
+if [ ! -f "$D/env.sh" ]; then
+  echo "bench-matrix: $D/env.sh not found. The ovs-bench scripts (env.sh, make-pcaps.sh," >&2
+  echo "  dpdk-start.sh, ...) are not part of this repository: they are in the project's shared" >&2
+  echo "  data folder (../shared/ovs-bench beside a checkout that has it); set OVSB_DIR to" >&2
+  echo "  their directory." >&2
+  exit 1
+fi
 . "$D/env.sh"
 P=/tmp/ovsb/pcap
 REV=${FS_REV:-$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null)$(cd "$REPO" && git diff --quiet HEAD 2>/dev/null || echo -dirty)}

@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
 # Runs every test of flowswitch: formatting, lints, unit/property/differential tests, and a
-# short fuzz pass. Installs what the tests need when it can (as root): Debian's
-# openvswitch-switch (the oracle for the differential tests) and cargo-fuzz.
+# short fuzz pass. Installs what the tests need when it can: Debian's openvswitch-switch (the
+# oracle for the differential tests) through apt-get — directly as root, through sudo when
+# that is present, else skipped with a message — and cargo-fuzz (cargo install, crates.io).
 #
-#   ./scripts/test-all.sh            # everything
+#   ./scripts/test-all.sh                  # everything
 #   FUZZ_SECONDS=0 ./scripts/test-all.sh   # skip the fuzz pass
+#
+# Logs go to a private temporary directory (mktemp -d), removed when the run passes and kept
+# (its path printed) when it fails, so two runs never overwrite each other's files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+case "$FUZZ_SECONDS" in ''|*[!0-9]*) echo "FUZZ_SECONDS must be a whole number of seconds" >&2; exit 2 ;; esac
 step() { printf '\n==> %s\n' "$*"; }
 
-need_root_install() {
-  if [ "$(id -u)" = 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    if [ ! -f /tmp/.flowswitch-apt-updated ]; then apt-get update -qq && touch /tmp/.flowswitch-apt-updated; fi
-    apt-get install -y -qq "$@" >/dev/null
-  else
-    echo "SKIP install of $* (not root): tests that need them will skip with a message"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/flowswitch-test.XXXXXXXX")
+PASSED=0
+trap 'if [ "$PASSED" = 1 ]; then rm -rf "$WORK"; else echo "logs kept in $WORK" >&2; fi' EXIT
+
+# apt-get as root, or through sudo when we are not root and sudo exists; nothing otherwise.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else return 127
   fi
+}
+
+need_root_install() {
+  if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then
+    echo "SKIP install of $* (not root, no sudo): tests that need them will skip with a message"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "SKIP install of $* (no apt-get here): tests that need them will skip with a message"
+    return 0
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+    && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null \
+    || echo "SKIP install of $* (apt-get failed): tests that need them will skip with a message"
 }
 
 step "dependencies"
@@ -39,8 +60,8 @@ step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "cargo test (unit, property and differential tests against real OVS)"
-cargo test --workspace 2>&1 | tee /tmp/flowswitch-test.log
-grep -E '^test result:' /tmp/flowswitch-test.log | awk '
+cargo test --workspace 2>&1 | tee "$WORK/test.log"
+grep -E '^test result:' "$WORK/test.log" | awk '
   { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1); if ($(i) ~ /^ignored;?$/) s += $(i-1) } }
   END { printf "cargo: %d passed, %d failed, %d skipped\n", p, f, s }'
 
@@ -54,12 +75,13 @@ if [ "$FUZZ_SECONDS" -gt 0 ] && [ -d fuzz ]; then
     for t in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
       mkdir -p "fuzz/corpus/$t"
       RUSTC_BOOTSTRAP=1 cargo fuzz run "$t" --sanitizer none -- \
-        -max_total_time="$FUZZ_SECONDS" "fuzz/corpus/$t" "fuzz/seeds/$t" >"/tmp/fuzz-$t.log" 2>&1 \
-        || { echo "fuzz target $t FAILED:"; tail -40 "/tmp/fuzz-$t.log"; exit 1; }
-      grep -E '^Done|#[0-9]+.*DONE' "/tmp/fuzz-$t.log" | tail -1 || true
+        -max_total_time="$FUZZ_SECONDS" "fuzz/corpus/$t" "fuzz/seeds/$t" >"$WORK/fuzz-$t.log" 2>&1 \
+        || { echo "fuzz target $t FAILED:"; tail -40 "$WORK/fuzz-$t.log"; exit 1; }
+      grep -E '^Done|#[0-9]+.*DONE' "$WORK/fuzz-$t.log" | tail -1 || true
       echo "fuzz $t: ok"
     done
   fi
 fi
+PASSED=1
 echo
 echo "all tests passed"

@@ -1,7 +1,30 @@
 //! Flow text → parse: never panics; an error's column lies inside the text; what parses prints
 //! in a form that parses again to the same flow.
 #![no_main]
+use flow::FieldId;
+use flow::ofp::FlowSpec;
 use libfuzzer_sys::fuzz_target;
+
+/// OVS names an nw_frag match by its two bits, and two masks share a name: value 0 under the
+/// one-bit mask "is a fragment" and under both bits print `nw_frag=no`; value "later" under
+/// the one-bit mask "later" and "fragment + later" under both print `nw_frag=later`. A name
+/// parses to its two-bit meaning (the first entry of OVS's `all_frags` table), so the one-bit
+/// forms come back two-bit. OVS 3.1 does the same: on a live bridge `ip,nw_frag[0]:0` and
+/// `ip,nw_frag=no` are two flows that `dump-flows` prints alike. We print as OVS does, so
+/// these do not round-trip either (found by this target, 2026-11-25, from
+/// `ip6,tcp,tcp_flags:30/1()ip,nw_frag[00]:0`; kept as seed nw-frag-one-bit-mask).
+/// True when `again` is `spec` with exactly that change.
+fn same_but_frag_name(spec: &FlowSpec, again: &FlowSpec) -> bool {
+    let f = FieldId::NwFrag;
+    let (v, m) = (spec.match_.value(f) & 3, spec.match_.mask_of(f) & 3);
+    let (v2, m2) = (again.match_.value(f) & 3, again.match_.mask_of(f) & 3);
+    let named_alike = matches!((m, v, m2, v2), (1, 0, 3, 0) | (2, 2, 3, 3));
+    let mut patched = spec.clone();
+    patched
+        .match_
+        .set_storage(f, again.match_.value(f), again.match_.mask_of(f));
+    named_alike && patched == *again
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -11,15 +34,24 @@ fuzz_target!(|data: &[u8]| {
         Ok(spec) => {
             let printed = flow::text::format_flow_add(&spec);
             match flow::text::parse_flow(&printed) {
-                Ok(again) => {
-                    assert_eq!(again, spec, "round trip changed {text:?} (printed {printed:?})")
-                }
+                Ok(again) if again == spec => {}
+                Ok(again) => assert!(
+                    same_but_frag_name(&spec, &again),
+                    "round trip changed {text:?} (printed {printed:?}): {spec:?} became {again:?}"
+                ),
                 // OVS prints an ICMP match's tp_src/tp_dst as icmp_type/icmp_code even when
                 // the value does not fit their 8 bits (`ovs-ofctl parse-flow
                 // 'ip,tp_dst=806,nw_proto=1,actions=drop'` prints `icmp,icmp_code=806`) and
                 // then refuses that text itself; we print as OVS does, so this one text does
                 // not round-trip (found by this target, 2026-11-22).
                 Err(e) if e.message.contains("value too large for 1-byte field icmp_") => {}
+                // An exact nw_frag whose value has the "later" bit without the "is a
+                // fragment" bit (`ip,nw_frag[]:0002`, set through the subfield syntax) has no
+                // name: OVS 3.1 accepts the text and prints `nw_frag=<error>` (`ovs-ofctl
+                // parse-flow 'ip,nw_frag[]:0002,actions=drop'`), which neither OVS nor we
+                // parse back. We print as OVS does, so this text does not round-trip either
+                // (found by this target, 2026-11-25; kept as seed nw-frag-later-without-fragment).
+                Err(_) if printed.contains("nw_frag=<error>") => {}
                 Err(e) => panic!("printed form does not parse: {printed:?}: {e}"),
             }
         }

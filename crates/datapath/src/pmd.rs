@@ -295,65 +295,78 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 impl fmt::Display for PmdStats {
+    /// OVS 3.1's `pmd-stats-show` block, its lines in its order (checked against a running
+    /// `ovs-vswitchd`): `phwol hits`, `mfex opt hits` and `simple match hits` are tiers
+    /// flowswitch does not have and print 0; the cycle lines are left out when no cycles were
+    /// counted and the per-packet averages when no packet was, as OVS does. Lines OVS does not
+    /// print (`lost:`) come after OVS's. No trailing newline.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.idle_cycles + self.processing_cycles;
-        writeln!(
+        write!(
             f,
             "pmd thread numa_id {} core_id {}:",
             self.numa_id, self.core_id
         )?;
-        writeln!(f, "  packets received: {}", self.packets_received)?;
-        writeln!(f, "  packet recirculations: {}", self.recirculations)?;
-        writeln!(
+        write!(f, "\n  packets received: {}", self.packets_received)?;
+        write!(f, "\n  packet recirculations: {}", self.recirculations)?;
+        write!(
             f,
-            "  avg. datapath passes per packet: {:.2}",
+            "\n  avg. datapath passes per packet: {:.2}",
             ratio(
                 self.packets_received + self.recirculations,
                 self.packets_received
             )
         )?;
-        writeln!(f, "  emc hits: {}", self.emc_hits)?;
-        writeln!(f, "  smc hits: {}", self.smc_hits)?;
-        writeln!(f, "  megaflow hits: {}", self.megaflow_hits)?;
-        writeln!(
-            f,
-            "  avg. subtable lookups per megaflow hit: {:.2}",
-            ratio(self.subtable_lookups, self.megaflow_hits)
-        )?;
-        writeln!(f, "  miss with success upcall: {}", self.upcall_ok)?;
-        writeln!(f, "  miss with failed upcall: {}", self.upcall_failed)?;
-        writeln!(f, "  lost: {}", self.lost)?;
-        writeln!(
-            f,
-            "  avg. packets per output batch: {:.2}",
-            ratio(self.tx_packets, self.tx_batches)
-        )?;
-        writeln!(
-            f,
-            "  idle cycles: {} ({:.2}%)",
-            self.idle_cycles,
-            100.0 * ratio(self.idle_cycles, total)
-        )?;
-        writeln!(
-            f,
-            "  processing cycles: {} ({:.2}%)",
-            self.processing_cycles,
-            100.0 * ratio(self.processing_cycles, total)
-        )?;
-        writeln!(
-            f,
-            "  avg cycles per packet: {:.2} ({}/{})",
-            ratio(total, self.packets_received),
-            total,
-            self.packets_received
-        )?;
+        write!(f, "\n  phwol hits: 0")?;
+        write!(f, "\n  mfex opt hits: 0")?;
+        write!(f, "\n  simple match hits: 0")?;
+        write!(f, "\n  emc hits: {}", self.emc_hits)?;
+        write!(f, "\n  smc hits: {}", self.smc_hits)?;
+        write!(f, "\n  megaflow hits: {}", self.megaflow_hits)?;
         write!(
             f,
-            "  avg processing cycles per packet: {:.2} ({}/{})",
-            ratio(self.processing_cycles, self.packets_received),
-            self.processing_cycles,
-            self.packets_received
-        )
+            "\n  avg. subtable lookups per megaflow hit: {:.2}",
+            ratio(self.subtable_lookups, self.megaflow_hits)
+        )?;
+        write!(f, "\n  miss with success upcall: {}", self.upcall_ok)?;
+        write!(f, "\n  miss with failed upcall: {}", self.upcall_failed)?;
+        write!(
+            f,
+            "\n  avg. packets per output batch: {:.2}",
+            ratio(self.tx_packets, self.tx_batches)
+        )?;
+        if total != 0 {
+            write!(
+                f,
+                "\n  idle cycles: {} ({:.2}%)",
+                self.idle_cycles,
+                100.0 * ratio(self.idle_cycles, total)
+            )?;
+            write!(
+                f,
+                "\n  processing cycles: {} ({:.2}%)",
+                self.processing_cycles,
+                100.0 * ratio(self.processing_cycles, total)
+            )?;
+            if self.packets_received != 0 {
+                write!(
+                    f,
+                    "\n  avg cycles per packet: {:.2} ({}/{})",
+                    ratio(total, self.packets_received),
+                    total,
+                    self.packets_received
+                )?;
+                write!(
+                    f,
+                    "\n  avg processing cycles per packet: {:.2} ({}/{})",
+                    ratio(self.processing_cycles, self.packets_received),
+                    self.processing_cycles,
+                    self.packets_received
+                )?;
+            }
+        }
+        // flowswitch's own lines, after OVS's.
+        write!(f, "\n  lost: {}", self.lost)
     }
 }
 
@@ -1522,6 +1535,56 @@ mod tests {
         assert!(text.starts_with("pmd thread numa_id 0 core_id 0:\n  packets received: 10\n"));
         assert!(text.contains("\n  avg. subtable lookups per megaflow hit: 1.50\n"));
         assert!(text.contains("\n  avg. packets per output batch: 1.50\n"));
-        assert!(text.contains("\n  miss with failed upcall: 1\n  lost: 1\n"));
+        assert!(text.ends_with("\n  lost: 1"), "{text}");
+        // No cycles counted: OVS prints no cycle lines, and neither do we.
+        assert!(!text.contains("cycles"), "{text}");
+    }
+
+    /// The block's lines, in order, are OVS 3.1's `dpif-netdev/pmd-stats-show` lines (as a
+    /// running ovs-vswitchd 3.1.0 printed them, its `main thread:` header aside), then ours.
+    #[test]
+    fn stats_lines_are_ovs_lines_in_ovs_order() {
+        const OVS_3_1: [&str; 17] = [
+            "packets received",
+            "packet recirculations",
+            "avg. datapath passes per packet",
+            "phwol hits",
+            "mfex opt hits",
+            "simple match hits",
+            "emc hits",
+            "smc hits",
+            "megaflow hits",
+            "avg. subtable lookups per megaflow hit",
+            "miss with success upcall",
+            "miss with failed upcall",
+            "avg. packets per output batch",
+            "idle cycles",
+            "processing cycles",
+            "avg cycles per packet",
+            "avg processing cycles per packet",
+        ];
+        let s = PmdStats {
+            packets_received: 7,
+            emc_hits: 7,
+            idle_cycles: 100,
+            processing_cycles: 300,
+            ..PmdStats::default()
+        };
+        let text = s.to_string();
+        let names: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.trim_start().split(':').next().unwrap_or(""))
+            .collect();
+        assert_eq!(names[..OVS_3_1.len()], OVS_3_1, "{text}");
+        assert_eq!(names[OVS_3_1.len()..], ["lost"], "{text}");
+        assert!(text.contains("\n  phwol hits: 0\n  mfex opt hits: 0\n  simple match hits: 0\n"));
+        assert!(text.contains("\n  avg cycles per packet: 57.14 (400/7)\n"));
+        // No packet: OVS stops after the cycle counts.
+        let idle = PmdStats {
+            idle_cycles: 5,
+            ..PmdStats::default()
+        };
+        assert!(!idle.to_string().contains("cycles per packet"), "{idle}");
     }
 }

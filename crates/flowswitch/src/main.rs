@@ -2,9 +2,21 @@
 //!
 //! Each subcommand lives in its own module under `cmd/`; `main` only parses arguments and
 //! reports errors. Every error reaches the user as one clear line and a non-zero exit status,
-//! never a panic.
+//! never a panic. Output follows Unix habits: when the reader of standard output goes away
+//! (`flowswitch pcap-flows X | head -1`), the command stops quietly with status 0; a closed or
+//! broken standard error never turns an error report into a crash.
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
+
+/// `eprintln!` that ignores a failing standard error (a closed pipe, a full disk): a note the
+/// user cannot see is no reason to crash.
+macro_rules! note {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
 
 mod cmd;
 mod ct_adapter;
@@ -41,6 +53,32 @@ enum Command {
     Receive(cmd::receive::Args),
 }
 
+/// Whether `e` comes from writing to a pipe whose reader has gone (EPIPE).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The error and its causes on one line, `: `-separated; a cause whose text the line already
+/// ends with (an error that prints its source and also returns it as `source()`) is not
+/// repeated.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -55,9 +93,39 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // The reader of our output went away (`| head`): stop quietly, as Unix tools do.
+        Err(e) if is_broken_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("flowswitch: {e:#}");
+            let _ = writeln!(std::io::stderr(), "flowswitch: {}", error_line(&e));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_line_does_not_repeat_a_cause_the_message_already_holds() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let port = netdev::PortError::Io {
+            path: "x.pcap".into(),
+            source: io,
+        };
+        let e = anyhow::Error::new(port);
+        let line = error_line(&e);
+        assert_eq!(line.matches("not found").count(), 1, "{line}");
+        assert!(line.starts_with("x.pcap: "), "{line}");
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_line(&e), "outer: inner");
+    }
+
+    #[test]
+    fn broken_pipe_is_recognised_through_context() {
+        let e = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+            .context("writing");
+        assert!(is_broken_pipe(&e));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
     }
 }

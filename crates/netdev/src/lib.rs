@@ -53,7 +53,8 @@ pub use mem::{MemHandle, MemPort};
 pub use null::NullPort;
 pub use packet::{BUF_SIZE, HEADROOM, MAX_FRAME, Packet, PacketError, PacketPool, PoolStats};
 pub use pcap::{
-    PcapReaderPort, PcapWriterPort, read_pcap, read_pcap_from, write_pcap, write_pcap_to,
+    PcapReaderPort, PcapWriterPort, read_pcap, read_pcap_each, read_pcap_each_from, read_pcap_from,
+    write_pcap, write_pcap_to,
 };
 pub use port::{Port, PortError, PortStats};
 pub use replay::{FrameSet, ReplayPort};

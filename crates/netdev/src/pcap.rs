@@ -91,21 +91,50 @@ fn open_reader<R: Read>(reader: R, context: &str) -> Result<PcapReader<R>, PortE
     Ok(r)
 }
 
-/// Reads every frame of a classic Ethernet pcap stream. A malformed record is an error.
-pub fn read_pcap_from<R: Read>(reader: R, context: &str) -> Result<Vec<Vec<u8>>, PortError> {
+/// Hands the frames of a classic Ethernet pcap stream to `f` one by one, in order, with their
+/// record numbers (1 for the first record, as tcpdump and Wireshark count). Stops at the first
+/// error `f` returns, or at a malformed or truncated record — after every good record before
+/// it was handed over — with a [`PortError::Pcap`] naming the record. Returns the number of
+/// records read.
+pub fn read_pcap_each_from<R: Read, E: From<PortError>>(
+    reader: R,
+    context: &str,
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), E>,
+) -> Result<u64, E> {
     let mut r = open_reader(reader, context)?;
-    let mut frames = Vec::new();
+    let mut n = 0u64;
     while let Some(rec) = r.next_raw_packet() {
+        n += 1;
         match rec {
-            Ok(raw) => frames.push(raw.data.into_owned()),
+            Ok(raw) => f(n, &raw.data)?,
             Err(e) => {
                 return Err(PortError::Pcap {
-                    context: format!("{context}: record {}", frames.len()),
+                    context: format!("{context}: record {n}"),
                     message: describe_pcap_error(&e),
-                });
+                }
+                .into());
             }
         }
     }
+    Ok(n)
+}
+
+/// [`read_pcap_each_from`] on a file (refusing pcapng; errors name the file).
+pub fn read_pcap_each<E: From<PortError>>(
+    path: impl AsRef<Path>,
+    f: impl FnMut(u64, &[u8]) -> Result<(), E>,
+) -> Result<u64, E> {
+    let path = path.as_ref();
+    read_pcap_each_from(open_classic(path)?, &path.display().to_string(), f)
+}
+
+/// Reads every frame of a classic Ethernet pcap stream. A malformed record is an error.
+pub fn read_pcap_from<R: Read>(reader: R, context: &str) -> Result<Vec<Vec<u8>>, PortError> {
+    let mut frames = Vec::new();
+    read_pcap_each_from(reader, context, |_, frame| -> Result<(), PortError> {
+        frames.push(frame.to_vec());
+        Ok(())
+    })?;
     Ok(frames)
 }
 
@@ -261,9 +290,10 @@ impl<R: Read + Send> Port for PcapReaderPort<R> {
                     // The stream cannot be resynchronised after a bad record: stop here.
                     self.stats.rx_errors += 1;
                     self.eof = true;
+                    // Records count from 1, as in read_pcap_each_from.
                     self.error = Some(format!(
                         "record {}: {}",
-                        self.stats.rx_packets + self.stats.rx_dropped,
+                        self.stats.rx_packets + self.stats.rx_dropped + 1,
                         describe_pcap_error(&e)
                     ));
                 }
@@ -575,7 +605,22 @@ mod tests {
         let mut bad = record(&[6; 60], 60, false);
         bad.truncate(40);
         f.extend(bad);
-        assert!(read_pcap_from(Cursor::new(f.clone()), "t").is_err());
+        let e = read_pcap_from(Cursor::new(f.clone()), "t").unwrap_err();
+        assert!(e.to_string().contains("t: record 2: "), "{e}");
+        // Streaming: the good record is handed over before the error comes back.
+        let mut seen = Vec::new();
+        let e = read_pcap_each_from(Cursor::new(f.clone()), "t", |i, fr| {
+            seen.push((i, fr.to_vec()));
+            Ok::<(), PortError>(())
+        })
+        .unwrap_err();
+        assert_eq!(seen, vec![(1, vec![5; 60])]);
+        assert!(e.to_string().contains("record 2"), "{e}");
+        // A callback error stops the reading.
+        let r = read_pcap_each_from(Cursor::new(f.clone()), "t", |_, _| {
+            Err(PortError::Config("stop".into()))
+        });
+        assert!(matches!(r, Err(PortError::Config(_))));
 
         let mut port = PcapReaderPort::from_reader("t", Cursor::new(f), "t").unwrap();
         let mut pool = PacketPool::new(8);
@@ -584,7 +629,7 @@ mod tests {
         assert!(port.rx_eof());
         assert_eq!(port.stats().rx_errors, 1);
         assert!(
-            port.error().unwrap().contains("record 1"),
+            port.error().unwrap().contains("record 2"),
             "{:?}",
             port.error()
         );

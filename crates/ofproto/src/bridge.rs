@@ -627,8 +627,10 @@ impl Bridge {
     pub fn add_flows_text(&mut self, text: &str, now_ms: u64) -> Result<usize, String> {
         let mut specs = Vec::new();
         for (i, line) in text.lines().enumerate() {
-            let l = line.trim();
-            if l.is_empty() || l.starts_with('#') {
+            // As `ovs-ofctl add-flows` (`ds_get_preprocessed_line`): a `#` anywhere starts a
+            // comment that runs to the end of the line; a line left blank is skipped.
+            let l = line.split_once('#').map_or(line, |(flow, _)| flow).trim();
+            if l.is_empty() {
                 continue;
             }
             let spec = flow::text::parse_flow(l)

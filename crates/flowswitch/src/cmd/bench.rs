@@ -23,7 +23,10 @@
 //! core). Each line is printed in `dpdk-measure.sh`'s format, so `summarize.py` reads both.
 //!
 //! Invariants checked on every run: the counters partition the packets
-//! (`PmdStats::classified() == packets_received`); a failed check is an error, not a figure.
+//! (`PmdStats::classified() == packets_received`), and every packet received was either sent
+//! or counted as dropped (`rx == tx + drops`, [`drops`]); each line prints rx, tx and drops,
+//! so a rule set that dropped everything cannot pass for a fast one. A failed check is an
+//! error (non-zero exit) after the line is printed, not a figure.
 
 use crate::upcall::OfprotoUpcall;
 use anyhow::{Context, bail, ensure};
@@ -34,6 +37,7 @@ use netdev::null::NullPort;
 use netdev::replay::{FrameSet, ReplayPort};
 use netdev::{Port, read_pcap};
 use ofproto::{Backend, Bridge};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +54,10 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum Target {
     /// In-memory pcap replay → one PMD pinned to a core → null port (OVS-DPDK's setup).
+    ///
+    /// The rule sets, the built-in traffic and the `--matrix` rows reproduce the OVS-DPDK
+    /// benchmark scripts of the project's shared data (ovs-bench); those scripts are not part
+    /// of this repository and nothing here needs them.
     Datapath(DatapathArgs),
     /// Flow-mod rate and latency on a published bridge while a reader translates.
     Flowmods(super::bench_flowmods::FlowModArgs),
@@ -72,33 +80,50 @@ impl OnOff {
     }
 }
 
-/// The rule sets of `ovs-bench/flows.sh`.
+/// The rule sets of the OVS-DPDK benchmark (ovs-bench's `flows.sh`; each also sends port 2's
+/// traffic back to port 1 and drops the rest at priority 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Rules {
     /// `in_port=1,actions=output:2`.
     Simple,
     /// `priority=10,udp,in_port=1,nw_dst=10.0.0.2,actions=output:2`.
     L3,
-    /// 10 rules on `tp_dst=5000+i`, each with a different extra field (10 megaflow masks).
+    /// 10 rules `udp,in_port=1,tp_dst=5000+i`, each with a different extra field (10 megaflow
+    /// masks).
     Sub10,
 }
 
-/// Arguments of `bench datapath`.
+/// Upper bound of `--flows` (built-in traffic: about 70 MB of frames and indices per million).
+pub const MAX_FLOWS: u32 = 10_000_000;
+/// Upper bound of `--dports`: destination ports 5000..5000+K-1 stay within 16 bits.
+pub const MAX_DPORTS: u32 = 65_535 - 5000 + 1;
+/// Upper bound of `--packets`.
+pub const MAX_PACKETS: u64 = 1_000_000_000;
+/// Upper bound of `--reps`.
+pub const MAX_REPS: u32 = 1000;
+/// Upper bound of `--seconds` and `--warmup`.
+pub const MAX_SECONDS: f64 = 3600.0;
+
+/// Arguments of `bench datapath` (see [`Target::Datapath`]).
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatapathArgs {
-    /// OpenFlow rule set (as `flows.sh MODE 1 2` installs it).
+    /// OpenFlow rule set.
     #[arg(long, value_enum, default_value_t = Rules::L3)]
     pub rules: Rules,
-    /// Replay this pcap file (else the built-in `gen_pcap.py` traffic).
+    /// Replay the frames of this pcap file (else the built-in traffic: 60-byte UDP frames
+    /// 10.0.0.1 -> 10.0.0.2, one per flow, in a seeded shuffled order).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
-    /// Built-in traffic: distinct 5-tuples (one frame each).
-    #[arg(long, default_value_t = 1)]
+    /// Built-in traffic: distinct 5-tuples, one frame each (1 to 10,000,000).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_FLOWS)))]
     pub flows: u32,
-    /// Built-in traffic: spread the UDP destination port over 5000..5000+K-1.
-    #[arg(long, default_value_t = 0)]
+    /// Built-in traffic: spread the UDP destination port over 5000..5000+K-1 (0 to 60,536;
+    /// 0 = the port follows the flow index).
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_DPORTS)))]
     pub dports: u32,
-    /// Built-in traffic: vary the IPv4 source over 10.x.y.z (gen_pcap.py --srcvary).
+    /// Built-in traffic: vary the IPv4 source over 10.x.y.z.
     #[arg(long)]
     pub srcvary: bool,
     /// Exact-match cache (off = OVS emc-insert-inv-prob=0, which also skips EMC lookups).
@@ -107,14 +132,15 @@ pub struct DatapathArgs {
     /// Signature-match cache (OVS smc-enable).
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub smc: OnOff,
-    /// Measured seconds per repetition (after the warm-up).
+    /// Measured seconds per repetition, after the warm-up (more than 0, at most 3600).
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
-    /// Warm-up seconds before each repetition.
+    /// Warm-up seconds before each repetition (0 to 3600).
     #[arg(long, default_value_t = 1.0)]
     pub warmup: f64,
-    /// Repetitions (each: warm-up, clear, measure).
-    #[arg(long, default_value_t = 1)]
+    /// Repetitions, each: warm-up, clear, measure (1 to 1000).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPS)))]
     pub reps: u32,
     /// Core to pin the PMD thread to (runs unpinned, and says so, if that fails).
     #[arg(long, default_value_t = 1)]
@@ -122,14 +148,16 @@ pub struct DatapathArgs {
     /// Label of the summary lines (default: derived from the arguments).
     #[arg(long)]
     pub label: Option<String>,
-    /// Instead of timing: replay exactly this many packets and stop (no warm-up, no clear).
-    #[arg(long)]
+    /// Instead of timing: replay exactly this many packets and stop, no warm-up, no clear
+    /// (1 to 1,000,000,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_PACKETS))]
     pub packets: Option<u64>,
-    /// Run every row of ovs-bench's matrix_dpdk.sh, one summary line per repetition.
+    /// Run every row of the OVS-DPDK benchmark matrix (19 rows: rule set, 1 to 100k flows,
+    /// EMC/SMC on or off), one summary line per repetition, on built-in traffic.
     #[arg(long)]
     pub matrix: bool,
-    /// With --matrix: read the pcaps from this directory (make-pcaps.sh's names) instead of
-    /// generating them.
+    /// With --matrix: read each row's traffic from this directory (`f1.pcap`, `f1k.pcap`, …,
+    /// `sub10_100k.pcap`, as ovs-bench's make-pcaps.sh names them) instead of generating it.
     #[arg(long)]
     pub pcap_dir: Option<PathBuf>,
 }
@@ -493,7 +521,8 @@ impl Measurement {
         let s = &self.stats;
         format!(
             "{label} rep{rep} Mpps={:.3} cpu%={:.0} Mpps_per_cpu={:.3} emc={} smc={} simple=0 \
-             mf={} subtbl/hit={:.2} miss={} proc_cyc/pkt={:.2} cyc/pkt={:.2} dpflows={}",
+             mf={} subtbl/hit={:.2} miss={} proc_cyc/pkt={:.2} cyc/pkt={:.2} dpflows={} \
+             rx={} tx={} drops={}",
             self.mpps(),
             self.cpu_percent(),
             self.mpps_per_cpu(),
@@ -504,9 +533,36 @@ impl Measurement {
             s.upcall_ok,
             ratio(s.processing_cycles, s.packets_received),
             self.cycles_per_packet(),
-            self.dpflows
+            self.dpflows,
+            s.packets_received,
+            s.tx_packets,
+            drops(s)
         )
     }
+}
+
+/// Packets counted as dropped: lost before classification, failed upcalls, dropped by their
+/// actions (explicit `drop` or no output), and recirculations refused.
+pub fn drops(s: &PmdStats) -> u64 {
+    s.lost + s.upcall_failed + s.action_drops + s.recirc_dropped
+}
+
+/// Every packet received was sent to an output port or counted as dropped. (The bench rule
+/// sets output each packet at most once and never recirculate, so this is an equality.)
+pub fn check_tx(s: &PmdStats) -> anyhow::Result<()> {
+    ensure!(
+        s.packets_received == s.tx_packets + drops(s),
+        "packets unaccounted for: rx={} but tx={} + drops={} (lost {}, failed upcalls {}, \
+         action drops {}, recirculation drops {})",
+        s.packets_received,
+        s.tx_packets,
+        drops(s),
+        s.lost,
+        s.upcall_failed,
+        s.action_drops,
+        s.recirc_dropped
+    );
+    Ok(())
 }
 
 fn per_sec(n: u64, d: Duration) -> f64 {
@@ -627,22 +683,28 @@ fn check_partition(s: &PmdStats) -> anyhow::Result<()> {
 /// megaflow count (the quick, deterministic form used by tests and `--packets`).
 pub fn run_packets(setup: &Setup, packets: u64) -> anyhow::Result<(PmdStats, usize)> {
     let r = Running::start(setup, Some(packets))?;
+    // 60 s plus one second per million packets: far more than a working PMD needs.
+    let wait = Duration::from_secs(60 + packets / 1_000_000);
     r.thread
-        .wait_for(Duration::from_secs(60), |s| {
-            s.stats.packets_received >= packets
-        })
-        .context("the PMD did not receive every packet in 60 s")?;
+        .wait_for(wait, |s| s.stats.packets_received >= packets)
+        .with_context(|| format!("the PMD did not receive every packet in {wait:?}"))?;
     r.finish()
 }
 
 fn load_frames(args: &DatapathArgs) -> anyhow::Result<FrameSet> {
     match &args.pcap {
-        Some(p) => Ok(read_pcap(p)
-            .with_context(|| format!("reading {}", p.display()))?
-            .iter()
-            .collect()),
+        // The error names the file already.
+        Some(p) => Ok(read_pcap(p)?.iter().collect()),
         None => {
-            ensure!(args.flows >= 1, "--flows must be at least 1");
+            // clap enforces these; checked again before allocating, for other callers.
+            ensure!(
+                (1..=MAX_FLOWS).contains(&args.flows),
+                "--flows must be 1 to {MAX_FLOWS}"
+            );
+            ensure!(
+                args.dports <= MAX_DPORTS,
+                "--dports must be 0 to {MAX_DPORTS}"
+            );
             Ok(gen_frames(args.flows, args.dports, args.srcvary))
         }
     }
@@ -665,6 +727,10 @@ fn default_label(args: &DatapathArgs) -> String {
 }
 
 fn secs(s: f64, what: &str) -> anyhow::Result<Duration> {
+    ensure!(
+        (0.0..=MAX_SECONDS).contains(&s),
+        "{what} {s}: must be 0 to {MAX_SECONDS} seconds"
+    );
     Duration::try_from_secs_f64(s).map_err(|e| anyhow::anyhow!("{what} {s}: {e}"))
 }
 
@@ -691,64 +757,84 @@ fn run_datapath(args: DatapathArgs) -> anyhow::Result<()> {
         smc: args.smc.on(),
         core: args.core,
     };
+    let mut out = std::io::stdout().lock();
     if let Some(n) = args.packets {
         let t0 = Instant::now();
         let (stats, dpflows) = run_packets(&setup, n)?;
-        println!("{stats}");
-        println!(
-            "bench: {} packets in {:.3} s (incl. setup), {} megaflows, {:.2} cycles/packet",
+        writeln!(out, "{stats}")?;
+        writeln!(
+            out,
+            "bench: rx {} tx {} drops {} packets in {:.3} s (incl. setup), {} megaflows, \
+             {:.2} cycles/packet",
             stats.packets_received,
+            stats.tx_packets,
+            drops(&stats),
             t0.elapsed().as_secs_f64(),
             dpflows,
             ratio(
                 stats.idle_cycles + stats.processing_cycles,
                 stats.packets_received
             )
-        );
-        return Ok(());
+        )?;
+        out.flush()?;
+        return check_tx(&stats);
     }
     let label = args.label.clone().unwrap_or_else(|| default_label(&args));
     let running = Running::start(&setup, None)?;
-    eprintln!(
+    note!(
         "# {} frames, rules {:?}, PMD {}",
         setup.frames.len(),
         setup.rules,
         running.pinning()
     );
     let mut last = None;
-    for rep in 1..=args.reps.max(1) {
+    for rep in 1..=args.reps {
         let m = running.measure(warmup, seconds)?;
-        println!("{}", m.summary_line(&label, rep));
+        writeln!(out, "{}", m.summary_line(&label, rep))?;
+        out.flush()?;
+        check_tx(&m.stats)?;
         last = Some(m);
     }
     let pinning = running.pinning().clone();
     running.finish()?;
     if let Some(m) = last {
-        println!("{}", m.stats);
-        println!(
-            "bench: {:.3} Mpps, {:.1} cycles/packet, PMD cpu {:.0}% ({:.3} Mpps per CPU second), \
-             {} megaflows, PMD {pinning}",
+        writeln!(out, "{}", m.stats)?;
+        writeln!(
+            out,
+            "bench: {:.3} Mpps, rx {} tx {} drops {}, {:.1} cycles/packet, PMD cpu {:.0}% \
+             ({:.3} Mpps per CPU second), {} megaflows, PMD {pinning}",
             m.mpps(),
+            m.stats.packets_received,
+            m.stats.tx_packets,
+            drops(&m.stats),
             m.cycles_per_packet(),
             m.cpu_percent(),
             m.mpps_per_cpu(),
             m.dpflows,
-        );
+        )?;
     }
+    out.flush()?;
     Ok(())
 }
 
 fn run_matrix(args: &DatapathArgs, warmup: Duration, seconds: Duration) -> anyhow::Result<()> {
+    if let Some(d) = &args.pcap_dir {
+        ensure!(
+            d.is_dir(),
+            "--pcap-dir {}: no such directory (it holds the matrix's pcaps as ovs-bench's \
+             make-pcaps.sh writes them, from the project's shared data, not this repository; \
+             without --pcap-dir the matrix generates the same traffic itself)",
+            d.display()
+        );
+    }
+    let mut out = std::io::stdout().lock();
     let mut cached: Option<(&str, FrameSet)> = None;
     for r in &MATRIX {
         if cached.as_ref().is_none_or(|(n, _)| *n != r.pcap) {
             let frames = match &args.pcap_dir {
                 Some(d) => {
                     let p = d.join(format!("{}.pcap", r.pcap));
-                    read_pcap(&p)
-                        .with_context(|| format!("reading {}", p.display()))?
-                        .iter()
-                        .collect()
+                    read_pcap(&p)?.iter().collect()
                 }
                 None => {
                     let Some((flows, dports)) = pcap_params(r.pcap) else {
@@ -770,13 +856,16 @@ fn run_matrix(args: &DatapathArgs, warmup: Duration, seconds: Duration) -> anyho
             core: args.core,
         };
         let running = Running::start(&setup, None)?;
-        println!("# {}: PMD {}", r.label, running.pinning());
-        for rep in 1..=args.reps.max(1) {
+        writeln!(out, "# {}: PMD {}", r.label, running.pinning())?;
+        for rep in 1..=args.reps {
             let m = running.measure(warmup, seconds)?;
-            println!("{}", m.summary_line(r.label, rep));
+            writeln!(out, "{}", m.summary_line(r.label, rep))?;
+            out.flush()?;
+            check_tx(&m.stats)?;
         }
         running.finish()?;
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -881,14 +970,20 @@ mod tests {
             .collect();
         ids.sort_unstable();
         assert_eq!(ids, (0..1000).collect::<Vec<u16>>());
-        // The oracle is the script itself, when this machine has it and python3.
-        let script = std::path::Path::new("/work/shared/ovs-bench/gen_pcap.py");
+        // The oracle is the script itself, when this machine has it (the project's shared
+        // data beside the checkout, not part of the repository) and python3.
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/ovs-bench/gen_pcap.py");
         if !script.exists() {
+            eprintln!(
+                "SKIP: comparison with gen_pcap.py: {} not found",
+                script.display()
+            );
             return;
         }
         let out = std::env::temp_dir().join(format!("fs-bench-gen-{}.pcap", std::process::id()));
         let ok = std::process::Command::new("python3")
-            .arg(script)
+            .arg(&script)
             .arg(&out)
             .args(["1000", "--dports", "10"])
             .output()
@@ -948,6 +1043,46 @@ mod tests {
             if !emc {
                 assert_eq!(s.emc_hits, 0);
             }
+            check_tx(&s).expect("every packet sent or counted as dropped");
+            assert!(
+                m_line(&s).contains(" rx=5000 tx=5000 drops=0"),
+                "{}",
+                m_line(&s)
+            );
         }
+    }
+
+    fn m_line(s: &PmdStats) -> String {
+        Measurement {
+            stats: s.clone(),
+            elapsed: Duration::from_secs(1),
+            wall: Duration::from_secs(1),
+            cpu: None,
+            dpflows: 1,
+        }
+        .summary_line("t", 1)
+    }
+
+    #[test]
+    fn packets_neither_sent_nor_counted_as_dropped_fail_the_run() {
+        let all_dropped = PmdStats {
+            packets_received: 100,
+            upcall_ok: 1,
+            megaflow_hits: 99,
+            action_drops: 100,
+            ..PmdStats::default()
+        };
+        check_tx(&all_dropped).expect("accounted for");
+        assert!(m_line(&all_dropped).ends_with(" rx=100 tx=0 drops=100"));
+        let missing = PmdStats {
+            tx_packets: 90,
+            ..all_dropped.clone()
+        };
+        let missing = PmdStats {
+            action_drops: 0,
+            ..missing
+        };
+        let e = check_tx(&missing).unwrap_err().to_string();
+        assert!(e.contains("rx=100 but tx=90 + drops=0"), "{e}");
     }
 }

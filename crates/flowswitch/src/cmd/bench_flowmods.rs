@@ -14,11 +14,12 @@
 //! ClassBench's line order maps onto them monotonically, ties allowed).
 
 use crate::upcall::SharedBridge;
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use classifier::classbench;
 use flow::FlowKey;
 use flow::ofp::{Action, FlowSpec, Match, OfPort};
 use ofproto::{Backend, Bridge, FlowMod, FlowModCommand, XlateIn, xlate_ro};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,17 +28,23 @@ use std::time::{Duration, Instant};
 /// Arguments of `bench flowmods`.
 #[derive(Debug, clap::Args)]
 pub struct FlowModArgs {
-    /// ClassBench rule file (gzip or plain).
+    /// ClassBench rule file (gzip or plain), e.g. data/classbench/sample_rules.
     #[arg(long)]
     pub rules: PathBuf,
     /// Its trace (headers the reader translates); without it the reader uses the rules' keys.
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Flow mods per write on the published bridge (1 = each its own publication; larger
-    /// batches are what `add-flows` files and bundles do). Latencies are then per batch.
-    #[arg(long, default_value_t = 1)]
+    /// Flow mods per write on the published bridge, 1 to 1,000,000 (1 = each its own
+    /// publication; larger batches are what `add-flows` files and bundles do). Latencies are
+    /// then per batch.
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(1..=MAX_BATCH as u64))]
     pub batch: usize,
 }
+
+/// Upper bound of `--batch`.
+pub const MAX_BATCH: usize = 1_000_000;
 
 fn specs(rules: &[classbench::CbRule]) -> Vec<FlowSpec> {
     let n = rules.len().max(1) as u64;
@@ -153,13 +160,15 @@ fn timed_batches<F: FnMut(&[FlowSpec]) -> usize>(
 
 /// Runs the benchmark and prints one line.
 pub fn run(args: FlowModArgs) -> anyhow::Result<()> {
-    let rules = classbench::read_rules(&args.rules)
-        .with_context(|| format!("reading {}", args.rules.display()))?;
-    ensure!(!rules.is_empty(), "no rules in {}", args.rules.display());
+    ensure!(
+        (1..=MAX_BATCH).contains(&args.batch),
+        "--batch {}: must be 1 to {MAX_BATCH}",
+        args.batch
+    );
+    let rules = super::classbench::read_rules(&args.rules)?;
     let specs = specs(&rules);
     let keys: Vec<FlowKey> = match &args.trace {
-        Some(t) => classbench::read_trace(t)
-            .with_context(|| format!("reading {}", t.display()))?
+        Some(t) => super::classbench::read_trace(t)?
             .iter()
             .map(classbench::CbHeader::key)
             .collect(),
@@ -210,17 +219,20 @@ pub fn run(args: FlowModArgs) -> anyhow::Result<()> {
     );
     ensure!(left == 0, "{left} rules left after deleting all");
     let wall = adds.wall + dels.wall;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "flowmods rules={} expanded={} batch={} installed={loaded} {} {} plain_{} plain_{} reader_lookups_per_s={:.0} reader_max_us={:.1}",
         rules.len(),
         specs.len(),
-        args.batch.max(1),
+        args.batch,
         adds.line("adds"),
         dels.line("deletes"),
         base.line("adds"),
         base_dels.line("deletes"),
         lookups as f64 / wall.as_secs_f64().max(1e-9),
         max_ns as f64 / 1e3,
-    );
+    )?;
+    out.flush()?;
     Ok(())
 }

@@ -11,11 +11,16 @@
 //! Output: with `--print-matches`, one line per header with the 0-based line number of the
 //! matched rule (-1 for none); then exactly one summary line
 //! `headers=N mismatches=M Mpps=X subtables=S rules=R expanded=E build_ms=B bytes=Y`.
-//! Extra measurements (inserts/s, bytes/rule, per-pass timings) go to stderr.
+//! Extra measurements (per-pass timings, the classifier's settings in words, inserts/s,
+//! bytes/rule) go to stderr. An empty rule file or trace is an error, not a figure.
+//!
+//! ClassBench files are not part of the repository: `data/classbench/` holds a small sample
+//! in their format; real sets live in the project's shared data folder. A missing file's
+//! error says so ([`missing_data_hint`]).
 
 use std::hint::black_box;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -23,29 +28,36 @@ use classifier::OfTable;
 use classifier::classbench::{self, RangeScan};
 use classifier::oftable::Config;
 
+/// Upper bound of `--passes`.
+pub const MAX_PASSES: u32 = 1000;
+
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// ClassBench rule file (gzip or plain).
+    /// ClassBench rule file (gzip or plain), e.g. data/classbench/sample_rules.
     #[arg(long)]
     rules: PathBuf,
-    /// ClassBench trace file (gzip or plain).
+    /// ClassBench trace file (gzip or plain), e.g. data/classbench/sample_trace.
     #[arg(long)]
     trace: PathBuf,
     /// Print, per header, the 0-based line number of the matched rule (-1 for none).
     #[arg(long)]
     print_matches: bool,
-    /// Timed classification passes over the trace; the best one is reported.
-    #[arg(long, default_value_t = 5)]
+    /// Timed classification passes over the trace; the best one is reported (1 to 1000).
+    #[arg(long, default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PASSES)))]
     passes: u32,
-    /// Bucket collision limit of the classifier.
-    #[arg(long)]
+    /// Most rules a bucket may hold before a rule goes to another subtable (1 to 65536;
+    /// default 64).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     collision_limit: Option<u32>,
-    /// Relaxation step of 32-bit prefixes.
-    #[arg(long)]
+    /// Address prefixes are relaxed to a multiple of this many bits (1 = exact, to 128;
+    /// default 16).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=128))]
     wide_step: Option<u32>,
-    /// Relaxation step of narrower prefixes (ports).
-    #[arg(long)]
+    /// Port prefixes are relaxed to a multiple of this many bits (1 to 32; above 16 an
+    /// exact port leaves the subtable mask; default 17).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
     narrow_step: Option<u32>,
     /// Disable the staged-lookup hash sets (they only serve `lookup_wc`).
     #[arg(long)]
@@ -56,18 +68,81 @@ pub struct Args {
     band: bool,
 }
 
+/// For a ClassBench file that does not exist: where such files come from.
+pub fn missing_data_hint(path: &Path) -> Option<String> {
+    if path.exists() {
+        return None;
+    }
+    Some(format!(
+        "{} does not exist. ClassBench files are not part of the repository: \
+         data/classbench/ has a small sample (sample_rules, sample_trace); the real sets \
+         (acl1/fw1/ipc1, 1k-100k rules) are in the project's shared data folder, \
+         ../shared/classbench/ beside a checkout that has it",
+        path.display()
+    ))
+}
+
+/// Reads a ClassBench rule file: an error names the file (and, when it is missing, where
+/// such files come from); an empty file is an error.
+pub fn read_rules(path: &Path) -> anyhow::Result<Vec<classbench::CbRule>> {
+    if let Some(hint) = missing_data_hint(path) {
+        anyhow::bail!("rules: {hint}");
+    }
+    let rules = classbench::read_rules(path)
+        .with_context(|| format!("reading rules {}", path.display()))?;
+    anyhow::ensure!(!rules.is_empty(), "rules {}: no rules", path.display());
+    Ok(rules)
+}
+
+/// Reads a ClassBench trace as [`read_rules`] reads rules.
+pub fn read_trace(path: &Path) -> anyhow::Result<Vec<classbench::CbHeader>> {
+    if let Some(hint) = missing_data_hint(path) {
+        anyhow::bail!("trace: {hint}");
+    }
+    let trace = classbench::read_trace(path)
+        .with_context(|| format!("reading trace {}", path.display()))?;
+    anyhow::ensure!(!trace.is_empty(), "trace {}: no headers", path.display());
+    Ok(trace)
+}
+
+/// The classifier settings in words, for the report.
+fn describe(cfg: &Config) -> String {
+    format!(
+        "classifier: collision limit {} rules per bucket, address prefixes relaxed to \
+         multiples of {} bits, port prefixes to multiples of {} bits{}, staged lookup sets {}, \
+         rules placed {}; ClassBench flags field ignored (5-tuple only)",
+        cfg.collision_limit,
+        cfg.wide_prefix_step,
+        cfg.narrow_prefix_step,
+        if cfg.relax_exact_narrow {
+            " (exact ports too)"
+        } else {
+            ""
+        },
+        if cfg.staged { "on" } else { "off" },
+        if cfg.band_priorities {
+            "in priority bands"
+        } else {
+            "in the most specific compatible subtable"
+        },
+    )
+}
+
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let rules = classbench::read_rules(&args.rules)
-        .with_context(|| format!("reading rules {}", args.rules.display()))?;
-    let trace = classbench::read_trace(&args.trace)
-        .with_context(|| format!("reading trace {}", args.trace.display()))?;
-    let line_of_rule: Vec<u32> = (0..rules.len() as u32).collect();
+    anyhow::ensure!(
+        (1..=MAX_PASSES).contains(&args.passes),
+        "--passes {}: must be 1 to {MAX_PASSES}",
+        args.passes
+    );
+    let rules = read_rules(&args.rules)?;
+    let trace = read_trace(&args.trace)?;
     anyhow::ensure!(
         rules.len() < u32::MAX as usize,
         "too many rules ({})",
         rules.len()
     );
+    let line_of_rule: Vec<u32> = (0..rules.len() as u32).collect();
 
     let mut cfg = Config::default();
     if let Some(c) = args.collision_limit {
@@ -108,7 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Timed passes.
     let mut best = f64::INFINITY;
     let mut answers: Vec<i64> = vec![-1; keys.len()];
-    for pass in 0..args.passes.max(1) {
+    for pass in 0..args.passes {
         let t = Instant::now();
         let mut sum = 0u64;
         for k in &keys {
@@ -118,7 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         black_box(sum);
         let dt = t.elapsed().as_secs_f64();
-        eprintln!(
+        note!(
             "pass {pass}: {:.3} ms, {:.3} Mpps",
             dt * 1e3,
             keys.len() as f64 / dt / 1e6
@@ -137,7 +212,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         co += c;
     }
     let nk = keys.len().max(1) as f64;
-    eprintln!(
+    note!(
         "per lookup: {:.1} subtables probed, {:.1} bucket hits, {:.1} entries compared",
         pr as f64 / nk,
         hi as f64 / nk,
@@ -167,14 +242,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let bytes = table.memory_bytes();
     let stats = table.stats();
-    eprintln!(
-        "inserts/s={:.0} bytes/rule={:.1} bytes/expanded={:.1} mask_classes={} max_list={} config={:?} (flags field ignored: 5-tuple only)",
+    note!("{}", describe(&cfg));
+    note!(
+        "inserts/s={:.0} bytes/rule={:.1} bytes/expanded={:.1} mask_classes={} max_list={}",
         n_expanded as f64 / build.as_secs_f64().max(1e-9),
-        bytes as f64 / rules.len().max(1) as f64,
+        bytes as f64 / rules.len() as f64,
         bytes as f64 / n_expanded.max(1) as f64,
         stats.mask_classes,
         stats.max_list,
-        cfg
     );
     writeln!(
         out,

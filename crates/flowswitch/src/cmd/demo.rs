@@ -17,16 +17,24 @@ use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig};
 use netdev::generator::{FrameSize, GeneratorConfig, GeneratorPort, Order, ProtocolMix};
 use netdev::null::NullPort;
 use ofproto::{Backend, Bridge};
+use std::io::Write;
 use std::sync::Arc;
+
+/// Upper bound of `--packets`.
+pub const MAX_PACKETS: u64 = 1_000_000_000;
+/// Upper bound of `--flows` (about 200 bytes of templates and flow data per flow).
+pub const MAX_FLOWS: u32 = 1_000_000;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Packets to replay.
-    #[arg(long, default_value_t = 5_000_000)]
+    /// Packets to replay, exactly (1 to 1,000,000,000).
+    #[arg(long, default_value_t = 5_000_000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PACKETS))]
     pub packets: u64,
-    /// Distinct flows in the built-in packet set.
-    #[arg(long, default_value_t = 1000)]
+    /// Distinct flows in the built-in packet set (1 to 1,000,000).
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_FLOWS)))]
     pub flows: u32,
     /// Turn the signature-match cache on (OVS default: off).
     #[arg(long)]
@@ -62,6 +70,15 @@ pub fn default_bridge() -> anyhow::Result<Bridge> {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // clap enforces these; checked again before allocating, for other callers.
+    anyhow::ensure!(
+        (1..=MAX_PACKETS).contains(&args.packets),
+        "--packets must be 1 to {MAX_PACKETS}"
+    );
+    anyhow::ensure!(
+        (1..=MAX_FLOWS).contains(&args.flows),
+        "--flows must be 1 to {MAX_FLOWS}"
+    );
     let bridge = default_bridge()?;
     let gen_cfg = GeneratorConfig {
         flows: args.flows,
@@ -77,7 +94,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         order: Order::Random,
         ..GeneratorConfig::default()
     };
-    let generator = GeneratorPort::new("p1", gen_cfg)?;
+    // The limit makes the last burst short: exactly `--packets` packets, not a whole burst.
+    let generator = GeneratorPort::new("p1", gen_cfg)?.with_limit(args.packets);
     let cfg = PmdConfig {
         emc: !args.no_emc,
         smc: args.smc,
@@ -100,16 +118,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     let report = pmd.run_for(args.packets);
     let stats = &report.stats;
+    let mut out = std::io::stdout().lock();
     if args.verbose {
-        println!("OpenFlow table 0:");
+        writeln!(out, "OpenFlow table 0:")?;
         for f in DEFAULT_FLOWS.lines() {
-            println!("  {f}");
+            writeln!(out, "  {f}")?;
         }
-        println!("megaflows installed: {}", dpcls.len());
-        println!("$ ovs-appctl dpctl/dump-flows");
+        writeln!(out, "megaflows installed: {}", dpcls.len())?;
+        writeln!(out, "$ ovs-appctl dpctl/dump-flows")?;
         let flows = dpcls.flows();
         let now_ms = netdev::tsc::now() / (netdev::tsc::hz() / 1000).max(1);
-        print!(
+        write!(
+            out,
             "{}",
             datapath::dpctl::dump_flows(
                 [(
@@ -120,22 +140,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 &|f| datapath::dpctl::actions_text(&actions, f.actions),
                 &datapath::dpctl::KeyFormat::default(),
             )
-        );
-        println!("$ ovs-appctl dpif-netdev/pmd-perf-show");
+        )?;
+        writeln!(out, "$ ovs-appctl dpif-netdev/pmd-perf-show")?;
         let mut perf = datapath::PmdPerf::from_pmd_stats(stats);
         perf.duration_s = report.elapsed.as_secs_f64();
         perf.time = "demo".into();
-        print!("{perf}");
-        println!("$ ovs-appctl dpif-netdev/pmd-stats-show");
+        write!(out, "{perf}")?;
+        writeln!(out, "$ ovs-appctl dpif-netdev/pmd-stats-show")?;
     }
-    println!("{stats}");
-    println!(
+    writeln!(out, "{stats}")?;
+    writeln!(
+        out,
         "demo: {} packets in {:.3} s = {:.2} Mpps on one thread ({} flows, tsc {:.2} GHz)",
         report.packets,
         report.elapsed.as_secs_f64(),
         report.mpps(),
         args.flows,
         netdev::tsc::hz() as f64 / 1e9
+    )?;
+    out.flush()?;
+    anyhow::ensure!(
+        report.packets == args.packets,
+        "sent {} packets, not the {} asked for",
+        report.packets,
+        args.packets
     );
     anyhow::ensure!(
         stats.classified() == stats.packets_received + stats.recirculations,

@@ -2,6 +2,7 @@
 //! `ovs-ofctl parse-flow` prints the flow of its `OFPT_FLOW_MOD ... ADD` line.
 
 use flow::text::{Dialect, format_flow_add, parse_flow_with};
+use std::io::Write;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -26,6 +27,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let spec = parse_flow_with(&args.flow, args.dialect).map_err(|e| {
         anyhow::anyhow!("{e}\n  {}\n  {:>width$}", args.flow, "^", width = e.column)
     })?;
-    println!("{}", format_flow_add(&spec));
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", format_flow_add(&spec))?;
+    out.flush()?;
     Ok(())
 }

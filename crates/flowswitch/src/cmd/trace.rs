@@ -8,6 +8,7 @@
 //! `p1..pN` numbered 1..N. Output: `Flow:`, the per-table tree, `Final flow:`, `Megaflow:`,
 //! `Datapath actions:`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
@@ -18,7 +19,8 @@ use ofproto::{Backend, Bridge, XlateIn};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Flow file in `ovs-ofctl add-flows` syntax (one flow per line, `#` comments).
+    /// Flow file in `ovs-ofctl add-flows` syntax: one flow per line; a `#` starts a comment
+    /// that runs to the end of its line, blank lines are skipped.
     #[arg(long)]
     pub flows: PathBuf,
     /// Number of ports `p1..pN` on the bridge.
@@ -134,7 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|s| parse_ct_state(s))
         .collect::<anyhow::Result<std::collections::VecDeque<u32>>>()?;
     let out = ofproto::xlate(&br, &input);
-    print!("{}", ofproto::format_trace(&key, &out));
+    let mut stdout = std::io::stdout().lock();
+    write!(stdout, "{}", ofproto::format_trace(&key, &out))?;
     // Each recirculation the pass froze resumes as `ofproto/trace` shows it, breadth first.
     let mut pending: std::collections::VecDeque<ofproto::xlate::Frozen> =
         out.frozen.into_iter().collect();
@@ -163,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Some(t) => parse_ct_state(t.split(' ').next().unwrap_or(""))?,
             None => 0,
         };
-        println!("\n{rule}\n{title}\n{rule}\n");
+        writeln!(stdout, "\n{rule}\n{title}\n{rule}\n")?;
         let key = ofproto::xlate::resume_key(&f, state);
         let input = XlateIn {
             key,
@@ -173,8 +176,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             table: f.table,
         };
         let out = ofproto::xlate(&br, &input);
-        print!("{}", ofproto::format_trace(&key, &out));
+        write!(stdout, "{}", ofproto::format_trace(&key, &out))?;
         pending.extend(out.frozen);
     }
+    stdout.flush()?;
     Ok(())
 }
