@@ -561,3 +561,52 @@ fn bench_help_needs_no_files_a_clone_lacks() {
         }
     }
 }
+
+#[test]
+fn receive_and_bench_firewall_refuse_bad_input() {
+    let s = Scratch::new("receive");
+    let flows = s.path("flows.txt");
+    std::fs::write(&flows, "in_port=1,actions=output:2\n").expect("flows");
+    let script = s.path("script.txt");
+    let fl = flows.to_str().expect("utf-8");
+    let sc = script.to_str().expect("utf-8");
+    for (body, needle) in [
+        ("1 0011zz\n", "non-hex"),
+        ("1 001\n", "odd number"),
+        ("9 000000000000000000000000\n", "no port 9"),
+        ("frobnicate\n", "unknown command"),
+        ("ct-set-maxconns -1\n", "bad number"),
+    ] {
+        std::fs::write(&script, body).expect("script");
+        let e = refused(&["receive", "--flows", fl, sc], &[needle]);
+        assert!(e.contains("script.txt:1"), "names the line: {e}");
+    }
+    refused(
+        &["receive", "--bridge-ports", "0", "--flows", fl, sc],
+        &["--bridge-ports"],
+    );
+    refused(
+        &["receive", "--flows", fl, "no-such-script"],
+        &["no-such-script"],
+    );
+    // A good script: one line per frame, the table after it.
+    std::fs::write(
+        &script,
+        "# a comment\n1 0200000000020200000000010800450000200001000040110000\n",
+    )
+    .expect("script");
+    let o = run(&["receive", "--flows", fl, "--dump-conntrack", sc]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "2 -> 2\n");
+    for (args, needle) in [
+        (&["--conns", "0"][..], "--conns"),
+        (&["--conns", "4000000"][..], "--conns"),
+        (&["--seconds", "0"][..], "--seconds"),
+        (&["--reps", "0"][..], "--reps"),
+        (&["--warmup", "100"][..], "--warmup"),
+    ] {
+        let mut a = vec!["bench", "firewall"];
+        a.extend_from_slice(args);
+        refused(&a, &[needle]);
+    }
+}

@@ -61,7 +61,11 @@ fn docs_claim_nothing_that_does_not_exist_yet() {
     // the differential test that holds it to OVS's behaviour.
     if readme.contains("connection tracker") {
         assert!(repo().join("crates/conntrack/src/lib.rs").is_file());
-        assert!(repo().join("crates/flowswitch/tests/ct_vs_ovs.rs").is_file());
+        assert!(
+            repo()
+                .join("crates/flowswitch/tests/ct_vs_ovs.rs")
+                .is_file()
+        );
     }
     let arch = read("ARCHITECTURE.md");
     assert!(!arch.contains("AF_PACKET\nor AF_XDP sockets on real Linux interfaces)"));
