@@ -851,13 +851,7 @@ fn write_action(out: &mut String, a: &DpAction) {
         DpAction::PopVlan => out.push_str("pop_vlan"),
         DpAction::Ct(c) => {
             out.push_str("ct");
-            if c.commit
-                || c.force
-                || c.zone != 0
-                || c.mark.is_some()
-                || c.label.is_some()
-                || c.nat.is_some()
-            {
+            if c.commit || c.force || c.zone != 0 || c.mark.is_some() || c.ext.is_some() {
                 out.push('(');
                 if c.commit {
                     out.push_str("commit,");
@@ -871,10 +865,11 @@ fn write_action(out: &mut String, a: &DpAction) {
                 if let Some((v, m)) = c.mark {
                     let _ = write!(out, "mark={v:#x}/{m:#x},");
                 }
-                if let Some((v, m)) = c.label {
+                let ext = c.ext();
+                if let Some((v, m)) = ext.label {
                     let _ = write!(out, "label={v:#x}/{m:#x},");
                 }
-                if let Some(n) = &c.nat {
+                if let Some(n) = &ext.nat {
                     out.push_str(&flow::text::format::format_odp_nat(n));
                 }
                 if out.ends_with(',') {

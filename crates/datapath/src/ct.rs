@@ -25,6 +25,9 @@ pub const MAX_RECIRC_DEPTH: u8 = 6;
 
 /// Parameters of one `ct(...)` datapath action (helpers — `alg=` — are refused at
 /// conversion: no tracker here implements an ALG).
+///
+/// The rare, wide parts (`label`, `nat`) are interned ([`CtExt`], [`intern_ext`]) so that a
+/// datapath action stays small and 4-byte aligned (`actions::tests::action_is_small`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CtParams {
     /// Conntrack zone.
@@ -35,10 +38,77 @@ pub struct CtParams {
     pub force: bool,
     /// `mark=value/mask` to set on commit.
     pub mark: Option<(u32, u32)>,
+    /// `label=…` and `nat(...)`, interned; `None` when the action has neither.
+    pub ext: Option<CtExtId>,
+}
+
+impl CtParams {
+    /// The label and NAT of the action (both `None` without an extension).
+    pub fn ext(&self) -> CtExt {
+        self.ext.map(ext).unwrap_or_default()
+    }
+}
+
+/// The wide, rare parameters of a `ct(...)` action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CtExt {
     /// `label=value/mask` to set on commit.
     pub label: Option<(u128, u128)>,
     /// `nat(...)`: translate (on commit) or re-apply the connection's translation.
     pub nat: Option<flow::ofp::Nat>,
+}
+
+/// Handle of an interned [`CtExt`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CtExtId(u32);
+
+/// Most distinct [`CtExt`] values a process interns (each is a few dozen bytes; the table
+/// never shrinks, so it is bounded: past it a flow's conversion fails with a message).
+pub const MAX_CT_EXTS: usize = 1 << 16;
+
+struct ExtTable {
+    index: std::sync::Mutex<std::collections::HashMap<CtExt, u32>>,
+    values: arc_swap::ArcSwap<Vec<CtExt>>,
+}
+
+fn ext_table() -> &'static ExtTable {
+    static T: std::sync::OnceLock<ExtTable> = std::sync::OnceLock::new();
+    T.get_or_init(|| ExtTable {
+        index: std::sync::Mutex::new(std::collections::HashMap::new()),
+        values: arc_swap::ArcSwap::from_pointee(Vec::new()),
+    })
+}
+
+/// Interns `e` (at translation time, never per packet): the same value always gets the same
+/// id. An error when [`MAX_CT_EXTS`] distinct values exist already.
+pub fn intern_ext(e: CtExt) -> Result<CtExtId, String> {
+    let t = ext_table();
+    let mut idx = t.index.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&i) = idx.get(&e) {
+        return Ok(CtExtId(i));
+    }
+    let cur = t.values.load_full();
+    if cur.len() >= MAX_CT_EXTS {
+        return Err(format!(
+            "more than {MAX_CT_EXTS} distinct ct label/nat combinations"
+        ));
+    }
+    let mut next = (*cur).clone();
+    next.push(e);
+    let i = (next.len() - 1) as u32;
+    t.values.store(std::sync::Arc::new(next));
+    idx.insert(e, i);
+    Ok(CtExtId(i))
+}
+
+/// The value behind an id (a lock-free load; ids come only from [`intern_ext`]).
+pub fn ext(id: CtExtId) -> CtExt {
+    ext_table()
+        .values
+        .load()
+        .get(id.0 as usize)
+        .copied()
+        .unwrap_or_default()
 }
 
 /// A connection tracker as the PMD sees it: runs one packet (after the actions before `ct`
@@ -89,6 +159,32 @@ pub fn ct_clear(md: &mut PacketMeta) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interned_extensions_round_trip_and_dedup() {
+        let a = CtExt {
+            label: Some((1 << 100, u128::MAX)),
+            nat: None,
+        };
+        let b = CtExt {
+            label: None,
+            nat: Some(flow::ofp::Nat {
+                kind: Some(flow::ofp::NatKind::Src),
+                ports: (1000, 1002),
+                ..Default::default()
+            }),
+        };
+        let (ia, ib) = (intern_ext(a).expect("a"), intern_ext(b).expect("b"));
+        assert_ne!(ia, ib);
+        assert_eq!(intern_ext(a).expect("a again"), ia);
+        assert_eq!((ext(ia), ext(ib)), (a, b));
+        let p = CtParams {
+            ext: Some(ib),
+            ..CtParams::default()
+        };
+        assert_eq!(p.ext(), b);
+        assert_eq!(CtParams::default().ext(), CtExt::default());
+    }
 
     #[test]
     fn untracked_is_trk_inv_in_zone_and_clear_resets() {

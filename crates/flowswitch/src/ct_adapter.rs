@@ -81,13 +81,14 @@ impl ConnTracker for CtAdapter {
 
 /// The tracker's form of a datapath `ct(...)`.
 pub fn ct_action(p: &CtParams) -> CtAction {
+    let ext = p.ext();
     CtAction {
         zone: p.zone,
         commit: p.commit || p.force,
         force: p.force,
         mark: p.mark,
-        label: p.label,
-        nat: p.nat.as_ref().map(nat_action),
+        label: ext.label,
+        nat: ext.nat.as_ref().map(nat_action),
     }
 }
 

@@ -12,7 +12,7 @@
 use datapath::actions::{
     Ipv6Addr, L4Proto, Masked, SetArp, SetEth, SetIcmp, SetIpv4, SetIpv6, SetL4,
 };
-use datapath::{CtParams, DpAction};
+use datapath::{CtExt, CtParams, DpAction};
 use ofproto::odp::SetField;
 use ofproto::{OdpAction, format_odp_actions};
 
@@ -54,13 +54,23 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
                 if helper.is_some() {
                     return Err(refuse("no connection-tracking helper (ALG) is implemented"));
                 }
+                let ext = if label.is_some() || nat.is_some() {
+                    Some(
+                        datapath::ct::intern_ext(CtExt {
+                            label: *label,
+                            nat: *nat,
+                        })
+                        .map_err(|e| refuse(&e))?,
+                    )
+                } else {
+                    None
+                };
                 dp.push(DpAction::Ct(CtParams {
                     zone: *zone,
                     commit: *commit,
                     force: *force,
                     mark: *mark,
-                    label: *label,
-                    nat: *nat,
+                    ext,
                 }));
             }
             OdpAction::CtClear => dp.push(DpAction::CtClear),
