@@ -58,6 +58,7 @@ pub mod build;
 pub mod cache;
 pub mod dump;
 pub mod fuzzing;
+pub mod ipf;
 mod key;
 pub mod l4;
 mod nat;
