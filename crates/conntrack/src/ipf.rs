@@ -18,7 +18,7 @@
 //!   [`IpfVerdict::NotFragment`]: the tracker handles it as usual (it marks any fragment
 //!   `+inv`).
 //! - Malformed fragment (IPv4: total length beyond the frame, IHL < 5, total length below the
-//!   header, bad header checksum, no data; IPv6: payload length beyond the frame, no data) →
+//!   header, bad header checksum; IPv6: payload length beyond the frame) →
 //!   [`IpfVerdict::Invalid`]: passed on, `+inv`.
 //! - A non-last fragment whose IP packet (header included: IPv4 total length, IPv6
 //!   40 + payload length) is below the minimum (1200 / 1280) → counted `too small`,
@@ -312,10 +312,8 @@ fn parse_v4(ip: &[u8], l3: usize, zone: u16) -> Parsed {
     if !checksum::verify(&ip[..ihl]) {
         return Parsed::Malformed(false);
     }
+    // A zero-length fragment is taken as OVS takes it: `end = start − 1`.
     let len = (tot - ihl) as i64;
-    if len == 0 {
-        return Parsed::Malformed(false);
-    }
     let start = i64::from(frag_off & 0x1fff) * 8;
     let mf = frag_off & 0x2000 != 0;
     let mut src = [0u8; 16];
@@ -376,11 +374,9 @@ fn parse_v6(ip: &[u8], l3: usize, zone: u16) -> Parsed {
     if 40 + plen > ip.len() {
         return Parsed::Malformed(true);
     }
+    // `data ≤ ip_end`: the walk stayed within 40 + plen.
     let data = frag_pos + 8;
     let ip_end = 40 + plen;
-    if ip_end <= data {
-        return Parsed::Malformed(true);
-    }
     let start = i64::from(offlg & 0xfff8);
     let more = offlg & 1 != 0;
     let mut src = [0u8; 16];
@@ -1418,6 +1414,27 @@ mod tests {
         assert_eq!(ipf.stats().nfrag, 0);
         // A fragment after its context was dropped starts a new one.
         assert_eq!(ipf.process(&fr[0], 0, 30_000), IpfVerdict::Held);
+    }
+
+    #[test]
+    fn zero_length_last_fragment_completes_as_in_ovs() {
+        let ipf = Ipf::new(IpfConfig::default());
+        let (o, l3) = v4_datagram(false, 18, 1480, 0);
+        let set = |f: &mut Vec<u8>, fo: u16, tot: u16| {
+            f[l3 + 2..l3 + 4].copy_from_slice(&tot.to_be_bytes());
+            f[l3 + 6..l3 + 8].copy_from_slice(&fo.to_be_bytes());
+            f[l3 + 10..l3 + 12].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(&f[l3..l3 + 20]);
+            f[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        };
+        let mut first = o.clone();
+        set(&mut first, 0x6000, 1508);
+        let mut last = o[..l3 + 20].to_vec();
+        set(&mut last, 0x4000 | 186, 20);
+        assert_eq!(ipf.process(&last, 0, 0), IpfVerdict::Held);
+        let (r, frags) = complete(ipf.process(&first, 0, 0));
+        assert_eq!(r, o);
+        assert_eq!(frags, vec![first, last]);
     }
 
     #[test]
