@@ -65,6 +65,7 @@ pub mod build;
 pub mod cache;
 pub mod dump;
 pub mod fuzzing;
+pub mod ipf;
 mod key;
 pub mod l4;
 mod nat;
