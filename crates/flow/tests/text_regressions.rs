@@ -72,3 +72,39 @@ fn nw_frag_one_bit_masks_print_as_ovs_names_them() {
         "tcp,nw_frag=no,tcp_flags=-fin,actions=drop"
     );
 }
+
+#[test]
+fn vlan_tci_without_cfi_is_lost_by_of10_like_ovs() {
+    // `ovs-ofctl parse-flow` (OVS 3.1): a flow that needs NXM keeps `vlan_tci=0x0003`;
+    // the same text alone is OpenFlow 1.0-usable, whose conversion makes it 0x0000.
+    let seed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/seeds/parse_flow/of10-vlan-tci-without-cfi"
+    ))
+    .expect("seed file");
+    let printed = format_flow_add(&parse_flow(&seed).expect("parses"));
+    assert_eq!(printed, "vlan_tci=0x0003,actions=output:10");
+    assert_eq!(
+        format_flow_add(&parse_flow(&printed).expect("parses")),
+        "vlan_tci=0x0000,actions=output:10"
+    );
+}
+
+#[test]
+fn tcp_flags_12_bit_mask_prints_by_name_like_ovs() {
+    // `ovs-ofctl parse-flow` (OVS 3.1) prints `tcp_flags=syn` for a 12-bit mask
+    // (`tcp_flags[]:002`) as for the 16-bit one; the name reads back with the 16-bit mask.
+    let seed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fuzz/seeds/parse_flow/tcp-flags-12-bit-mask"
+    ))
+    .expect("seed file");
+    let a = parse_flow(&seed).expect("parses");
+    let printed = format_flow_add(&a);
+    assert_eq!(printed, "tcp,tcp_flags=syn,actions=drop");
+    let b = parse_flow(&printed).expect("parses");
+    assert_eq!(format_flow_add(&b), printed);
+    // The subfield covers the 12 flag bits; the name sets the 16-bit field's whole mask.
+    assert_eq!(a.match_.mask_of(flow::FieldId::TcpFlags), 0x0fff);
+    assert_eq!(b.match_.mask_of(flow::FieldId::TcpFlags), 0xffff);
+}
