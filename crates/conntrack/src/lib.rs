@@ -401,16 +401,16 @@ impl Conntrack {
         let mut reason = None;
         // The common shape takes the straight-line parser; anything else, or anything it
         // refuses, the general one (same answer where both answer: twin-tested).
-        let parsed = match parse::parse_fast(frame, zone) {
-            Some(p) => Ok(p),
-            None => parse::parse(frame, zone),
-        };
-        match parsed {
-            Ok(p) => self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason),
-            Err(r) => {
-                reason = Some(r);
-                md.ct_state = cs::INVALID;
-                write_md(md, zone, None, None, None, None);
+        if let Some(p) = parse::parse_fast(frame, zone) {
+            self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason);
+        } else {
+            match parse::parse(frame, zone) {
+                Ok(p) => self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason),
+                Err(r) => {
+                    reason = Some(r);
+                    md.ct_state = cs::INVALID;
+                    write_md(md, zone, None, None, None, None);
+                }
             }
         }
         if let Some(r) = reason {
@@ -447,22 +447,28 @@ impl Conntrack {
     ) {
         let zone = act.zone;
         let natted = md.ct_state & (cs::SRC_NAT | cs::DST_NAT) != 0;
-        let mut key = p.key;
+        let mut key = &p.key;
         // A packet this zone already NATed is looked up by its reversed key. The cache
         // answers with a reference into its slot (no refcount traffic); a table answer is
         // kept alive in `table_hit`.
-        let lk = if natted { key.reversed() } else { key };
+        let rk;
+        let lk = if natted {
+            rk = key.reversed();
+            &rk
+        } else {
+            key
+        };
         let table_hit: Found;
         let mut found: Option<(&Arc<Conn>, bool)> = match cache {
-            Some(c) => c.lookup(self, &lk, now),
+            Some(c) => c.lookup(self, lk, now),
             None => {
-                table_hit = self.table_lookup(&lk, now);
+                table_hit = self.table_lookup(lk, now);
                 table_hit.as_ref().map(|(c, r)| (c, *r))
             }
         };
         if natted && let Some((c, reply)) = &mut found {
             *reply = !*reply;
-            key = if *reply { c.rev_key } else { c.key };
+            key = if *reply { &c.rev_key } else { &c.key };
         }
 
         if act.force
@@ -530,15 +536,15 @@ impl Conntrack {
 
         if create {
             let mut l = self.lock();
-            if self.table.lookup(&key, now).is_none() {
-                created = self.conn_not_found(&mut l, frame, md, act, now, p, &key, reason);
+            if self.table.lookup(key, now).is_none() {
+                created = self.conn_not_found(&mut l, frame, md, act, now, p, key, reason);
                 conn = created.as_ref();
             }
         }
 
         // write_ct_md, then set_mark/set_label (OVS takes the connection's lock for each;
         // one critical section here, same result).
-        write_md(md, zone, conn.map(|c| &**c), guard, Some(&key), Some(act));
+        write_md(md, zone, conn.map(|c| &**c), guard, Some(key), Some(act));
     }
 
     fn handle_nat(
