@@ -427,13 +427,20 @@ pub(crate) fn parse_fast(frame: &[u8], zone: u16) -> Option<Parsed> {
     if fold(sum32(&h[14..34], 0)) != 0xffff {
         return None;
     }
+    // Each address is written as one 16-byte value (not 4 bytes into a zeroed array), so
+    // the 8-byte loads of the key hash that follow forward from a single store instead of
+    // stalling on two partial ones (seen with `perf annotate` on the firewall bench).
+    let a4 = |b: &[u8]| {
+        let w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        u128::from(w).to_le_bytes()
+    };
     let mut key = ConnKey {
         zone,
         proto,
+        src: a4(&h[26..30]),
+        dst: a4(&h[30..34]),
         ..ConnKey::default()
     };
-    key.src[..4].copy_from_slice(&h[26..30]);
-    key.dst[..4].copy_from_slice(&h[30..34]);
     // Pseudo header (addresses, protocol, L4 length) and segment in one accumulator.
     let sum_ok = || {
         let pseudo = sum32(&h[26..34], u64::from(proto) + seg.len() as u64);
