@@ -33,6 +33,12 @@
 //! a fragment is `+inv+trk`, counted as [`InvalidReason::Fragment`]. This is a documented
 //! gap against OVS, not an accident.
 //!
+//! Fast path: [`parse_fast`] is a straight-line parser for the common shape (untagged
+//! Ethernet, IPv4 without options, TCP or UDP) with every check above for that shape and a
+//! one-accumulator checksum ([`sum32`]/[`fold`]); anything else, or anything it refuses,
+//! goes to [`parse`], which decides and says why. Both are twin-tested on real and mutated
+//! frames.
+//!
 //! Invariant: never panics on any bytes; every slice access is bounds-checked.
 
 use crate::key::ConnKey;
