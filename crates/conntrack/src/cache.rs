@@ -23,12 +23,19 @@
 //! every packet, hit or miss, then runs the same protocol update, NAT and metadata code.
 //! Nothing is skipped but the index probe; TCP, UDP, ICMP (echo and related errors) alike.
 //!
+//! Size: the cache starts with the slots it is given and doubles itself (up to
+//! [`FastCache::MAX_SLOTS`]) when, over a window of as many lookups as it has slots, at least
+//! one lookup in eight missed and evicted a live connection: the working set does not fit. A PMD with
+//! 10k connections and a 4096-slot cache would otherwise miss on most packets and pay the
+//! shared index (a shard lock's cache line written by every reader) each time. Growing moves
+//! slot `i` to `i` or `i + n` (the index is the hash's low bits), so no entry is lost.
+//!
 //! Memory: a removed connection stays allocated until its slot is overwritten or the cache
-//! dropped: at most `slots` such entries per PMD.
+//! dropped: at most `slots` such entries per PMD; 24 bytes per slot.
 
-use crate::Conntrack;
 use crate::key::ConnKey;
 use crate::table::Conn;
+use crate::{Conntrack, Stripe};
 use std::sync::Arc;
 
 /// (key hash, direction the table answered, reference).
@@ -43,18 +50,41 @@ pub struct FastCache {
     slots: Box<[Slot]>,
     mask: usize,
     owner: u64,
+    /// This cache's packet counters in its tracker (one writer: the cache's owner).
+    stripe: Option<Arc<Stripe>>,
+    /// Most slots this cache grows to.
+    max_slots: usize,
+    /// Lookups and live evictions in the current growth window.
+    window_lookups: usize,
+    window_evictions: usize,
     hits: u64,
     misses: u64,
 }
 
 impl FastCache {
-    /// A cache of `slots` entries (rounded up to a power of two, at least 1).
+    /// Most slots the cache grows to by itself (12 MiB).
+    pub const MAX_SLOTS: usize = 1 << 19;
+
+    /// A cache of `slots` entries (rounded up to a power of two, at least 1) that grows by
+    /// itself up to [`FastCache::MAX_SLOTS`] when its working set does not fit.
     pub fn new(slots: usize) -> FastCache {
+        let mut c = FastCache::fixed(slots);
+        c.max_slots = Self::MAX_SLOTS.max(c.slots.len());
+        c
+    }
+
+    /// A cache of exactly `slots` entries (rounded up to a power of two) that never grows:
+    /// for tests that want eviction and stale references to happen.
+    pub fn fixed(slots: usize) -> FastCache {
         let n = slots.max(1).next_power_of_two();
         FastCache {
             slots: (0..n).map(|_| (0, false, None)).collect(),
             mask: n - 1,
             owner: 0,
+            stripe: None,
+            max_slots: n,
+            window_lookups: 0,
+            window_evictions: 0,
             hits: 0,
             misses: 0,
         }
@@ -75,16 +105,33 @@ impl FastCache {
         self.slots.iter_mut().for_each(|s| *s = (0, false, None));
     }
 
+    /// Binds the cache to `ct` (clearing it and taking a counter stripe of `ct` if it was
+    /// bound to another tracker). Called once per packet, before [`FastCache::lookup`].
+    #[inline]
+    pub(crate) fn bind(&mut self, ct: &Conntrack) {
+        if self.owner != ct.id() || self.stripe.is_none() {
+            self.clear();
+            self.owner = ct.id();
+            self.stripe = Some(ct.register_stripe());
+        }
+    }
+
+    /// The counter stripe (after [`FastCache::bind`]).
+    pub(crate) fn stripe(&mut self) -> &Stripe {
+        self.stripe.get_or_insert_with(Default::default)
+    }
+
+    /// The live connection with key `k` and whether `k` is its reply key: a validated slot,
+    /// else the table (and the answer is kept in the slot). Returns a reference into the
+    /// slot: no refcount traffic on a hit.
     pub(crate) fn lookup(
         &mut self,
         ct: &Conntrack,
         k: &ConnKey,
         now: u64,
-    ) -> Option<(Arc<Conn>, bool)> {
-        if self.owner != ct.id() {
-            self.clear();
-            self.owner = ct.id();
-        }
+    ) -> Option<(&Arc<Conn>, bool)> {
+        debug_assert_eq!(self.owner, ct.id());
+        self.window_lookups += 1;
         let h = k.cache_hash();
         let i = (h as usize) & self.mask;
         if let (tag, dir, Some(c)) = &self.slots[i]
@@ -94,13 +141,86 @@ impl FastCache {
             && reply == *dir
         {
             self.hits += 1;
-            return Some((Arc::clone(c), reply));
+            // Re-borrow (the checks above borrowed the slot only for the condition).
+            return self.slots[i].2.as_ref().map(|c| (c, reply));
         }
         self.misses += 1;
-        let found = ct.table_lookup(k, now);
-        if let Some((c, reply)) = &found {
-            self.slots[i] = (h, *reply, Some(Arc::clone(c)));
+        let (c, reply) = ct.table_lookup(k, now)?;
+        if self.slots[i].2.as_ref().is_some_and(|old| old.live(now)) {
+            self.window_evictions += 1;
         }
-        found
+        self.slots[i] = (h, reply, Some(c));
+        let out = (h, reply);
+        if self.window_lookups >= self.slots.len() {
+            if self.window_evictions * 8 >= self.window_lookups && self.slots.len() < self.max_slots
+            {
+                self.grow();
+            }
+            self.window_lookups = 0;
+            self.window_evictions = 0;
+        }
+        let i = (out.0 as usize) & self.mask;
+        self.slots[i].2.as_ref().map(|c| (c, out.1))
+    }
+
+    /// Doubles the slots, keeping every entry (slot `i` moves to `i` or `i + n`).
+    fn grow(&mut self) {
+        let n = self.slots.len() * 2;
+        let mut new: Box<[Slot]> = (0..n).map(|_| (0, false, None)).collect();
+        for s in std::mem::take(&mut self.slots).into_vec() {
+            if s.2.is_some() {
+                let i = (s.0 as usize) & (n - 1);
+                new[i] = s;
+            }
+        }
+        self.slots = new;
+        self.mask = n - 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, CtAction, build};
+    use flow::extract::PacketMeta;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    /// A growing cache gives, packet by packet, what the full path gives on a twin tracker,
+    /// while it grows from 16 slots past the working set of 3000 connections.
+    #[test]
+    fn growing_cache_agrees_with_the_full_path() {
+        let (full, fast) = (
+            Conntrack::with_seed(Config::default(), 5),
+            Conntrack::with_seed(Config::default(), 5),
+        );
+        let commit = CtAction {
+            commit: true,
+            ..CtAction::default()
+        };
+        let ip = |i: u32| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
+        let mut frames = Vec::new();
+        for i in 0..3000u32 {
+            frames.push(build::udp(ip(1), ip(0x1000 + i), 1024 + i as u16, 53, b"x"));
+            frames.push(build::udp(ip(0x1000 + i), ip(1), 53, 1024 + i as u16, b"y"));
+        }
+        let mut cache = FastCache::new(16);
+        for round in 0..6u64 {
+            for (j, f) in frames.iter().enumerate() {
+                let act = if round == 0 {
+                    commit
+                } else {
+                    CtAction::default()
+                };
+                let (mut a, mut b) = (f.clone(), f.clone());
+                let (mut ma, mut mb) = (PacketMeta::port(1), PacketMeta::port(1));
+                full.execute(&mut a, &mut ma, &act, 1 + round);
+                fast.execute_cached(&mut cache, &mut b, &mut mb, &act, 1 + round);
+                assert_eq!((ma, a), (mb, b), "round {round} packet {j}");
+            }
+        }
+        assert!(cache.capacity() >= 8192, "{}", cache.capacity());
+        assert_eq!(full.stats(), fast.stats());
+        let (hits, _) = cache.hit_stats();
+        assert!(hits > 4 * 6000 / 2, "{:?}", cache.hit_stats());
     }
 }

@@ -79,7 +79,7 @@ impl Twin {
         Twin {
             a: Conntrack::with_seed(cfg, 42),
             b: Conntrack::with_seed(cfg, 42),
-            cache: FastCache::new(8),
+            cache: FastCache::fixed(8),
             now: 1_000,
             zone: 0,
             max_limit: 12,

@@ -176,9 +176,11 @@ pub struct CtStats {
     pub replaced: u64,
 }
 
+/// Per-packet counters. The shared stripes are bumped with atomic adds; a [`FastCache`]'s own
+/// stripe has a single writer (its PMD) and is bumped with a plain load and store.
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct Stripe {
+pub(crate) struct Stripe {
     packets: AtomicU64,
     new: AtomicU64,
     est: AtomicU64,
@@ -212,6 +214,32 @@ struct Counters {
     expired: AtomicU64,
     flushed: AtomicU64,
     replaced: AtomicU64,
+    /// The stripes of the fast caches bound to this tracker, and the sums of those whose
+    /// cache was dropped.
+    cache_stripes: Mutex<(Vec<Arc<Stripe>>, [u64; 4])>,
+}
+
+impl Stripe {
+    fn load(&self) -> [u64; 4] {
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        [
+            ld(&self.packets),
+            ld(&self.new),
+            ld(&self.est),
+            ld(&self.rel),
+        ]
+    }
+
+    /// Counts a packet that left with `state`. Only for a stripe with one writer (a cache's).
+    pub(crate) fn count_single_writer(&self, state: u32) {
+        let bump = |a: &AtomicU64, on: bool| {
+            a.store(a.load(Ordering::Relaxed) + u64::from(on), Ordering::Relaxed);
+        };
+        bump(&self.packets, true);
+        bump(&self.new, state & cs::NEW != 0);
+        bump(&self.est, state & cs::ESTABLISHED != 0);
+        bump(&self.rel, state & cs::RELATED != 0);
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -311,6 +339,29 @@ impl Conntrack {
         self.tcp_liberal.store(on, Ordering::Relaxed);
     }
 
+    /// A counter stripe for a fast cache binding to this tracker (the stripes of dropped
+    /// caches are folded into the retired sums here).
+    pub(crate) fn register_stripe(&self) -> Arc<Stripe> {
+        let mut g = self
+            .counters
+            .cache_stripes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (list, retired) = &mut *g;
+        list.retain(|st| {
+            if Arc::strong_count(st) > 1 {
+                return true;
+            }
+            for (r, v) in retired.iter_mut().zip(st.load()) {
+                *r += v;
+            }
+            false
+        });
+        let st = Arc::new(Stripe::default());
+        list.push(Arc::clone(&st));
+        st
+    }
+
     /// Runs `frame` through the tracker (the full path). See the crate doc.
     pub fn execute(&self, frame: &mut [u8], md: &mut PacketMeta, act: &CtAction, now_ms: u64) {
         self.run(frame, md, act, now_ms, None);
@@ -338,24 +389,37 @@ impl Conntrack {
         md: &mut PacketMeta,
         act: &CtAction,
         now: u64,
-        cache: Option<&mut FastCache>,
+        mut cache: Option<&mut FastCache>,
     ) {
         self.note_now(now);
+        if let Some(c) = cache.as_deref_mut() {
+            c.bind(self);
+        }
         let zone = act.zone;
         if md.ct_state != 0 && md.ct_zone != zone {
             md.ct_state = 0;
         }
         let mut reason = None;
-        match parse::parse(frame, zone) {
-            Ok(p) => self.process(frame, md, act, now, cache, p, &mut reason),
-            Err(r) => {
-                reason = Some(r);
-                md.ct_state = cs::INVALID;
-                write_md(md, zone, None, None, None);
+        // The common shape takes the straight-line parser; anything else, or anything it
+        // refuses, the general one (same answer where both answer: twin-tested).
+        if let Some(p) = parse::parse_fast(frame, zone) {
+            self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason);
+        } else {
+            match parse::parse(frame, zone) {
+                Ok(p) => self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason),
+                Err(r) => {
+                    reason = Some(r);
+                    md.ct_state = cs::INVALID;
+                    write_md(md, zone, None, None, None, None);
+                }
             }
         }
         if let Some(r) = reason {
             self.count_invalid(r);
+        }
+        if let Some(c) = cache {
+            c.stripe().count_single_writer(md.ct_state);
+            return;
         }
         let s = &self.counters.stripes[stripe_index()];
         s.packets.fetch_add(1, Ordering::Relaxed);
@@ -378,29 +442,34 @@ impl Conntrack {
         md: &mut PacketMeta,
         act: &CtAction,
         now: u64,
-        mut cache: Option<&mut FastCache>,
-        p: Parsed,
+        cache: Option<&mut FastCache>,
+        p: &Parsed,
         reason: &mut Option<InvalidReason>,
     ) {
         let zone = act.zone;
         let natted = md.ct_state & (cs::SRC_NAT | cs::DST_NAT) != 0;
-        let mut key = p.key;
-        let mut first = |k: &ConnKey, this: &Self| -> Found {
-            match cache {
-                Some(ref mut c) => c.lookup(this, k, now),
-                None => this.table_lookup(k, now),
+        let mut key = &p.key;
+        // A packet this zone already NATed is looked up by its reversed key. The cache
+        // answers with a reference into its slot (no refcount traffic); a table answer is
+        // kept alive in `table_hit`.
+        let rk;
+        let lk = if natted {
+            rk = key.reversed();
+            &rk
+        } else {
+            key
+        };
+        let table_hit: Found;
+        let mut found: Option<(&Arc<Conn>, bool)> = match cache {
+            Some(c) => c.lookup(self, lk, now),
+            None => {
+                table_hit = self.table_lookup(lk, now);
+                table_hit.as_ref().map(|(c, r)| (c, *r))
             }
         };
-        let mut found: Found;
-        if natted {
-            let rk = key.reversed();
-            found = first(&rk, self);
-            if let Some((c, reply)) = &mut found {
-                *reply = !*reply;
-                key = if *reply { c.rev_key } else { c.key };
-            }
-        } else {
-            found = first(&key, self);
+        if natted && let Some((c, reply)) = &mut found {
+            *reply = !*reply;
+            key = if *reply { &c.rev_key } else { &c.key };
         }
 
         if act.force
@@ -412,7 +481,11 @@ impl Conntrack {
         }
 
         let mut create = false;
-        let mut conn: Option<Arc<Conn>> = None;
+        let mut conn: Option<&Arc<Conn>> = None;
+        // The connection's lock, kept from the protocol update to `write_md` (one critical
+        // section per packet; nothing else is acquired while it is held).
+        let mut guard: Option<MutexGuard<'_, ConnMut>> = None;
+        let created: Option<Arc<Conn>>;
         if let Some((c, reply)) = found {
             if p.related {
                 md.ct_state |= cs::RELATED;
@@ -421,17 +494,15 @@ impl Conntrack {
                 }
             } else {
                 let liberal = self.tcp_liberal.load(Ordering::Relaxed);
-                let res = {
-                    let mut m = c.lock();
-                    let (res, tm) = m.l4.update(&p, frame, reply, liberal);
-                    if let Some(tm) = tm {
-                        c.expiration.store(
-                            now.saturating_add(u64::from(tm.attr(&self.cfg.timeouts)) * 1000),
-                            Ordering::Relaxed,
-                        );
-                    }
-                    res
-                };
+                let mut m = c.lock();
+                let (res, tm) = m.l4.update(p, frame, reply, liberal);
+                if let Some(tm) = tm {
+                    c.expiration.store(
+                        now.saturating_add(u64::from(tm.attr(&self.cfg.timeouts)) * 1000),
+                        Ordering::Relaxed,
+                    );
+                }
+                guard = Some(m);
                 match res {
                     Update::Valid => {
                         md.ct_state |= cs::ESTABLISHED;
@@ -445,6 +516,7 @@ impl Conntrack {
                         *reason = Some(r);
                     }
                     Update::New => {
+                        guard = None;
                         c.force_expire();
                         self.counters.replaced.fetch_add(1, Ordering::Relaxed);
                         create = true;
@@ -453,7 +525,7 @@ impl Conntrack {
                 }
             }
             if act.nat.is_some() && !create {
-                self.handle_nat(frame, md, &p, &c, zone, reply);
+                self.handle_nat(frame, md, p, c, zone, reply);
             }
             conn = Some(c);
         } else if p.related {
@@ -465,14 +537,15 @@ impl Conntrack {
 
         if create {
             let mut l = self.lock();
-            if self.table.lookup(&key, now).is_none() {
-                conn = self.conn_not_found(&mut l, frame, md, act, now, &p, &key, reason);
+            if self.table.lookup(key, now).is_none() {
+                created = self.conn_not_found(&mut l, frame, md, act, now, p, key, reason);
+                conn = created.as_ref();
             }
         }
 
         // write_ct_md, then set_mark/set_label (OVS takes the connection's lock for each;
         // one critical section here, same result).
-        write_md(md, zone, conn.as_deref(), Some(&key), Some(act));
+        write_md(md, zone, conn.map(|c| &**c), guard, Some(key), Some(act));
     }
 
     fn handle_nat(
@@ -631,18 +704,20 @@ impl Conntrack {
         let mut l = self.lock();
         let mut removed = 0;
         let (mut shard, mut idx) = l.cursor;
-        let mut empty_shards = 0;
+        // At most one lap per call: every shard once from the cursor on, and the cursor's
+        // shard again from its start. (Going round until the budget is spent made a call on
+        // a nearly empty table take ~budget × SHARDS shard locks.)
+        let mut shard_steps = 0;
         let mut examined = 0;
-        while examined < budget && empty_shards <= table::SHARDS {
+        while examined < budget && shard_steps <= table::SHARDS {
             match self.table.at(shard, idx) {
                 None => {
                     shard = (shard + 1) % table::SHARDS;
                     idx = 0;
-                    empty_shards += 1;
+                    shard_steps += 1;
                 }
                 Some((k, c)) => {
                     examined += 1;
-                    empty_shards = 0;
                     if k == c.key && c.expired(now_ms) && self.remove_locked(&mut l, &c) {
                         removed += 1;
                         // The slot now holds another entry (swap-remove): look again.
@@ -716,11 +791,17 @@ impl Conntrack {
         let c = &self.counters;
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut s = CtStats::default();
-        for st in &c.stripes {
-            s.packets += ld(&st.packets);
-            s.new += ld(&st.new);
-            s.established += ld(&st.est);
-            s.related += ld(&st.rel);
+        let mut add = |v: [u64; 4]| {
+            s.packets += v[0];
+            s.new += v[1];
+            s.established += v[2];
+            s.related += v[3];
+        };
+        c.stripes.iter().for_each(|st| add(st.load()));
+        {
+            let g = c.cache_stripes.lock().unwrap_or_else(|e| e.into_inner());
+            g.0.iter().for_each(|st| add(st.load()));
+            add(g.1);
         }
         s.invalid_by_reason = InvalidReason::ALL
             .iter()
@@ -835,10 +916,12 @@ impl Conntrack {
 /// OVS `write_ct_md`.
 /// OVS `write_ct_md`, followed — when `act` carries them and there is a connection — by
 /// `set_mark`/`set_label` (value | (current & !mask), stored in the connection).
+/// `guard`, when given, is `conn`'s lock, already held.
 fn write_md(
     md: &mut PacketMeta,
     zone: u16,
     conn: Option<&Conn>,
+    guard: Option<MutexGuard<'_, ConnMut>>,
     key: Option<&ConnKey>,
     act: Option<&CtAction>,
 ) {
@@ -846,7 +929,10 @@ fn write_md(
     md.ct_zone = zone;
     let k = match conn {
         Some(c) => {
-            let mut m = c.lock();
+            let mut m = match guard {
+                Some(g) => g,
+                None => c.lock(),
+            };
             md.ct_mark = m.mark;
             md.ct_label = u128::from(m.label[0]) | u128::from(m.label[1]) << 64;
             if let Some(a) = act {

@@ -12,7 +12,10 @@
 //! DNAT with a port range tries destination ports first, then falls back to source ports of
 //! the class. Each search probes at most 128 ports from the start, wrapping in the range, then
 //! — if the range is larger — up to four more rounds of 64, 32, 16, 8 probes from random
-//! starts; exhaustion is counted and the packet is `+new` without a connection. ICMP and other
+//! starts. When that finds nothing we go on where OVS gives up: an exhaustive scan of every
+//! address × port of the ranges from the first choice on, capped at [`EXHAUSTIVE_PROBES`]
+//! probes, so that a small range is never refused while a slot is free. Only real exhaustion
+//! (or the cap) is counted, and the packet is then `+new` without a connection. ICMP and other
 //! protocols only get an address (OVS 3.1 does not rewrite the ICMP echo id). `persistent`,
 //! `hash` and `random` are accepted and, as in OVS's userspace datapath, have no effect.
 //!
@@ -266,32 +269,156 @@ pub(crate) fn unique_tuple(
         rev.src = addr;
     }
     if !pat {
-        return (!in_use(&rev)).then_some(rev);
+        if !in_use(&rev) {
+            return Some(rev);
+        }
+    } else {
+        let mut found = false;
+        if n.action & NAT_DST_PORT != 0 {
+            found = unique_l4(
+                &mut rev,
+                PortField::RevSrc,
+                curr_d,
+                min_d,
+                max_d,
+                &mut rng,
+                in_use,
+            );
+        }
+        if !found {
+            found = unique_l4(
+                &mut rev,
+                PortField::RevDst,
+                curr_s,
+                min_s,
+                max_s,
+                &mut rng,
+                in_use,
+            );
+        }
+        if found {
+            return Some(rev);
+        }
     }
-    let mut found = false;
-    if n.action & NAT_DST_PORT != 0 {
-        found = unique_l4(
-            &mut rev,
-            PortField::RevSrc,
-            curr_d,
-            min_d,
-            max_d,
-            &mut rng,
-            in_use,
-        );
+    let ports = Ports {
+        dst_range: n.action & NAT_DST_PORT != 0,
+        curr_d,
+        min_d,
+        max_d,
+        curr_s,
+        min_s,
+        max_s,
+    };
+    exhaustive(key, n, addr, &ports, in_use)
+}
+
+/// Most reply keys [`exhaustive`] probes: one whole port class (64,512 ports) of one address
+/// plus slack. Each probe is an index lookup under the commit lock (~0.1 µs), so a refused
+/// commit costs at most a few milliseconds. Beyond the cap a commit is refused (and counted
+/// as exhausted) even if a free tuple might remain further on.
+pub(crate) const EXHAUSTIVE_PROBES: u32 = 1 << 16;
+
+/// The port ranges of one search (see [`unique_tuple`]).
+struct Ports {
+    dst_range: bool,
+    curr_d: u16,
+    min_d: u16,
+    max_d: u16,
+    curr_s: u16,
+    min_s: u16,
+    max_s: u16,
+}
+
+/// The `i`-th value of `[min, max]` counting from `curr` (wrapping).
+fn nth_port(curr: u16, min: u16, max: u16, i: u32) -> u16 {
+    let span = u32::from(max) - u32::from(min) + 1;
+    let c = u32::from(curr.clamp(min, max)) - u32::from(min);
+    (u32::from(min) + (c + i) % span) as u16
+}
+
+/// The fallback when OVS's search order (the first address, at most 248 port probes) finds
+/// nothing: every address of the range from the first choice on (wrapping), and for each —
+/// with DNAT port ranges — every destination port, then every source port of the class, each
+/// from its first choice on, until a free reply key turns up or [`EXHAUSTIVE_PROBES`] keys
+/// were probed. OVS 3.1 does not scan exhaustively (it gives up after its bounded probes);
+/// we do so that a small range is never refused while a slot is free (found by the
+/// differential test `nat_range_exhaustion`: 6 slots, 8 connections, only 4 committed).
+fn exhaustive(
+    key: &ConnKey,
+    n: &NatInfo,
+    first_addr: [u8; 16],
+    p: &Ports,
+    in_use: &mut dyn FnMut(&ConnKey) -> bool,
+) -> Option<ConnKey> {
+    let pat = key.is_pat();
+    let mut budget = EXHAUSTIVE_PROBES;
+    let mut probe = |k: &ConnKey| {
+        if budget == 0 {
+            return None;
+        }
+        budget -= 1;
+        Some(!in_use(k))
+    };
+    // Addresses: (range minimum, offset of the first choice, how many).
+    let (lo, off0, count): (u128, u64, u64) = if n.min_addr == [0u8; 16] {
+        (0, 0, 1)
+    } else if key.v6 {
+        let lo = u128::from_be_bytes(n.min_addr);
+        let cnt = u64::from(v6_delta(lo, u128::from_be_bytes(n.max_addr))) + 1;
+        let off = u128::from_be_bytes(first_addr).wrapping_sub(lo) as u64;
+        (lo, off, cnt)
+    } else {
+        let a4 = |a: &[u8; 16]| u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
+        let lo = a4(&n.min_addr);
+        let cnt = u64::from(a4(&n.max_addr).wrapping_sub(lo)) + 1;
+        let off = u64::from(a4(&first_addr).wrapping_sub(lo));
+        (u128::from(lo), off, cnt)
+    };
+    let mut rev = key.reversed();
+    for i in 0..count {
+        let addr = if n.min_addr == [0u8; 16] {
+            first_addr
+        } else {
+            let o = u128::from((off0 + i) % count);
+            if key.v6 {
+                lo.wrapping_add(o).to_be_bytes()
+            } else {
+                let mut b = [0u8; 16];
+                b[..4].copy_from_slice(&((lo + o) as u32).to_be_bytes());
+                b
+            }
+        };
+        if n.action & NAT_SRC != 0 {
+            rev.dst = addr;
+        } else {
+            rev.src = addr;
+        }
+        if !pat {
+            if probe(&rev)? {
+                return Some(rev);
+            }
+            continue;
+        }
+        if p.dst_range {
+            rev.dport = p.curr_s;
+            let span = u32::from(p.max_d) - u32::from(p.min_d) + 1;
+            for j in 0..span {
+                rev.sport = nth_port(p.curr_d, p.min_d, p.max_d, j);
+                if probe(&rev)? {
+                    return Some(rev);
+                }
+            }
+        }
+        rev.sport = p.curr_d;
+        let span = u32::from(p.max_s) - u32::from(p.min_s) + 1;
+        for j in 0..span {
+            rev.dport = nth_port(p.curr_s, p.min_s, p.max_s, j);
+            if probe(&rev)? {
+                return Some(rev);
+            }
+        }
     }
-    if !found {
-        found = unique_l4(
-            &mut rev,
-            PortField::RevDst,
-            curr_s,
-            min_s,
-            max_s,
-            &mut rng,
-            in_use,
-        );
-    }
-    found.then_some(rev)
+    None
 }
 
 // ---------------------------------------------------------------------------------------
@@ -593,6 +720,122 @@ mod tests {
                 assert!(g.dport >= lo && g.dport <= hi);
             }
         }
+    }
+
+    fn snat_range(a: [u8; 4], b: [u8; 4], ports: (u16, u16)) -> NatInfo {
+        let mut n = snat(a, Some(ports));
+        n.max_addr[..4].copy_from_slice(&b);
+        n
+    }
+
+    /// The trivially correct twin with address ranges: OVS's order first (the allocator's
+    /// first address, a linear scan of ≤ 128 ports from its first port), then every address
+    /// from the first one on and every port from the first port on; `None` only when every
+    /// tuple of the ranges is used.
+    fn brute_all(k: &ConnKey, n: &NatInfo, used: &HashSet<ConnKey>) -> Option<ConnKey> {
+        if let Some(c) = brute(k, n, used) {
+            return Some(c);
+        }
+        let first = unique_tuple(k, n, &mut |_| false)?;
+        let a4 = |a: &[u8]| u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
+        let (lo, hi) = (a4(&n.min_addr), a4(&n.max_addr));
+        let (plo, phi) = (n.min_port, n.max_port);
+        let na = hi - lo + 1;
+        let np = u32::from(phi - plo) + 1;
+        for i in 0..na {
+            let a = lo + (a4(&first.dst) - lo + i) % na;
+            for j in 0..np {
+                let mut c = first;
+                c.dst[..4].copy_from_slice(&a.to_be_bytes());
+                c.dport = plo + ((u32::from(first.dport - plo) + j) % np) as u16;
+                if !used.contains(&c) {
+                    return Some(c);
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn allocator_with_address_ranges_agrees_with_brute_force() {
+        let mut seed = 11u64;
+        for round in 0..500u16 {
+            let na = 1 + (xorshift(&mut seed) % 4) as u8;
+            let lo = 1000 + (xorshift(&mut seed) % 100) as u16;
+            let hi = lo + (xorshift(&mut seed) % 6) as u16;
+            let n = snat_range([9, 9, 9, 1], [9, 9, 9, na], (lo, hi));
+            let k = key(20000 + round);
+            let first = unique_tuple(&k, &n, &mut |_| false).expect("first");
+            // Use up a random share (sometimes all) of the slots.
+            let dense = xorshift(&mut seed) % 4;
+            let mut used = HashSet::new();
+            for a in 1..=na {
+                for p in lo..=hi {
+                    if dense == 0 || !xorshift(&mut seed).is_multiple_of(dense + 1) {
+                        let mut c = first;
+                        c.dst[3] = a;
+                        c.dport = p;
+                        used.insert(c);
+                    }
+                }
+            }
+            let got = unique_tuple(&k, &n, &mut |c| used.contains(c));
+            assert_eq!(got, brute_all(&k, &n, &used), "round {round}");
+            let free = (1..=na).any(|a| {
+                (lo..=hi).any(|p| {
+                    let mut c = first;
+                    c.dst[3] = a;
+                    c.dport = p;
+                    !used.contains(&c)
+                })
+            });
+            assert_eq!(got.is_some(), free, "round {round}");
+            if let Some(g) = got {
+                assert!(!used.contains(&g));
+                assert!(g.dport >= lo && g.dport <= hi && (1..=na).contains(&g.dst[3]));
+            }
+        }
+    }
+
+    /// The differential test's `nat_range_exhaustion`: 8 connections into 2 addresses × 3
+    /// ports get exactly 6 distinct tuples, then exhaustion.
+    #[test]
+    fn small_range_fills_every_slot() {
+        let n = snat_range([10, 0, 0, 100], [10, 0, 0, 101], (1000, 1002));
+        let mut used = HashSet::new();
+        let mut got = 0;
+        for i in 0..8 {
+            let mut k = key(1000 + i);
+            k.dport = 2000;
+            if let Some(r) = unique_tuple(&k, &n, &mut |c| {
+                used.contains(&(c.dst, c.dport)) // the reply key's translated endpoint
+            }) {
+                assert!(used.insert((r.dst, r.dport)));
+                got += 1;
+            }
+        }
+        assert_eq!(got, 6);
+    }
+
+    #[test]
+    fn exhaustive_scan_is_capped() {
+        // A /8 of addresses without ports (ICMP-like: no PAT), all used: the scan stops at
+        // the cap.
+        let mut n = snat([10, 0, 0, 0], None);
+        n.max_addr[..4].copy_from_slice(&[10, 255, 255, 255]);
+        let mut k = key(1);
+        k.proto = 47;
+        k.sport = 0;
+        k.dport = 0;
+        let mut probes = 0u32;
+        assert_eq!(
+            unique_tuple(&k, &n, &mut |_| {
+                probes += 1;
+                true
+            }),
+            None
+        );
+        assert_eq!(probes, 1 + EXHAUSTIVE_PROBES);
     }
 
     #[test]
