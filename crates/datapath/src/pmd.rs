@@ -689,8 +689,9 @@ pub struct Pmd {
     recirc: VecDeque<(Packet, PacketMeta, u8)>,
     cycles_per_ms: u64,
     next_rank_ms: u64,
-    /// Cycle count at the start of the burst being processed.
-    batch_tsc: u64,
+    /// Milliseconds of the cycle counter at the start of the burst being processed: the time of every flow-stats update and conntrack call of
+    /// the burst and its recirculations (OVS likewise reads the clock once per batch).
+    batch_ms: u64,
     metas_port: Option<u32>,
 }
 
@@ -747,7 +748,7 @@ impl Pmd {
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
-            batch_tsc: 0,
+            batch_ms: 0,
             metas_port: None,
             cfg,
         }
@@ -892,7 +893,7 @@ impl Pmd {
             self.stats.idle_cycles += t1.wrapping_sub(t0);
             return t1;
         }
-        self.batch_tsc = t0;
+        self.batch_ms = t0 / self.cycles_per_ms;
         self.process_batch(in_port);
         let t1 = netdev::tsc::now();
         self.stats.processing_cycles += t1.wrapping_sub(t0);
@@ -1038,7 +1039,7 @@ impl Pmd {
         // A pass is at most one batch (lets the compiler drop the per-packet bounds checks).
         let n = n.min(BATCH_MAX);
         // The burst's start time stands for every packet of it (flow `used` times, in ms).
-        let now_ms = self.batch_tsc / self.cycles_per_ms;
+        let now_ms = self.batch_ms;
         let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
         // The classifier snapshot is held (an `Arc` count up and down: two atomic operations)
         // only with the SMC on or for misses: with the SMC off an all-EMC-hit burst does not
@@ -1337,8 +1338,7 @@ impl Pmd {
                 DpAction::Drop => break,
                 DpAction::Ct(params) => {
                     if let Some(p) = pkt.as_mut() {
-                        let now_ms = netdev::tsc::now() / self.cycles_per_ms;
-                        self.conntrack(p, i, &params, now_ms);
+                        self.conntrack(p, i, &params, self.batch_ms);
                     }
                 }
                 DpAction::CtClear => self.ct_clear(i),

@@ -7,6 +7,12 @@
 //! validated before use — see the `conntrack` crate) and runs the tracker's expiry in
 //! bounded slices between bursts.
 //!
+//! Expiry slices: every [`SWEEP_INTERVAL_MS`] a PMD examines at most [`SWEEP_BUDGET`] index
+//! slots, and never more than the table has (two per connection): a slice over a small table
+//! is one round over it, not [`SWEEP_BUDGET`] probes of mostly empty shards (the sweep's
+//! cursor keeps walking empty shards between the few entries it examines), and an empty
+//! table is not swept at all.
+//!
 //! Time: the PMD passes milliseconds of its cycle counter; the adapter adds a shared offset
 //! (`receive` scripts move it with `advance MS` to test expiry without waiting).
 
@@ -73,10 +79,19 @@ impl ConnTracker for CtAdapter {
     fn poll_housekeeping(&mut self, now_ms: u64) {
         if now_ms >= self.next_sweep_ms {
             self.next_sweep_ms = now_ms.saturating_add(SWEEP_INTERVAL_MS);
-            let now = self.now(now_ms);
-            self.ct.sweep(now, SWEEP_BUDGET);
+            let budget = sweep_budget(self.ct.nconns());
+            if budget > 0 {
+                let now = self.now(now_ms);
+                self.ct.sweep(now, budget);
+            }
         }
     }
+}
+
+/// Index slots one expiry slice examines with `nconns` connections in the table: each has
+/// two slots (one when its keys are equal), so `2 * nconns` covers the table once.
+pub fn sweep_budget(nconns: u32) -> usize {
+    (2 * nconns as usize).min(SWEEP_BUDGET)
 }
 
 /// The tracker's form of a datapath `ct(...)`.
