@@ -1010,7 +1010,7 @@ impl Pmd {
 
     /// Queues `p` (metadata `md`, `depth` passes taken before this one) for another pass with
     /// `recirc_id = id`, or drops it past the depth limit or into a full queue.
-    #[inline]
+    #[inline(always)]
     fn queue_recirc(&mut self, p: Packet, mut md: PacketMeta, depth: u8, id: u32) {
         let depth = depth.saturating_add(1);
         if depth >= MAX_RECIRC_DEPTH || self.recirc.len() >= RECIRC_QUEUE_MAX {
