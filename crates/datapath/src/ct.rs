@@ -118,6 +118,22 @@ pub trait ConnTracker: Send {
     /// [`ct_state::TRACKED`]), `ct_zone`, `ct_mark`, `ct_label` and `ct_orig`.
     fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, now_ms: u64);
 
+    /// Tracks a flow batch's packets in rx order (`pkts[i]` with `mds[i]`; the slices have
+    /// equal lengths), all with the same `params` and time: the same as [`Self::track`] on
+    /// each in turn (the PMD calls it for a batch whose actions are `ct(...),recirc(id)`).
+    /// Trackers override it to do once per batch what does not depend on the packet.
+    fn track_batch(
+        &mut self,
+        pkts: &mut [Packet],
+        mds: &mut [PacketMeta],
+        params: &CtParams,
+        now_ms: u64,
+    ) {
+        for (p, md) in pkts.iter_mut().zip(mds) {
+            self.track(p, md, params, now_ms);
+        }
+    }
+
     /// Housekeeping between bursts (expiry in bounded slices): called by the PMD once per
     /// poll round with the round's time. Must do a bounded amount of work.
     fn poll_housekeeping(&mut self, _now_ms: u64) {}

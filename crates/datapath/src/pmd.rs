@@ -39,7 +39,9 @@
 //!    stops, VLAN push/pop and masked sets edit the frame in place ([`crate::actions`]),
 //!    `Ct` runs the [`crate::ct::ConnTracker`] and `Recirc` queues the packet for another
 //!    pass with its new metadata (at most [`crate::ct::MAX_RECIRC_DEPTH`] passes; the queue
-//!    is run dry after the burst). Output batches are sent with one `tx_burst` per port at
+//!    is run dry after the burst). A batch whose actions are exactly `ct(...),recirc(id)`
+//!    (a stateful pipeline's first pass) is handed to the tracker whole
+//!    ([`crate::ct::ConnTracker::track_batch`], same order, same effect) and then queued. Output batches are sent with one `tx_burst` per port at
 //!    the end of the pass (or earlier when one fills).
 //!
 //! # Invariants
@@ -434,6 +436,11 @@ struct Scratch {
     /// Datapath passes each packet of the batch has taken before this one (0 = first).
     depth: [u8; BATCH_MAX],
     pkts: Vec<Option<Packet>>,
+    /// A `ct(...),recirc(id)` flow batch gathered for the tracker: packets, their metadata
+    /// and passes taken.
+    ct_pkts: Vec<Packet>,
+    ct_metas: [PacketMeta; BATCH_MAX],
+    ct_depth: [u8; BATCH_MAX],
 }
 
 /// The flow batches of one burst (OVS `packet_batch_per_flow`): packets grouped by the flow
@@ -702,8 +709,9 @@ pub struct Pmd {
     recirc: VecDeque<(Packet, PacketMeta, u8)>,
     cycles_per_ms: u64,
     next_rank_ms: u64,
-    /// Cycle count at the start of the burst being processed.
-    batch_tsc: u64,
+    /// Milliseconds of the cycle counter at the start of the burst being processed: the time of every flow-stats update and conntrack call of
+    /// the burst and its recirculations (OVS likewise reads the clock once per batch).
+    batch_ms: u64,
     metas_port: Option<u32>,
 }
 
@@ -753,6 +761,9 @@ impl Pmd {
                 lens: [0; BATCH_MAX],
                 depth: [0; BATCH_MAX],
                 pkts: Vec::with_capacity(BATCH_MAX),
+                ct_pkts: Vec::with_capacity(BATCH_MAX),
+                ct_metas: [PacketMeta::port(0); BATCH_MAX],
+                ct_depth: [0; BATCH_MAX],
             },
             g: FlowBatches::default(),
             ct: Box::new(UntrackedConntrack),
@@ -760,7 +771,7 @@ impl Pmd {
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
-            batch_tsc: 0,
+            batch_ms: 0,
             metas_port: None,
             cfg,
         }
@@ -905,7 +916,7 @@ impl Pmd {
             self.stats.idle_cycles += t1.wrapping_sub(t0);
             return t1;
         }
-        self.batch_tsc = t0;
+        self.batch_ms = t0 / self.cycles_per_ms;
         self.process_batch(in_port);
         let t1 = netdev::tsc::now();
         self.stats.processing_cycles += t1.wrapping_sub(t0);
@@ -1003,23 +1014,72 @@ impl Pmd {
 
     /// Queues `p` (packet `i` of the current pass) for another pass with `recirc_id = id`.
     fn recirculate(&mut self, p: Packet, i: usize, id: u32) {
-        let (Some(md), Some(&depth)) = (self.s.metas.get(i), self.s.depth.get(i)) else {
+        let (Some(&md), Some(&depth)) = (self.s.metas.get(i), self.s.depth.get(i)) else {
             self.pool.free(p);
             return;
         };
+        self.queue_recirc(p, md, depth, id);
+    }
+
+    /// Queues `p` (metadata `md`, `depth` passes taken before this one) for another pass with
+    /// `recirc_id = id`, or drops it past the depth limit or into a full queue.
+    #[inline(always)]
+    fn queue_recirc(&mut self, p: Packet, mut md: PacketMeta, depth: u8, id: u32) {
         let depth = depth.saturating_add(1);
         if depth >= MAX_RECIRC_DEPTH || self.recirc.len() >= RECIRC_QUEUE_MAX {
             self.stats.recirc_dropped += 1;
             self.pool.free(p);
             return;
         }
-        let mut md = *md;
         md.recirc_id = id;
         self.recirc.push_back((p, md, depth));
     }
 
-    /// Runs packet `i` of the current pass through the connection tracker.
-    fn conntrack(&mut self, p: &mut Packet, i: usize, params: &CtParams, now_ms: u64) {
+    /// Executes `ct(params),recirc(id)` for a flow batch (`members`, rx order, taken out of
+    /// `pkts`): the same as [`Pmd::execute_one`] on each packet in turn — the tracker sees
+    /// them in the same order ([`ConnTracker::track_batch`]) and they join the recirculation
+    /// queue in the same order, with the same drops — but the tracker is called once, and
+    /// the packets' metadata is gathered beside them rather than written back into the
+    /// pass's (so a first pass leaves `s.metas` as it was).
+    fn ct_recirc_batch(
+        &mut self,
+        members: &[u8],
+        pkts: &mut [Option<Packet>],
+        params: &CtParams,
+        id: u32,
+    ) {
+        let mut ps = std::mem::take(&mut self.s.ct_pkts);
+        ps.clear();
+        for &i in members {
+            let i = usize::from(i);
+            let (Some(&md), Some(&depth)) = (self.s.metas.get(i), self.s.depth.get(i)) else {
+                continue;
+            };
+            if let Some(p) = pkts.get_mut(i).and_then(Option::take) {
+                let k = ps.len().min(BATCH_MAX - 1);
+                self.s.ct_metas[k] = md;
+                self.s.ct_depth[k] = depth;
+                ps.push(p);
+            }
+        }
+        let k = ps.len().min(BATCH_MAX);
+        self.warn_placeholder();
+        self.ct.track_batch(
+            &mut ps[..k],
+            &mut self.s.ct_metas[..k],
+            params,
+            self.batch_ms,
+        );
+        for (j, p) in ps.drain(..).enumerate() {
+            let j = j.min(BATCH_MAX - 1);
+            let (md, depth) = (self.s.ct_metas[j], self.s.ct_depth[j]);
+            self.queue_recirc(p, md, depth, id);
+        }
+        self.s.ct_pkts = ps;
+    }
+
+    /// Warns once if `ct` runs the placeholder tracker.
+    fn warn_placeholder(&mut self) {
         if !self.ct_warned && self.ct.is_placeholder() {
             self.ct_warned = true;
             eprintln!(
@@ -1028,6 +1088,11 @@ impl Pmd {
                 self.stats.core_id
             );
         }
+    }
+
+    /// Runs packet `i` of the current pass through the connection tracker.
+    fn conntrack(&mut self, p: &mut Packet, i: usize, params: &CtParams, now_ms: u64) {
+        self.warn_placeholder();
         if let Some(md) = self.s.metas.get_mut(i) {
             self.ct.track(p, md, params, now_ms);
             self.metas_port = None;
@@ -1051,7 +1116,7 @@ impl Pmd {
         // A pass is at most one batch (lets the compiler drop the per-packet bounds checks).
         let n = n.min(BATCH_MAX);
         // The burst's start time stands for every packet of it (flow `used` times, in ms).
-        let now_ms = self.batch_tsc / self.cycles_per_ms;
+        let now_ms = self.batch_ms;
         let (emc_on, smc_on) = (self.cfg.emc, self.cfg.smc);
         // The classifier snapshot is held (an `Arc` count up and down: two atomic operations)
         // only with the SMC on or for misses: with the SMC off an all-EMC-hit burst does not
@@ -1259,6 +1324,11 @@ impl Pmd {
                 }
                 continue;
             }
+            if let Some(&[DpAction::Ct(ref params), DpAction::Recirc(id)]) = list {
+                // Every stateful pipeline's first pass: the tracker takes the batch at once.
+                self.ct_recirc_batch(members, &mut pkts, params, id);
+                continue;
+            }
             for &i in members {
                 if let Some(p) = pkts.get_mut(usize::from(i)).and_then(Option::take) {
                     self.execute_one(&table, p, usize::from(i), Some(aid));
@@ -1350,8 +1420,7 @@ impl Pmd {
                 DpAction::Drop => break,
                 DpAction::Ct(params) => {
                     if let Some(p) = pkt.as_mut() {
-                        let now_ms = netdev::tsc::now() / self.cycles_per_ms;
-                        self.conntrack(p, i, &params, now_ms);
+                        self.conntrack(p, i, &params, self.batch_ms);
                     }
                 }
                 DpAction::CtClear => self.ct_clear(i),

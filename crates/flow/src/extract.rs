@@ -281,6 +281,32 @@ impl<P: AsRef<[u8]>> CrcTask for ExtractHash<'_, P> {
     type Output = usize;
     #[inline(always)]
     fn run<C: Crc32c>(self, c: C) -> usize {
+        // A first pass is all untracked packets, a recirculated pass after `ct` all tracked
+        // ones: each gets a loop with its extraction inlined here, where the engine's CRC
+        // instructions inline too (an out-of-line `fill_tracked` is compiled without the
+        // engine's target features and calls every CRC step). A mixed batch takes `fill`.
+        let n = self.packets.len().min(self.metas.len());
+        let tracked = self.metas[..n].iter().filter(|md| md.ct_state != 0).count();
+        if tracked == 0 {
+            self.fill_all::<C, UNTRACKED>(c)
+        } else if tracked == n {
+            self.fill_all::<C, TRACKED>(c)
+        } else {
+            self.fill_all::<C, MIXED>(c)
+        }
+    }
+}
+
+/// `ExtractHash::fill_all` modes: every packet untracked, every packet tracked, either.
+const UNTRACKED: u8 = 0;
+const TRACKED: u8 = 1;
+const MIXED: u8 = 2;
+
+impl<P: AsRef<[u8]>> ExtractHash<'_, P> {
+    /// Extracts and hashes every packet, all untracked, all tracked or either (`MODE`; a
+    /// const so that each loop's extraction is inlined, not called through a closure).
+    #[inline(always)]
+    fn fill_all<C: Crc32c, const MODE: u8>(self, c: C) -> usize {
         let mut n = 0;
         let outs = self
             .keys
@@ -289,15 +315,15 @@ impl<P: AsRef<[u8]>> CrcTask for ExtractHash<'_, P> {
             .zip(self.hashes.iter_mut());
         for ((p, md), ((k, m), h)) in self.packets.iter().zip(self.metas).zip(outs) {
             // The words are hashed as they are written, in `hash_key`'s order.
-            let (map, acc) = fill(
-                p.as_ref(),
-                md,
-                &mut k.w,
-                CrcAcc {
-                    c,
-                    h: u64::from(self.basis),
-                },
-            );
+            let acc = CrcAcc {
+                c,
+                h: u64::from(self.basis),
+            };
+            let (map, acc) = match MODE {
+                UNTRACKED => fill_inner(p.as_ref(), md, &mut k.w, acc, false),
+                TRACKED => fill_inner(p.as_ref(), md, &mut k.w, acc, true),
+                _ => fill(p.as_ref(), md, &mut k.w, acc),
+            };
             *m = WordMap(map);
             *h = close(c, acc.h, map);
             n += 1;

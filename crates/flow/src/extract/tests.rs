@@ -1278,14 +1278,20 @@ proptest! {
     #[test]
     fn every_level_agrees(specs in prop::collection::vec(spec_strategy(), 0..34),
                           bytes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..80), 0..8),
-                          ct in any::<u32>(), basis in any::<u32>()) {
+                          ct in any::<u32>(), basis in any::<u32>(), tracking in 0..3u8) {
+        // Tracked packets: every third (a mixed batch), all (a recirculated pass) or none (a
+        // first pass): each is a different loop of `ExtractHash::run`.
         let mut pkts: Vec<Vec<u8>> = specs.iter().map(build).collect();
         pkts.extend(bytes);
         let n = pkts.len();
         let metas: Vec<PacketMeta> = (0..n)
             .map(|i| PacketMeta {
                 in_port: i as u32,
-                ct_state: if i % 3 == 0 { ct } else { 0 },
+                ct_state: match tracking {
+                    0 if i % 3 == 0 => ct,
+                    1 => ct | 0x20,
+                    _ => 0,
+                },
                 ct_label: u128::from(ct) << 70,
                 ct_orig: CtOrigTuple::V4 { src: 1, dst: 2, proto: 6, tp_src: 3, tp_dst: 4 },
                 ..PacketMeta::default()

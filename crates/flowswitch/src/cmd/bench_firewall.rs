@@ -489,3 +489,53 @@ mod tests {
         }
     }
 }
+
+/// The benchmark's packet path run synchronously (no PMD thread), for instruction counts:
+/// `valgrind --tool=callgrind` on two runs with different `FW_REPLAY_PACKETS`; instructions
+/// per packet = the difference of the totals over the difference of the packet counts.
+///
+/// ```text
+/// FW_REPLAY_PACKETS=200000 FW_REPLAY_CONNS=1 FW_REPLAY_PROTO=udp FW_REPLAY_PLAIN=0 \
+///   valgrind --tool=callgrind target/release/deps/flowswitch-HASH \
+///   --exact cmd::bench_firewall::replay::firewall_replay_counts --test-threads=1
+/// ```
+#[cfg(test)]
+mod replay {
+    use super::*;
+
+    fn env_u64(name: &str, default: u64) -> u64 {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    #[test]
+    fn firewall_replay_counts() {
+        let packets = env_u64("FW_REPLAY_PACKETS", 2_000);
+        let conns = env_u64("FW_REPLAY_CONNS", 10).clamp(1, 1_000_000) as u32;
+        let plain = env_u64("FW_REPLAY_PLAIN", 0) != 0;
+        let proto = match std::env::var("FW_REPLAY_PROTO").as_deref() {
+            Ok("tcp") => Proto::Tcp,
+            _ => Proto::Udp,
+        };
+        let t = traffic(proto, conns);
+        let ct = Arc::new(Conntrack::new(Config::default()));
+        setup(&ct, &t, conns, 0).expect("setup");
+        let half = packets / 2;
+        let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone()).with_limit(half);
+        let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(half);
+        let flows = if plain { PLAIN_FLOWS } else { FIREWALL_FLOWS };
+        let mut pmd = pmd(flows, &ct, p1, p2, 0).expect("pmd");
+        let r = pmd.run_for(u64::MAX);
+        assert_eq!(r.packets, 2 * half);
+        let st = pmd.stats();
+        assert_eq!(st.tx_packets, 2 * half, "{st:?}");
+        assert_eq!(st.classified(), st.packets_received + st.recirculations);
+        if !plain {
+            assert_eq!(st.recirculations, 2 * half);
+        }
+        assert_eq!(ct.nconns(), conns);
+        assert_eq!(pmd.pool().outstanding(), 0);
+    }
+}
