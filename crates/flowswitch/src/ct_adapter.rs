@@ -9,9 +9,7 @@
 //!
 //! Expiry slices: every [`SWEEP_INTERVAL_MS`] a PMD examines at most [`SWEEP_BUDGET`] index
 //! slots, and never more than the table has (two per connection): a slice over a small table
-//! is one round over it, not [`SWEEP_BUDGET`] probes of mostly empty shards (the sweep's
-//! cursor keeps walking empty shards between the few entries it examines), and an empty
-//! table is not swept at all.
+//! is one round over it, and an empty table is not swept at all.
 //!
 //! Time: the PMD passes milliseconds of its cycle counter; the adapter adds a shared offset
 //! (`receive` scripts move it with `advance MS` to test expiry without waiting).
@@ -30,7 +28,8 @@ use netdev::Packet;
 pub const SWEEP_BUDGET: usize = 1024;
 /// Milliseconds between expiry slices of one PMD.
 pub const SWEEP_INTERVAL_MS: u64 = 10;
-/// Fast-path cache slots per PMD.
+/// Fast-path cache slots a PMD starts with (the cache doubles itself, up to 2^19 slots,
+/// while lookups keep evicting live connections: see `conntrack::FastCache`).
 pub const FAST_CACHE_SLOTS: usize = 4096;
 
 /// A PMD's handle on the shared connection table. See the module doc.
