@@ -204,3 +204,54 @@ pub fn vlan(frame: &[u8], vid: u16) -> Vec<u8> {
 pub fn strip_eth(frame: &[u8]) -> &[u8] {
     frame.get(14..).unwrap_or(&[])
 }
+
+/// Commits `n` connections in `ct` (zone 0, time 1 ms) and returns the frames of their
+/// established steady state, (original, reply) per connection: UDP — one datagram each way;
+/// TCP — the handshake is run, then a bare ACK each way. Client `10.0.0.0/8` addresses and
+/// ports vary with `i`, the server side too, so the tuples are distinct for any `n` below 2^30.
+/// The workload of the crate's throughput test, benchmark and instruction-count example.
+pub fn established(ct: &crate::Conntrack, n: u32, tcp: bool) -> Vec<Vec<u8>> {
+    let ip = |i: u32| IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+    let act = crate::CtAction {
+        commit: true,
+        ..crate::CtAction::default()
+    };
+    let run = |f: &mut Vec<u8>| {
+        let mut md = flow::extract::PacketMeta::port(1);
+        ct.execute(f, &mut md, &act, 1);
+    };
+    let mut frames = Vec::with_capacity(2 * n as usize);
+    for i in 0..n {
+        let (c, s) = (ip(1 + (i >> 14)), ip(0x10_0000 + (i & 0x3fff)));
+        let sp = 1024 + (i % 60000) as u16;
+        if tcp {
+            run(&mut tcp_frame(c, s, sp, 80, 100, 0, 0x02));
+            run(&mut tcp_frame(s, c, 80, sp, 900, 101, 0x12));
+            let mut o = tcp_frame(c, s, sp, 80, 101, 901, 0x10);
+            run(&mut o);
+            frames.push(o);
+            frames.push(tcp_frame(s, c, 80, sp, 901, 101, 0x10));
+        } else {
+            let mut o = udp(c, s, sp, 53, b"0123456789");
+            run(&mut o);
+            let mut r = udp(s, c, 53, sp, b"0123456789");
+            run(&mut r);
+            frames.push(o);
+            frames.push(r);
+        }
+    }
+    frames
+}
+
+/// A TCP frame without options or payload, window 65535.
+fn tcp_frame(
+    src: IpAddr,
+    dst: IpAddr,
+    sp: u16,
+    dp: u16,
+    seq: u32,
+    ack: u32,
+    flags: u16,
+) -> Vec<u8> {
+    tcp(src, dst, sp, dp, seq, ack, flags, 65535, &[], b"")
+}

@@ -14,58 +14,7 @@ fn ip(i: u32) -> IpAddr {
 
 /// Frames of `n` established connections: (orig, reply) per connection.
 fn setup(ct: &Conntrack, n: u32, tcp: bool) -> Vec<Vec<u8>> {
-    let act = CtAction {
-        commit: true,
-        ..CtAction::default()
-    };
-    let mut frames = Vec::with_capacity(2 * n as usize);
-    for i in 0..n {
-        let (c, s) = (ip(1 + (i >> 14)), ip(0x10_0000 + (i & 0x3fff)));
-        let sport = 1024 + (i % 60000) as u16;
-        let run = |f: &mut Vec<u8>| {
-            let mut md = PacketMeta::port(1);
-            ct.execute(f, &mut md, &act, 1);
-            md.ct_state
-        };
-        if tcp {
-            run(&mut build::tcp(
-                c,
-                s,
-                sport,
-                80,
-                100,
-                0,
-                0x02,
-                65535,
-                &[],
-                b"",
-            ));
-            run(&mut build::tcp(
-                s,
-                c,
-                80,
-                sport,
-                900,
-                101,
-                0x12,
-                65535,
-                &[],
-                b"",
-            ));
-            let mut o = build::tcp(c, s, sport, 80, 101, 901, 0x10, 65535, &[], b"");
-            run(&mut o);
-            let r = build::tcp(s, c, 80, sport, 901, 101, 0x10, 65535, &[], b"");
-            frames.push(o);
-            frames.push(r);
-        } else {
-            let mut o = build::udp(c, s, sport, 53, b"0123456789");
-            run(&mut o);
-            let mut r = build::udp(s, c, 53, sport, b"0123456789");
-            run(&mut r);
-            frames.push(o);
-            frames.push(r);
-        }
-    }
+    let frames = build::established(ct, n, tcp);
     assert_eq!(ct.nconns(), n);
     frames
 }

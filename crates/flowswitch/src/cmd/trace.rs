@@ -76,23 +76,6 @@ fn format_ct_state(bits: u32) -> String {
         .join("|")
 }
 
-fn unhex(s: &str) -> anyhow::Result<Vec<u8>> {
-    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if !digits.len().is_multiple_of(2) {
-        bail!("packet hex has an odd number of digits");
-    }
-    digits
-        .chunks(2)
-        .map(|p| {
-            let h = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-            match (h(p[0]), h(p[1])) {
-                (Some(a), Some(b)) => Ok(a << 4 | b),
-                _ => bail!("packet hex has a non-hex digit"),
-            }
-        })
-        .collect()
-}
-
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.flows)
@@ -109,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("Bad openflow flow syntax: {e}"))?;
     let (key, side_effects) = match &args.packet {
         Some(hex) => {
-            let bytes = unhex(hex)?;
+            let bytes = super::receive::unhex(hex)?;
             if bytes.len() < 14 {
                 bail!("Packet data too short for Ethernet");
             }
