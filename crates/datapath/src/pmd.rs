@@ -702,8 +702,9 @@ pub struct Pmd {
     s: Scratch,
     g: FlowBatches,
     ct: Box<dyn ConnTracker>,
-    /// The placeholder-tracker warning was printed.
-    ct_warned: bool,
+    /// The tracker was checked for being the placeholder (and the warning printed if it
+    /// was): once per tracker, not per packet.
+    ct_checked: bool,
     /// Packets waiting for their next datapath pass: metadata (recirc_id, conntrack) and the
     /// passes taken so far.
     recirc: VecDeque<(Packet, PacketMeta, u8)>,
@@ -767,7 +768,7 @@ impl Pmd {
             },
             g: FlowBatches::default(),
             ct: Box::new(UntrackedConntrack),
-            ct_warned: false,
+            ct_checked: false,
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
@@ -1080,8 +1081,11 @@ impl Pmd {
 
     /// Warns once if `ct` runs the placeholder tracker.
     fn warn_placeholder(&mut self) {
-        if !self.ct_warned && self.ct.is_placeholder() {
-            self.ct_warned = true;
+        if self.ct_checked {
+            return;
+        }
+        self.ct_checked = true;
+        if self.ct.is_placeholder() {
             eprintln!(
                 "warning: pmd on core {}: ct() runs the placeholder tracker (every packet +trk+inv); \
                  configure a connection tracker with Pmd::set_conntrack",
@@ -1110,6 +1114,7 @@ impl Pmd {
     /// Replaces the connection tracker (the default answers `+trk+inv`; see [`crate::ct`]).
     pub fn set_conntrack(&mut self, ct: Box<dyn ConnTracker>) {
         self.ct = ct;
+        self.ct_checked = false;
     }
 
     fn classify(&mut self, in_port: u32, n: usize) {
