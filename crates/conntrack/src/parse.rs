@@ -358,48 +358,24 @@ pub(crate) fn parse(frame: &[u8], zone: u16) -> Result<Parsed, InvalidReason> {
             if !checksum::verify(seg) {
                 return Err(InvalidReason::L4Checksum);
             }
-            if seg.len() < 8 {
-                return Err(InvalidReason::L4Header);
-            }
-            let (ty, code) = (seg[0], seg[1]);
-            out.icmp_type = ty;
-            if let Some(rev) = icmp4_reverse(ty) {
-                if code != 0 {
+            if !key_icmp_echo(seg, icmp4_reverse, &mut out)? {
+                if matches!(seg[0], 3 | 4 | 5 | 11 | 12) {
+                    inner_v4(frame, &mut out)?;
+                } else {
                     return Err(InvalidReason::IcmpType);
                 }
-                let id = be16(seg, 4).unwrap_or(0);
-                out.key.sport = id;
-                out.key.dport = id;
-                out.key.stype = ty;
-                out.key.dtype = rev;
-            } else if matches!(ty, 3 | 4 | 5 | 11 | 12) {
-                inner_v4(frame, &mut out)?;
-            } else {
-                return Err(InvalidReason::IcmpType);
             }
         }
         (58, true) => {
             if !l4_csum_ok(true, &key.src, &key.dst, 58, seg) {
                 return Err(InvalidReason::L4Checksum);
             }
-            if seg.len() < 8 {
-                return Err(InvalidReason::L4Header);
-            }
-            let (ty, code) = (seg[0], seg[1]);
-            out.icmp_type = ty;
-            if let Some(rev) = icmp6_reverse(ty) {
-                if code != 0 {
+            if !key_icmp_echo(seg, icmp6_reverse, &mut out)? {
+                if matches!(seg[0], 1..=4) {
+                    inner_v6(frame, &mut out)?;
+                } else {
                     return Err(InvalidReason::IcmpType);
                 }
-                let id = be16(seg, 4).unwrap_or(0);
-                out.key.sport = id;
-                out.key.dport = id;
-                out.key.stype = ty;
-                out.key.dtype = rev;
-            } else if matches!(ty, 1..=4) {
-                inner_v6(frame, &mut out)?;
-            } else {
-                return Err(InvalidReason::IcmpType);
             }
         }
         _ => {}
@@ -556,6 +532,33 @@ fn inner_l4(key: &mut ConnKey, l4: &[u8], tcp_min: usize) -> Result<(), InvalidR
         _ => {}
     }
     Ok(())
+}
+
+/// ICMP/ICMPv6 header checks shared by both families (after the checksum): at least 8 bytes;
+/// notes the type; an echo-like type (`reverse` names its reply) must have code 0 and is keyed
+/// by its id in both directions — `Ok(true)`. `Ok(false)`: another type, for the caller.
+fn key_icmp_echo(
+    seg: &[u8],
+    reverse: fn(u8) -> Option<u8>,
+    out: &mut Parsed,
+) -> Result<bool, InvalidReason> {
+    if seg.len() < 8 {
+        return Err(InvalidReason::L4Header);
+    }
+    let (ty, code) = (seg[0], seg[1]);
+    out.icmp_type = ty;
+    let Some(rev) = reverse(ty) else {
+        return Ok(false);
+    };
+    if code != 0 {
+        return Err(InvalidReason::IcmpType);
+    }
+    let id = be16(seg, 4).unwrap_or(0);
+    out.key.sport = id;
+    out.key.dport = id;
+    out.key.stype = ty;
+    out.key.dtype = rev;
+    Ok(true)
 }
 
 fn inner_v4(frame: &[u8], out: &mut Parsed) -> Result<(), InvalidReason> {
