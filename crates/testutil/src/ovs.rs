@@ -263,6 +263,23 @@ fn find_in_path(bin: &str) -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join(bin)).find(|p| p.is_file())
 }
 
+/// The first line `PROGRAM --version` prints (`ovs-ofctl (Open vSwitch) 3.1.0`), or an empty
+/// string when it cannot run: what recorded oracle answers are stamped with.
+pub fn tool_version(program: &str) -> String {
+    Command::new(find_in_path(program).unwrap_or_else(|| PathBuf::from(program)))
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
 /// Skips the current test (prints `SKIP: <reason>` to stderr and `return`s) when OVS is not
 /// installed. Call it first in every test that needs the oracle.
 #[macro_export]

@@ -11,20 +11,6 @@ use testutil::ct_oracle::{
     format_receive_output, nat_range_violations, parse_receive_output, ports, scripts,
 };
 
-fn ovs_version() -> String {
-    std::process::Command::new("ovs-vswitchd")
-        .arg("--version")
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
-        .unwrap_or_default()
-}
-
 fn run_all() -> Vec<(Script, Answers)> {
     let sb = ct_sandbox().expect("start OVS sandbox");
     scripts()
@@ -183,7 +169,7 @@ fn regen_ct_oracle_answers() {
     let mut out = String::new();
     out.push_str(&format!(
         "# Conntrack oracle: answers of {} (userspace conntrack, dummy datapath) for every\n",
-        ovs_version()
+        testutil::ovs::tool_version("ovs-vswitchd")
     ));
     out.push_str("# script of testutil::ct_oracle::scripts(). Per script: its pipeline (`# flow:`), then per\n");
     out.push_str("# frame `<line> in=<in_port> <summary> -> <output ports>` (decoder port names in parentheses;\n");

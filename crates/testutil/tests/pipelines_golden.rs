@@ -13,20 +13,6 @@ use testutil::pipelines::{
     pipelines_golden, trace_line,
 };
 
-fn ovs_version() -> String {
-    std::process::Command::new("ovs-ofctl")
-        .arg("--version")
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
-        .unwrap_or_default()
-}
-
 fn sandbox() -> OvsSandbox {
     let sb = OvsSandbox::start(PipelineMix::default().n_ports).expect("sandbox starts");
     sb.set_vlan_limit(PIPELINES_GOLDEN_VLAN_LIMIT).unwrap();
@@ -87,7 +73,7 @@ fn regen_pipelines() {
     let mut out = String::new();
     out.push_str(&format!(
         "# Pipelines traced by {} (dummy datapath, ports p1..p{}, other_config:vlan-limit={}); seed {:#x}, {} pipelines x {} packets.\n",
-        ovs_version(),
+        testutil::ovs::tool_version("ovs-ofctl"),
         PipelineMix::default().n_ports,
         PIPELINES_GOLDEN_VLAN_LIMIT,
         PIPELINES_GOLDEN_SEED,

@@ -10,20 +10,6 @@ use testutil::golden::{
 };
 use testutil::ovs::{OvsError, OvsSandbox, parse_flows};
 
-fn ovs_version() -> String {
-    std::process::Command::new("ovs-ofctl")
-        .arg("--version")
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 #[ignore = "regenerates golden files from real OVS"]
 fn regen_parse_flow_golden() {
@@ -37,7 +23,7 @@ fn regen_parse_flow_golden() {
         out.push_str(&format!(
             "# ovs-ofctl {}parse-flow answers, recorded from {}\n",
             if of13 { "-O OpenFlow13 " } else { "" },
-            ovs_version()
+            testutil::ovs::tool_version("ovs-ofctl")
         ));
         out.push_str("# <input>\\t<ok|err>\\t<text after \"ADD \" | error message without \"ovs-ofctl: \">\n");
         for (input, a) in inputs.iter().zip(answers) {
@@ -84,7 +70,7 @@ fn regen_trace(vlan_limit: u32) {
     let mut out = String::new();
     out.push_str(&format!(
         "# ofproto/trace br0 in_port=1 <hex>, recorded from {} with other_config:vlan-limit={vlan_limit}; seed {:#x}\n",
-        ovs_version(),
+        testutil::ovs::tool_version("ovs-ofctl"),
         golden::TRACE_GOLDEN_SEED
     ));
     out.push_str("# <hex>\\t<Flow>\\t<Megaflow empty table>\\t<Datapath actions empty table>\\t<Megaflow with actions=drop>\\t<Datapath actions with actions=drop>\\t<generator kind>\n");
