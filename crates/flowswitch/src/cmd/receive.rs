@@ -212,8 +212,13 @@ impl Replayer {
             "ct-get-maxconns" => out.push(ct.maxconns().to_string()),
             "ct-get-nconns" => out.push(ct.nconns().to_string()),
             "ct-set-limits" => {
-                for a in &args {
-                    match parse_zone_limit(a)? {
+                // Parsed whole first: a bad argument changes nothing.
+                let limits = args
+                    .iter()
+                    .map(|a| parse_zone_limit(a))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                for l in limits {
+                    match l {
                         (None, limit) => ct.set_default_zone_limit(Some(limit)),
                         (Some(zone), limit) => ct.set_zone_limit(zone, Some(limit)),
                     }
@@ -223,11 +228,7 @@ impl Replayer {
                 let [zs] = args.as_slice() else {
                     bail!("usage: ct-del-limits zone=Z[,Z…]");
                 };
-                let zs = zs
-                    .strip_prefix("zone=")
-                    .context("usage: ct-del-limits zone=Z[,Z…]")?;
-                for z in zs.split(',') {
-                    let z: u16 = z.parse().with_context(|| format!("bad zone {z:?}"))?;
+                for z in parse_zone_list(zs).context("usage: ct-del-limits zone=Z[,Z…]")? {
                     ct.set_zone_limit(z, None);
                 }
             }
@@ -237,14 +238,7 @@ impl Replayer {
                 let only: Option<Vec<u16>> = match args.as_slice() {
                     [] => None,
                     [zs] => {
-                        let zs = zs
-                            .strip_prefix("zone=")
-                            .context("usage: ct-get-limits [zone=Z[,Z…]]")?;
-                        Some(
-                            zs.split(',')
-                                .map(|z| z.parse().with_context(|| format!("bad zone {z:?}")))
-                                .collect::<anyhow::Result<_>>()?,
-                        )
+                        Some(parse_zone_list(zs).context("usage: ct-get-limits [zone=Z[,Z…]]")?)
                     }
                     _ => bail!("usage: ct-get-limits [zone=Z[,Z…]]"),
                 };
@@ -278,6 +272,19 @@ pub fn dump_lines(ct: &Conntrack, zone: Option<u16>) -> Vec<String> {
     let mut v: Vec<String> = ct.dump(zone).iter().map(|c| c.to_string()).collect();
     v.sort();
     v
+}
+
+/// `zone=Z[,Z…]`, parsed whole (an error leaves nothing half done).
+fn parse_zone_list(s: &str) -> anyhow::Result<Vec<u16>> {
+    let zs = s
+        .strip_prefix("zone=")
+        .with_context(|| format!("expected zone=Z[,Z…], got {s:?}"))?;
+    zs.split(',')
+        .map(|z| {
+            z.parse()
+                .with_context(|| format!("bad zone {z:?} (0..=65535)"))
+        })
+        .collect()
 }
 
 fn parse_zone(s: &str) -> anyhow::Result<u16> {
@@ -541,6 +548,14 @@ mod tests {
         );
         assert_eq!(
             c("ct-get-limits zone=1"),
+            vec!["default limit=7", "zone=1,limit=5,count=0"]
+        );
+        // A bad argument changes nothing.
+        assert!(rp.command("ct-del-limits zone=1,x").is_err());
+        assert!(rp.command("ct-set-limits zone=2,limit=3 zone=9").is_err());
+        let mut c = |l: &str| rp.command(l).expect(l);
+        assert_eq!(
+            c("ct-get-limits"),
             vec!["default limit=7", "zone=1,limit=5,count=0"]
         );
         assert!(c("ct-del-limits zone=1").is_empty());
