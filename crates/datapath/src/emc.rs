@@ -34,6 +34,7 @@ use std::sync::Arc;
 use flow::{FLOW_WORDS, FlowKey, WordMap};
 
 use crate::megaflow::DpFlow;
+use crate::recirc_hint::RecircHints;
 
 /// `$e` with the const `$N` set to the key width `$n` (0..=[`EMC_MAX_WORDS`]; wider counts
 /// as the maximum): one monomorphised copy of `$e` per width, the compare unrolled in each.
@@ -158,6 +159,8 @@ pub struct Emc {
     /// Entries holding a flow (live or dead).
     occupied: usize,
     stats: EmcStats,
+    /// One recirculation hint per entry, dropped whenever the entry changes.
+    hints: RecircHints,
 }
 
 impl Default for Emc {
@@ -199,6 +202,7 @@ impl Emc {
             sweep_pos: 0,
             occupied: 0,
             stats: EmcStats::default(),
+            hints: RecircHints::new(EMC_ENTRIES),
         };
         e.set_insert_inv_prob(insert_inv_prob);
         e
@@ -242,7 +246,8 @@ impl Emc {
     }
 
     /// [`Emc::lookup`] of packets `0..n` of a burst (`n` at most 32), in order and with the
-    /// same evictions: `hit(i, flow)` for each packet `i` that hits, and bit `i` of the
+    /// same evictions: `hit(i, entry, flow)` for each packet `i` that hits (`entry`: the
+    /// slot, for [`Emc::hints`]), and bit `i` of the
     /// returned mask set. One tight loop for the burst, as OVS's `emc_processing`, instead of
     /// a lookup interleaved with the rest of classification.
     pub fn lookup_batch(
@@ -251,7 +256,7 @@ impl Emc {
         maps: &[WordMap; 32],
         hashes: &[u32; 32],
         n: usize,
-        mut hit: impl FnMut(usize, &Arc<DpFlow>),
+        mut hit: impl FnMut(usize, usize, &Arc<DpFlow>),
     ) -> u32 {
         let n = n.min(32);
         let mut hits = 0u32;
@@ -281,7 +286,7 @@ impl Emc {
         b: &Burst<'_>,
         mut i: usize,
         hits: &mut u32,
-        hit: &mut impl FnMut(usize, &Arc<DpFlow>),
+        hit: &mut impl FnMut(usize, usize, &Arc<DpFlow>),
     ) -> usize {
         let m = self.listed_map;
         let n = b.n.min(32);
@@ -293,7 +298,7 @@ impl Emc {
                 match &self.entries[s].flow {
                     Some(f) if !f.is_dead() => {
                         *hits |= 1 << i;
-                        hit(i, f);
+                        hit(i, s, f);
                     }
                     _ => self.evict(s),
                 }
@@ -350,6 +355,7 @@ impl Emc {
         }
         *e = EmcEntry::EMPTY;
         self.stats.dead_evicted += 1;
+        self.hints.entry_changed(s % EMC_ENTRIES);
     }
 
     /// [`Emc::lookup`] itself.
@@ -457,7 +463,11 @@ impl Emc {
                 }
             };
         }
-        let Some(e) = victim.and_then(|v| self.entries.get_mut(v)) else {
+        let Some(v) = victim else {
+            return false;
+        };
+        self.hints.entry_changed(v);
+        let Some(e) = self.entries.get_mut(v) else {
             return false;
         };
         if e.flow.is_none() {
@@ -485,6 +495,7 @@ impl Emc {
                 && e.flow.as_ref().is_some_and(|f| f.is_dead())
             {
                 *e = EmcEntry::EMPTY;
+                self.hints.entry_changed(pos);
                 cleared += 1;
             }
         }
@@ -497,6 +508,19 @@ impl Emc {
     pub fn clear(&mut self) {
         self.entries.fill(EmcEntry::EMPTY);
         self.occupied = 0;
+        self.hints.all_changed();
+    }
+
+    /// The recirculation hints of the entries (see [`crate::recirc_hint`]).
+    #[inline]
+    pub fn hints(&self) -> &RecircHints {
+        &self.hints
+    }
+
+    /// The hints, to record what a second pass found ([`RecircHints::learn`]).
+    #[inline]
+    pub fn hints_mut(&mut self) -> &mut RecircHints {
+        &mut self.hints
     }
 
     /// Number of entries holding a flow, live or dead (kept as a count; O(1)).
@@ -726,7 +750,7 @@ mod tests {
                 }
                 let mut got = vec![None; burst.len()];
                 let mut calls = 0;
-                let hits = a.lookup_batch(&keys, &maps, &hashes, burst.len(), |j, f| {
+                let hits = a.lookup_batch(&keys, &maps, &hashes, burst.len(), |j, _, f| {
                     got[j] = Some(Arc::as_ptr(f));
                     calls += 1;
                 });

@@ -39,6 +39,7 @@ pub mod flow_table;
 pub mod megaflow;
 pub mod pmd;
 pub mod pmd_thread;
+pub mod recirc_hint;
 pub mod smc;
 pub mod twin;
 

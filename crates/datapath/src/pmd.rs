@@ -64,6 +64,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use flow::extract::{PacketMeta, extract_hash_batch};
+use flow::field::ct_state;
 use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
@@ -72,6 +73,7 @@ use crate::ct::{ConnTracker, CtParams, MAX_RECIRC_DEPTH, UntrackedConntrack, ct_
 use crate::dpcls::{Dpcls, DpclsReader, RankOutcome, Snapshot};
 use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
 use crate::megaflow::{ActionsId, DpFlow, Ufid};
+use crate::recirc_hint::Origin;
 use crate::smc::Smc;
 
 /// Bytes of an Ethernet header: shorter frames are dropped before classification.
@@ -191,6 +193,10 @@ pub struct PmdConfig {
     pub numa_id: u32,
     /// Core, for the stats header.
     pub core_id: u32,
+    /// Recirculation hints ([`crate::recirc_hint`]; need the EMC): a `ct,recirc` packet's
+    /// second pass takes the flow an earlier packet of its EMC entry found, when its
+    /// conntrack metadata is the same.
+    pub recirc_hints: bool,
 }
 
 impl Default for PmdConfig {
@@ -202,6 +208,7 @@ impl Default for PmdConfig {
             pool_size: 4096,
             numa_id: 0,
             core_id: 0,
+            recirc_hints: true,
         }
     }
 }
@@ -228,6 +235,9 @@ pub const OVS_PMD_STATS_LINES: [&str; 17] = [
     "avg cycles per packet",
     "avg processing cycles per packet",
 ];
+
+/// flowswitch's own lines of the block, after OVS's, in order.
+pub const OWN_PMD_STATS_LINES: [&str; 2] = ["lost", "recirculation hint hits"];
 
 /// Packets dropped before classification, per reason (their sum is [`PmdStats::lost`]).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +283,9 @@ pub struct PmdStats {
     /// Datapath passes after the first (each recirculated packet entering classification
     /// again); every pass is counted once among the hit/miss/lost counters.
     pub recirculations: u64,
+    /// Recirculated passes that took their flow from a recirculation hint
+    /// ([`crate::recirc_hint`]) instead of the cache tiers.
+    pub recirc_hint_hits: u64,
     /// Packets a `recirc` action would have sent past [`MAX_RECIRC_DEPTH`] passes, or into a
     /// full recirculation queue: dropped (their pass was already counted).
     pub recirc_dropped: u64,
@@ -307,6 +320,7 @@ impl PmdStats {
     /// exactly once among these: `classified() == packets_received + recirculations`.
     pub fn classified(&self) -> u64 {
         self.emc_hits
+            + self.recirc_hint_hits
             + self.smc_hits
             + self.megaflow_hits
             + self.upcall_ok
@@ -391,7 +405,8 @@ impl fmt::Display for PmdStats {
             }
         }
         // flowswitch's own lines, after OVS's.
-        write!(f, "\n  lost: {}", self.lost)
+        write!(f, "\n  lost: {}", self.lost)?;
+        write!(f, "\n  recirculation hint hits: {}", self.recirc_hint_hits)
     }
 }
 
@@ -464,6 +479,30 @@ struct Scratch {
     ct_pkts: Vec<Packet>,
     ct_metas: [PacketMeta; BATCH_MAX],
     ct_depth: [u8; BATCH_MAX],
+    /// The EMC entry each packet of the pass hit ([`NO_SLOT`]: none), for recirculation hints.
+    emc_slot: [u16; BATCH_MAX],
+    /// What each packet of a recirculated pass brought from its previous pass.
+    origin: [Origin; BATCH_MAX],
+    /// Each packet's TCP flags, for a pass taken from hints (no key extracted).
+    hint_flags: [u16; BATCH_MAX],
+    /// For the `ct(...),recirc(id)` flow batch: EMC slots and TCP flags, as `ct_metas`.
+    ct_slot: [u16; BATCH_MAX],
+    ct_flags: [u16; BATCH_MAX],
+}
+
+/// [`Scratch::emc_slot`] of a packet that did not hit the EMC.
+const NO_SLOT: u16 = u16::MAX;
+
+/// A packet waiting in the recirculation queue.
+struct Queued {
+    p: Packet,
+    /// Its metadata for the next pass (`recirc_id` set).
+    md: PacketMeta,
+    /// Datapath passes taken so far.
+    depth: u8,
+    /// Its TCP flags (for the next pass's flow stats when the pass is taken from a hint).
+    tcp_flags: u16,
+    origin: Origin,
 }
 
 /// The flow batches of one burst (OVS `packet_batch_per_flow`): packets grouped by the flow
@@ -730,7 +769,7 @@ pub struct Pmd {
     ct_checked: bool,
     /// Packets waiting for their next datapath pass: metadata (recirc_id, conntrack) and the
     /// passes taken so far.
-    recirc: VecDeque<(Packet, PacketMeta, u8)>,
+    recirc: VecDeque<Queued>,
     cycles_per_ms: u64,
     next_rank_ms: u64,
     /// Milliseconds of the cycle counter at the start of the burst being processed: the time of every flow-stats update and conntrack call of
@@ -788,6 +827,11 @@ impl Pmd {
                 ct_pkts: Vec::with_capacity(BATCH_MAX),
                 ct_metas: [PacketMeta::port(0); BATCH_MAX],
                 ct_depth: [0; BATCH_MAX],
+                emc_slot: [NO_SLOT; BATCH_MAX],
+                origin: [Origin::None; BATCH_MAX],
+                hint_flags: [0; BATCH_MAX],
+                ct_slot: [NO_SLOT; BATCH_MAX],
+                ct_flags: [0; BATCH_MAX],
             },
             g: FlowBatches::default(),
             ct: Box::new(UntrackedConntrack),
@@ -979,13 +1023,14 @@ impl Pmd {
             self.metas_port = Some(in_port);
         }
         self.s.depth[..n].fill(0);
-        self.run_pass(in_port, n);
+        self.run_pass(in_port, n, false, 0);
         self.run_recirculations();
     }
 
     /// One datapath pass over `self.batch` (`n` packets, metadata in `s.metas`, frame lengths
-    /// in `s.lens`).
-    fn run_pass(&mut self, in_port: u32, n: usize) {
+    /// in `s.lens`); with `learn`, the packets' origins (`s.origin`) learn the flows found;
+    /// the packets of bit mask `pre` take the flows their hints name instead of a lookup.
+    fn run_pass(&mut self, in_port: u32, n: usize, learn: bool, pre: u32) {
         {
             let pkts = self.batch.as_slice();
             extract_hash_batch(
@@ -997,7 +1042,42 @@ impl Pmd {
                 0,
             );
         }
-        self.classify(in_port, n);
+        self.classify(in_port, n, pre);
+        if learn {
+            self.learn_hints(n);
+        }
+        self.execute(n);
+    }
+
+    /// Records, for each packet of this (recirculated) pass whose origin asks for it, the
+    /// flow its full classification found ([`crate::recirc_hint`]).
+    fn learn_hints(&mut self, n: usize) {
+        for i in 0..n.min(BATCH_MAX) {
+            let o = self.s.origin[i];
+            if !matches!(o, Origin::Learn { .. }) {
+                continue;
+            }
+            let g = usize::from(self.g.of[i]);
+            if let Some(f) = self.g.flow_of(g) {
+                self.emc.hints_mut().learn(o, &self.s.metas[i], f);
+            }
+        }
+    }
+
+    /// A recirculated pass whose every packet's flow a hint names: no extraction, hashing or
+    /// lookup; the packets join their flows' batches and run their actions as after a
+    /// classification (counted as recirculation-hint hits).
+    fn run_hinted(&mut self, n: usize) {
+        let n = n.min(BATCH_MAX);
+        self.g.clear();
+        self.s.emc_slot[..n].fill(NO_SLOT);
+        for i in 0..n {
+            if let Some(f) = self.emc.hints().flow(self.s.origin[i]) {
+                self.g.join(i, f, self.s.lens[i], self.s.hint_flags[i]);
+            }
+        }
+        self.stats.recirc_hint_hits += n as u64;
+        self.g.record_stats(self.batch_ms);
         self.execute(n);
     }
 
@@ -1006,33 +1086,40 @@ impl Pmd {
     fn run_recirculations(&mut self) {
         while !self.recirc.is_empty() {
             // Packets of one batch share an in_port (one PMD batch comes from one port).
-            let Some(in_port) = self.recirc.front().map(|(_, md, _)| md.in_port) else {
+            let Some(in_port) = self.recirc.front().map(|q| q.md.in_port) else {
                 break;
             };
             let mut n = 0;
-            while n < BATCH_MAX
-                && self
-                    .recirc
-                    .front()
-                    .is_some_and(|(_, md, _)| md.in_port == in_port)
-            {
-                let Some((p, md, depth)) = self.recirc.pop_front() else {
+            let (mut pre, mut learn) = (0u32, false);
+            while n < BATCH_MAX && self.recirc.front().is_some_and(|q| q.md.in_port == in_port) {
+                let Some(q) = self.recirc.pop_front() else {
                     break;
                 };
-                self.s.metas[n] = md;
-                self.s.depth[n] = depth;
-                self.s.lens[n] = p.len() as u32;
-                if let Err(p) = self.batch.push(p) {
+                self.s.metas[n] = q.md;
+                self.s.depth[n] = q.depth;
+                self.s.lens[n] = q.p.len() as u32;
+                self.s.origin[n] = q.origin;
+                self.s.hint_flags[n] = q.tcp_flags;
+                if let Err(p) = self.batch.push(q.p) {
                     self.pool.free(p);
                     self.stats.recirc_dropped += 1;
                     continue;
                 }
+                if self.emc.hints().flow(q.origin).is_some() {
+                    pre |= 1 << n;
+                }
+                learn |= matches!(q.origin, Origin::Learn { .. });
                 n += 1;
             }
             // The metadata array now holds per-packet values.
             self.metas_port = None;
             self.stats.recirculations += n as u64;
-            self.run_pass(in_port, n);
+            let all = u32::MAX.checked_shr((BATCH_MAX - n) as u32).unwrap_or(0);
+            if n > 0 && pre == all {
+                self.run_hinted(n);
+            } else {
+                self.run_pass(in_port, n, learn, pre);
+            }
         }
     }
 
@@ -1042,13 +1129,21 @@ impl Pmd {
             self.pool.free(p);
             return;
         };
-        self.queue_recirc(p, md, depth, id);
+        self.queue_recirc(p, md, depth, id, 0, Origin::None);
     }
 
     /// Queues `p` (metadata `md`, `depth` passes taken before this one) for another pass with
     /// `recirc_id = id`, or drops it past the depth limit or into a full queue.
     #[inline(always)]
-    fn queue_recirc(&mut self, p: Packet, mut md: PacketMeta, depth: u8, id: u32) {
+    fn queue_recirc(
+        &mut self,
+        p: Packet,
+        mut md: PacketMeta,
+        depth: u8,
+        id: u32,
+        tcp_flags: u16,
+        origin: Origin,
+    ) {
         let depth = depth.saturating_add(1);
         if depth >= MAX_RECIRC_DEPTH || self.recirc.len() >= RECIRC_QUEUE_MAX {
             self.stats.recirc_dropped += 1;
@@ -1056,7 +1151,13 @@ impl Pmd {
             return;
         }
         md.recirc_id = id;
-        self.recirc.push_back((p, md, depth));
+        self.recirc.push_back(Queued {
+            p,
+            md,
+            depth,
+            tcp_flags,
+            origin,
+        });
     }
 
     /// Executes `ct(params),recirc(id)` for a flow batch (`members`, rx order, taken out of
@@ -1083,6 +1184,15 @@ impl Pmd {
                 let k = ps.len().min(BATCH_MAX - 1);
                 self.s.ct_metas[k] = md;
                 self.s.ct_depth[k] = depth;
+                let slot = self.s.emc_slot[i];
+                self.s.ct_slot[k] = slot;
+                // The TCP flags of the key this pass extracted (only a hinted packet uses
+                // them, and only a packet with an EMC slot, whose key is this pass's).
+                self.s.ct_flags[k] = if slot == NO_SLOT {
+                    0
+                } else {
+                    tcp_flags(&self.s.keys[i])
+                };
                 ps.push(p);
             }
         }
@@ -1094,10 +1204,22 @@ impl Pmd {
             params,
             self.batch_ms,
         );
+        let hints = self.cfg.emc && self.cfg.recirc_hints;
         for (j, p) in ps.drain(..).enumerate() {
             let j = j.min(BATCH_MAX - 1);
-            let (md, depth) = (self.s.ct_metas[j], self.s.ct_depth[j]);
-            self.queue_recirc(p, md, depth, id);
+            let (mut md, depth) = (self.s.ct_metas[j], self.s.ct_depth[j]);
+            let slot = self.s.ct_slot[j];
+            // A hint needs the packet as the first pass saw it: not after NAT rewrote it.
+            let origin = if hints
+                && slot != NO_SLOT
+                && md.ct_state & (ct_state::SRC_NAT | ct_state::DST_NAT) == 0
+            {
+                md.recirc_id = id;
+                self.emc.hints().check(usize::from(slot), &md)
+            } else {
+                Origin::None
+            };
+            self.queue_recirc(p, md, depth, id, self.s.ct_flags[j], origin);
         }
         self.s.ct_pkts = ps;
     }
@@ -1140,7 +1262,7 @@ impl Pmd {
         self.ct_checked = false;
     }
 
-    fn classify(&mut self, in_port: u32, n: usize) {
+    fn classify(&mut self, in_port: u32, n: usize, pre: u32) {
         // A pass is at most one batch (lets the compiler drop the per-packet bounds checks).
         let n = n.min(BATCH_MAX);
         // The burst's start time stands for every packet of it (flow `used` times, in ms).
@@ -1179,18 +1301,35 @@ impl Pmd {
         // anything is inserted into it (an insert could replace an entry a later packet
         // would hit). As OVS's emc_processing, so a packet whose key another packet of the
         // same burst inserts still misses the EMC this time; the flow it finds is the same.
+        self.s.emc_slot[..n].fill(NO_SLOT);
+        // Packets a recirculation hint classified (a pass mixing them with others).
+        let mut p = pre;
+        while p != 0 {
+            let i = p.trailing_zeros() as usize % BATCH_MAX;
+            p &= p - 1;
+            if let Some(f) = self.emc.hints().flow(self.s.origin[i]) {
+                self.g
+                    .join(i, f, self.s.lens[i], tcp_flags(&self.s.keys[i]));
+            }
+        }
+        self.stats.recirc_hint_hits += u64::from(pre.count_ones());
         let hits = if emc_on {
             let (g, lens, keys) = (&mut self.g, &self.s.lens, &self.s.keys);
+            let slots = &mut self.s.emc_slot;
             self.emc
-                .lookup_batch(&self.s.keys, &self.s.maps, &self.s.hashes, n, |i, f| {
-                    g.join(i, f, lens[i % BATCH_MAX], tcp_flags(&keys[i % BATCH_MAX]))
+                .lookup_batch(&self.s.keys, &self.s.maps, &self.s.hashes, n, |i, s, f| {
+                    if pre & (1 << (i % BATCH_MAX)) == 0 {
+                        slots[i % BATCH_MAX] = s as u16;
+                        g.join(i, f, lens[i % BATCH_MAX], tcp_flags(&keys[i % BATCH_MAX]))
+                    }
                 })
+                & !pre
         } else {
             0
         };
         let emc_hits = u64::from(hits.count_ones());
-        // Bits 0..n (no bit for an empty pass) but the hits.
-        let mut rest = u32::MAX.checked_shr((BATCH_MAX - n) as u32).unwrap_or(0) & !hits;
+        // Bits 0..n (no bit for an empty pass) but the hits and the hinted.
+        let mut rest = u32::MAX.checked_shr((BATCH_MAX - n) as u32).unwrap_or(0) & !hits & !pre;
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
@@ -1623,16 +1762,21 @@ mod tests {
             upcall_ok: 1,
             upcall_failed: 1,
             lost: 1,
+            recirc_hint_hits: 2,
+            recirculations: 2,
             tx_packets: 6,
             tx_batches: 4,
             ..PmdStats::default()
         };
-        assert_eq!(s.classified(), 10);
+        assert_eq!(s.classified(), 12);
         let text = s.to_string();
         assert!(text.starts_with("pmd thread numa_id 0 core_id 0:\n  packets received: 10\n"));
         assert!(text.contains("\n  avg. subtable lookups per megaflow hit: 1.50\n"));
         assert!(text.contains("\n  avg. packets per output batch: 1.50\n"));
-        assert!(text.ends_with("\n  lost: 1"), "{text}");
+        assert!(
+            text.ends_with("\n  lost: 1\n  recirculation hint hits: 2"),
+            "{text}"
+        );
         // No cycles counted: OVS prints no cycle lines, and neither do we.
         assert!(!text.contains("cycles"), "{text}");
     }
@@ -1659,7 +1803,11 @@ mod tests {
             OVS_PMD_STATS_LINES,
             "{text}"
         );
-        assert_eq!(names[OVS_PMD_STATS_LINES.len()..], ["lost"], "{text}");
+        assert_eq!(
+            names[OVS_PMD_STATS_LINES.len()..],
+            OWN_PMD_STATS_LINES,
+            "{text}"
+        );
         assert!(text.contains("\n  phwol hits: 0\n  mfex opt hits: 0\n  simple match hits: 0\n"));
         assert!(text.contains("\n  avg cycles per packet: 57.14 (400/7)\n"));
         // No packet: OVS stops after the cycle counts.

@@ -258,9 +258,12 @@ impl Upcall for ChainPipeline {
 #[test]
 fn ct_recirc_batch_path_equals_per_packet_path() {
     let run = |tail_drop: bool, seed: u32| {
+        // Hints off: they move second passes from the EMC counter to their own, and this
+        // test compares counters exactly (`recirc_hints_change_only_counters` covers them).
         let cfg = PmdConfig {
             emc_insert_inv_prob: 1 + seed % 3,
             pool_size: 4096,
+            recirc_hints: false,
             ..PmdConfig::default()
         };
         let mut pmd = Pmd::new(
@@ -313,4 +316,142 @@ fn ct_recirc_batch_path_equals_per_packet_path() {
         assert_eq!(out_b, out_g, "seed {seed}: frames out");
         assert_eq!(st_b, st_g, "seed {seed}: counters");
     }
+}
+
+/// A tracker whose answers vary along a connection, from the call sequence alone: `+new`
+/// first, then mostly `+est`, sometimes `+inv`, a `ct_mark` that changes every 16 packets
+/// (so hints are relearned) and now and then the `+snat` bit (a packet a hint must not
+/// follow). Logs every call as [`LogTracker`].
+#[derive(Default)]
+struct MoodyTracker {
+    count: std::collections::HashMap<Vec<u8>, u32>,
+    log: CallLog,
+}
+
+impl ConnTracker for MoodyTracker {
+    fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, _now: u64) {
+        self.log
+            .lock()
+            .unwrap()
+            .push((pkt.data().to_vec(), params.zone, *md));
+        let c = self.count.entry(pkt.data().to_vec()).or_insert(0);
+        md.ct_state = ct_state::TRACKED
+            | match *c {
+                0 => ct_state::NEW,
+                c if c % 7 == 3 => ct_state::INVALID,
+                c if c % 5 == 2 => ct_state::ESTABLISHED | ct_state::SRC_NAT,
+                _ => ct_state::ESTABLISHED,
+            };
+        md.ct_zone = params.zone;
+        md.ct_mark = *c / 16;
+        *c += 1;
+    }
+}
+
+/// Recirculation hints against full second passes (ARCHITECTURE.md invariant 2 through
+/// `ct,recirc`): on random bursts over a few connections, with megaflows removed and the EMC
+/// cleared at random between bursts, the same tracker calls, the same frames on each port in
+/// the same order, the same flow stats, and the same pass totals — only which counter a
+/// second pass lands in may differ.
+#[test]
+fn recirc_hints_change_only_counters() {
+    let run = |hints: bool, seed: u32| {
+        let cfg = PmdConfig {
+            emc_insert_inv_prob: 1 + seed % 2,
+            pool_size: 4096,
+            recirc_hints: hints,
+            ..PmdConfig::default()
+        };
+        let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
+        let mut pmd = Pmd::new(
+            cfg,
+            Arc::clone(&dpcls),
+            Arc::new(ActionTable::default()),
+            Box::new(ChainPipeline { tail_drop: false }),
+        );
+        let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
+        let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
+        for (i, p) in ports.into_iter().enumerate() {
+            pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
+        }
+        let log = CallLog::default();
+        pmd.set_conntrack(Box::new(MoodyTracker {
+            count: Default::default(),
+            log: log.clone(),
+        }));
+        let mut x = seed | 1;
+        let mut rnd = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x % n
+        };
+        let mut out = Vec::new();
+        let mut flow_stats = std::collections::BTreeMap::new();
+        for _ in 0..80 {
+            match rnd(10) {
+                0 => {
+                    // Remove one megaflow (chosen by key: ufids differ between runs).
+                    let mut flows = dpcls.flows();
+                    flows.sort_by_key(|f| format!("{:?}", f.key));
+                    if !flows.is_empty() {
+                        let f = &flows[rnd(flows.len() as u32) as usize];
+                        let st = f.stats.snapshot();
+                        *flow_stats.entry(format!("{:?}", f.key)).or_insert((0, 0)) =
+                            (st.packets, st.bytes);
+                        dpcls.remove(f.ufid);
+                    }
+                }
+                1 => {
+                    pmd.set_emc(false);
+                    pmd.set_emc(true);
+                }
+                _ => {}
+            }
+            let burst = rnd(41);
+            let flows = 1 + rnd(8);
+            for _ in 0..burst {
+                h[0].inject(frame(rnd(flows) as u8));
+            }
+            pmd.poll_once();
+            out.push((h[1].take_tx(), h[2].take_tx()));
+        }
+        drain(&mut pmd, &h[0]);
+        out.push((h[1].take_tx(), h[2].take_tx()));
+        for f in dpcls.flows() {
+            let st = f.stats.snapshot();
+            let e = flow_stats.entry(format!("{:?}", f.key)).or_insert((0, 0));
+            e.0 += st.packets;
+            e.1 += st.bytes;
+        }
+        let st = pmd.stats().clone();
+        assert_eq!(st.classified(), st.packets_received + st.recirculations);
+        assert_eq!(pmd.pool().outstanding(), 0);
+        let calls = log.lock().unwrap().clone();
+        (out, st, calls, flow_stats)
+    };
+    let mut hint_hits = 0;
+    for seed in 1..=40u32 {
+        let (out_a, st_a, log_a, fs_a) = run(false, seed * 104_729);
+        let (out_b, st_b, log_b, fs_b) = run(true, seed * 104_729);
+        assert_eq!(st_a.recirc_hint_hits, 0);
+        hint_hits += st_b.recirc_hint_hits;
+        // `assert!`, not `assert_eq!`: a difference would print megabytes of frames.
+        assert!(log_a == log_b, "seed {seed}: tracker calls differ");
+        assert!(out_a == out_b, "seed {seed}: frames out differ");
+        assert_eq!(fs_a, fs_b, "seed {seed}: flow stats");
+        let total = |s: &datapath::PmdStats| {
+            (
+                s.packets_received,
+                s.recirculations,
+                s.recirc_dropped,
+                s.tx_packets,
+                s.action_drops,
+                s.upcall_ok,
+                s.flows_installed,
+            )
+        };
+        assert_eq!(total(&st_a), total(&st_b), "seed {seed}");
+    }
+    assert!(hint_hits > 1000, "hints were hardly used: {hint_hits}");
 }

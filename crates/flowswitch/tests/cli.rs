@@ -523,7 +523,11 @@ fn demo_prints_ovs_pmd_stats_lines_in_ovs_order() {
         .collect();
     let ovs = datapath::pmd::OVS_PMD_STATS_LINES;
     assert_eq!(names[..ovs.len().min(names.len())], ovs, "{out}");
-    assert_eq!(names[ovs.len().min(names.len())..], ["lost"], "{out}");
+    assert_eq!(
+        names[ovs.len().min(names.len())..],
+        datapath::pmd::OWN_PMD_STATS_LINES,
+        "{out}"
+    );
 }
 
 #[test]
