@@ -41,7 +41,11 @@
 //!    pass with its new metadata (at most [`crate::ct::MAX_RECIRC_DEPTH`] passes; the queue
 //!    is run dry after the burst). A batch whose actions are exactly `ct(...),recirc(id)`
 //!    (a stateful pipeline's first pass) is handed to the tracker whole
-//!    ([`crate::ct::ConnTracker::track_batch`], same order, same effect) and then queued. Output batches are sent with one `tx_burst` per port at
+//!    ([`crate::ct::ConnTracker::track_batch`], same order, same effect) and then queued. A
+//!    tracker may hold a packet (an IP fragment: it stops there, counted `ct_held`) and
+//!    release frames (a reassembled datagram's fragments, expired ones): each gets a buffer
+//!    from the pool and runs the actions after the `ct`, right after the packet that released
+//!    it, on both paths. Output batches are sent with one `tx_burst` per port at
 //!    the end of the pass (or earlier when one fills).
 //!
 //! # Invariants
