@@ -260,6 +260,18 @@ impl ConnTracker for CtAdapter {
 /// few byte loads: every packet at a `ct` is checked, and a `false` skips reassembly.
 #[inline(always)]
 pub fn may_be_fragment(frame: &[u8]) -> bool {
+    // The common case, untagged IPv4, in one bounds check: ethertype at 12, flags and
+    // fragment offset at 14 + 6. Anything shorter has no IPv4 header to be a fragment with.
+    match frame.get(12..22) {
+        Some(&[0x08, 0x00, _, _, _, _, _, _, a, b]) => u16::from_be_bytes([a, b]) & 0x3fff != 0,
+        Some(_) => may_be_fragment_other(frame),
+        None => false,
+    }
+}
+
+/// [`may_be_fragment`] for anything but untagged IPv4.
+#[inline(never)]
+fn may_be_fragment_other(frame: &[u8]) -> bool {
     let be16 = |o: usize| match frame.get(o..o + 2) {
         Some(&[a, b]) => u16::from_be_bytes([a, b]),
         _ => 0,
