@@ -104,6 +104,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use wire::checksum;
 use wire::vlan::L2Repr;
@@ -469,6 +470,40 @@ impl Inner {
 pub struct Ipf {
     cfg: IpfConfig,
     inner: Mutex<Inner>,
+    /// The earliest expiration of a held context (`u64::MAX`: none), published whenever the
+    /// lock is released: [`Ipf::take_expired`] and [`Ipf::expire`] read it first, so that a
+    /// datapath with nothing due never takes the lock.
+    next_exp: AtomicU64,
+}
+
+/// The locked state; on unlock it publishes the earliest expiration ([`Ipf::next_exp`]).
+struct Guard<'a> {
+    g: MutexGuard<'a, Inner>,
+    next_exp: &'a AtomicU64,
+}
+
+impl std::ops::Deref for Guard<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.g
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        let next = self
+            .g
+            .expiry
+            .first_key_value()
+            .map_or(u64::MAX, |(&(exp, _), _)| exp);
+        self.next_exp.store(next, Ordering::Relaxed);
+    }
 }
 
 /// OVS's overlap test (`ipf_is_frag_duped`): the new fragment's first or last byte lies
@@ -539,6 +574,7 @@ impl Ipf {
         Ipf {
             cfg,
             inner: Mutex::new(Inner::default()),
+            next_exp: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -547,8 +583,17 @@ impl Ipf {
         &self.cfg
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Guard<'_> {
+        Guard {
+            g: self.inner.lock().unwrap_or_else(|e| e.into_inner()),
+            next_exp: &self.next_exp,
+        }
+    }
+
+    /// True if some held context may have expired by `now_ms` (one atomic load, no lock:
+    /// what [`Ipf::take_expired`] checks first). May lag the state by one unlock.
+    pub fn expiry_due(&self, now_ms: u64) -> bool {
+        now_ms > self.next_exp.load(Ordering::Relaxed)
     }
 
     /// Takes one frame at a `ct` action in `zone` (see the module doc for the verdicts).
@@ -671,6 +716,9 @@ impl Ipf {
     /// [`IpfConfig::purge_delay_ms`] is purged instead (dropped, counted `purged`), as OVS
     /// does. OVS handles one context per batch (budget 1).
     pub fn take_expired(&self, now_ms: u64, budget: usize) -> Vec<Vec<u8>> {
+        if budget == 0 || !self.expiry_due(now_ms) {
+            return Vec::new();
+        }
         let mut g = self.lock();
         let inner = &mut *g;
         let mut out = Vec::new();
@@ -697,6 +745,10 @@ impl Ipf {
     /// still held [`IpfConfig::purge_delay_ms`] after their expiration. Returns how many
     /// contexts were removed; call again while it returns `budget`.
     pub fn expire(&self, now_ms: u64, budget: usize) -> usize {
+        let next = self.next_exp.load(Ordering::Relaxed);
+        if budget == 0 || now_ms < next.saturating_add(self.cfg.purge_delay_ms) {
+            return 0;
+        }
         let mut g = self.lock();
         let inner = &mut *g;
         let mut removed = 0;
@@ -1387,8 +1439,10 @@ mod tests {
         let fr = frag_v4(&o, l3, &[1480]);
         let (o2, _) = v4_datagram(false, 15, 3000, 0);
         let fr2 = frag_v4(&o2, l3, &[1480]);
+        assert!(!ipf.expiry_due(u64::MAX - 1), "nothing held");
         assert_eq!(ipf.process(&fr[1], 0, 1000), IpfVerdict::Held);
         assert_eq!(ipf.process(&fr2[0], 0, 2000), IpfVerdict::Held);
+        assert!(!ipf.expiry_due(16_000) && ipf.expiry_due(16_001));
         // Not yet (OVS: expired when now > expiration).
         assert!(ipf.take_expired(16_000, 10).is_empty());
         assert_eq!(ipf.expire(16_001, 10), 0);
@@ -1399,6 +1453,7 @@ mod tests {
         assert!(ipf.take_expired(27_000, 1).is_empty());
         let s = ipf.stats();
         assert_eq!((s.v4.purged, s.nfrag, s.contexts), (1, 0, 0));
+        assert!(!ipf.expiry_due(u64::MAX - 1), "nothing held any more");
         // expire(): the clean thread's purge, bounded.
         for id in 0..5u16 {
             let (o, l3) = v4_datagram(false, 100 + id, 3000, 0);

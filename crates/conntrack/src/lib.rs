@@ -9,9 +9,9 @@
 //! path ([`FastCache`]). What it does not own: clocks, threads, I/O (time is passed in as
 //! `now_ms`; the caller runs [`Conntrack::sweep`] from wherever it likes), recirculation
 //! and the `ct(...)` action text (the datapath adapter maps those to [`CtAction`]), ALGs
-//! (FTP/TFTP helpers) and timeout policies other than OVS's default, fragment reassembly on
-//! the packet path (the [`ipf`] module reassembles, but nothing calls it yet)
-//! (see [`parse`]).
+//! (FTP/TFTP helpers) and timeout policies other than OVS's default. IP fragment reassembly
+//! is the separate [`ipf`] module, run by the datapath adapter before [`Conntrack::execute`]
+//! (which itself marks any fragment it is given `+inv`, see [`parse`]).
 //!
 //! How a packet goes through ([`Conntrack::execute`], OVS's `process_one`):
 //! 1. `ct_state` is cleared if the packet was tracked in another zone.
@@ -34,9 +34,7 @@
 //!    mark/label (value, mask) is then applied to the connection, if there is one.
 //!
 //! Differences from OVS we know of (each deliberate, each documented where it lives):
-//! fragments are `+inv` (OVS reassembles, `ipf` is on by default in 3.1; our reassembler,
-//! [`ipf`], is written and tested but [`Conntrack::execute`] and the datapath do not call it
-//! yet); NAT choices inside
+//! NAT choices inside
 //! an address or explicit port range use a fixed hash (OVS's is seeded randomly per
 //! process); OVS caches the connection in the packet's metadata across recirculations and
 //! then skips the protocol update on a second `ct` in the same zone — our API has no such

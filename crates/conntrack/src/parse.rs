@@ -29,9 +29,11 @@
 //! - Any other IP protocol is keyed by addresses and protocol alone.
 //!
 //! Fragments: OVS 3.1 enables its userspace fragment reassembly (`ipf`) by default, for v4
-//! and v6, so OVS holds fragments and tracks the reassembled packet. We do not reassemble:
-//! a fragment is `+inv+trk`, counted as [`InvalidReason::Fragment`]. This is a documented
-//! gap against OVS, not an accident.
+//! and v6, so OVS holds fragments and tracks the reassembled packet. So does flowswitch: the
+//! datapath adapter runs [`crate::ipf`] before the tracker, so the tracker sees the
+//! reassembled packet. A fragment that still reaches the tracker (one `ipf` refused, or a
+//! caller without reassembly) is `+inv+trk`, counted as [`InvalidReason::Fragment`] — what
+//! OVS answers for the fragments its `ipf` passes on.
 //!
 //! Fast path: [`parse_fast`] is a straight-line parser for the common shape (untagged
 //! Ethernet, IPv4 without options, TCP or UDP) with every check above for that shape and a
@@ -59,7 +61,7 @@ pub enum InvalidReason {
     L3Header,
     /// IPv4 header checksum wrong.
     L3Checksum,
-    /// An IP fragment (OVS would reassemble it; we do not, see the module doc).
+    /// An IP fragment that reached the tracker unreassembled (see the module doc).
     Fragment,
     /// L4 header truncated or malformed.
     L4Header,

@@ -111,26 +111,118 @@ pub fn ext(id: CtExtId) -> CtExt {
         .unwrap_or_default()
 }
 
+/// What happened to a packet given to [`ConnTracker::track`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum CtVerdict {
+    /// The packet continues through the rest of the action list with its new metadata
+    /// (every packet of a tracker without fragment reassembly).
+    Continue,
+    /// The tracker kept the packet (an IP fragment held for reassembly, or the fragment that
+    /// completed a datagram, whose frames come back as [`CtRelease`]s): it leaves the
+    /// pipeline here, nothing is output for it, its buffer goes back to the pool.
+    Held,
+}
+
+/// A frame a tracker sends on in addition to the packets it was given: each fragment of a
+/// datagram its reassembly completed (with the reassembled packet's conntrack result), or
+/// a fragment whose reassembly timed out (`+trk+inv`). It continues through the rest of the
+/// action list after the `ct` action — as the packets do — in the order the tracker gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CtRelease {
+    /// The packet of the call (index into the batch of [`ConnTracker::track_batch`]; 0 for
+    /// [`ConnTracker::track`]) whose tracking released the frame: the PMD takes the
+    /// recirculation depth from it.
+    pub from: usize,
+    /// The whole Ethernet frame.
+    pub frame: Vec<u8>,
+    /// Its metadata (in_port, recirc_id and conntrack fields).
+    pub md: PacketMeta,
+}
+
+/// What a tracker did with a batch ([`ConnTracker::track_batch`]) beyond updating the
+/// packets' metadata. Kept by the PMD across calls (no allocation per batch); a tracker that
+/// never holds nor releases leaves it empty, and the PMD checks [`CtOut::is_empty`] once.
+#[derive(Debug, Default)]
+pub struct CtOut {
+    /// Bit `i`: packet `i` of the batch was held ([`CtVerdict::Held`]). A batch is at most
+    /// 64 packets (the PMD's are at most `netdev::BATCH_MAX`).
+    pub held: u64,
+    /// Frames released, in order (by [`CtRelease::from`], then as given): each continues
+    /// right after the packet that released it (whether that one continues or is held).
+    pub released: Vec<CtRelease>,
+}
+
+impl CtOut {
+    /// Nothing held, nothing released.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.held == 0 && self.released.is_empty()
+    }
+
+    /// Marks packet `i` held (ignored for `i` ≥ 64).
+    #[inline]
+    pub fn hold(&mut self, i: usize) {
+        if i < 64 {
+            self.held |= 1 << i;
+        }
+    }
+
+    /// Whether packet `i` was held.
+    #[inline]
+    pub fn is_held(&self, i: usize) -> bool {
+        i < 64 && self.held & (1 << i) != 0
+    }
+
+    /// Empties it (keeping the allocation).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.held = 0;
+        self.released.clear();
+    }
+}
+
 /// A connection tracker as the PMD sees it: runs one packet (after the actions before `ct`
 /// edited it) and updates its metadata. Called on the PMD's thread; time is explicit.
+///
+/// A tracker that reassembles IP fragments (OVS's `ipf`) may also hold packets
+/// ([`CtVerdict::Held`]) and release frames ([`CtRelease`]); the PMD runs the released
+/// frames through the rest of the action list, as it runs the packets that continue.
 pub trait ConnTracker: Send {
     /// Tracks `pkt`, received on `md.in_port`, in `params.zone`; sets `md.ct_state` (with
-    /// [`ct_state::TRACKED`]), `ct_zone`, `ct_mark`, `ct_label` and `ct_orig`.
-    fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, now_ms: u64);
+    /// [`ct_state::TRACKED`]), `ct_zone`, `ct_mark`, `ct_label` and `ct_orig`. Frames
+    /// released by this call are appended to `released` (with `from` 0).
+    fn track(
+        &mut self,
+        pkt: &mut Packet,
+        md: &mut PacketMeta,
+        params: &CtParams,
+        now_ms: u64,
+        released: &mut Vec<CtRelease>,
+    ) -> CtVerdict;
 
     /// Tracks a flow batch's packets in rx order (`pkts[i]` with `mds[i]`; the slices have
-    /// equal lengths), all with the same `params` and time: the same as [`Self::track`] on
-    /// each in turn (the PMD calls it for a batch whose actions are `ct(...),recirc(id)`).
-    /// Trackers override it to do once per batch what does not depend on the packet.
+    /// equal lengths, at most 64), all with the same `params` and time: the same as
+    /// [`Self::track`] on each in turn, packet `i`'s verdict recorded in `out.held` and its
+    /// releases appended to `out.released` with `from = i` (the PMD calls it for a batch
+    /// whose actions are `ct(...),recirc(id)`; `out` comes empty). Trackers override it to
+    /// do once per batch what does not depend on the packet.
     fn track_batch(
         &mut self,
         pkts: &mut [Packet],
         mds: &mut [PacketMeta],
         params: &CtParams,
         now_ms: u64,
+        out: &mut CtOut,
     ) {
-        for (p, md) in pkts.iter_mut().zip(mds) {
-            self.track(p, md, params, now_ms);
+        for (i, (p, md)) in pkts.iter_mut().zip(mds).enumerate() {
+            let n = out.released.len();
+            if self.track(p, md, params, now_ms, &mut out.released) == CtVerdict::Held {
+                out.hold(i);
+            }
+            for r in out.released.get_mut(n..).unwrap_or_default() {
+                r.from = i;
+            }
         }
     }
 
@@ -152,10 +244,18 @@ pub trait ConnTracker: Send {
 pub struct UntrackedConntrack;
 
 impl ConnTracker for UntrackedConntrack {
-    fn track(&mut self, _pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, _now: u64) {
+    fn track(
+        &mut self,
+        _pkt: &mut Packet,
+        md: &mut PacketMeta,
+        params: &CtParams,
+        _now: u64,
+        _released: &mut Vec<CtRelease>,
+    ) -> CtVerdict {
         ct_clear(md);
         md.ct_state = ct_state::TRACKED | ct_state::INVALID;
         md.ct_zone = params.zone;
+        CtVerdict::Continue
     }
 
     fn is_placeholder(&self) -> bool {
@@ -207,7 +307,8 @@ mod tests {
         let mut p = Packet::from_slice(&[0u8; 60]).expect("packet");
         let mut md = PacketMeta::port(3);
         md.ct_mark = 7;
-        UntrackedConntrack.track(
+        let mut rel = Vec::new();
+        let v = UntrackedConntrack.track(
             &mut p,
             &mut md,
             &CtParams {
@@ -216,7 +317,9 @@ mod tests {
                 ..CtParams::default()
             },
             0,
+            &mut rel,
         );
+        assert_eq!((v, rel.len()), (CtVerdict::Continue, 0));
         assert_eq!(md.ct_state, ct_state::TRACKED | ct_state::INVALID);
         assert_eq!((md.ct_zone, md.ct_mark), (9, 0));
         ct_clear(&mut md);

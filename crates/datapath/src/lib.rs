@@ -44,7 +44,10 @@ pub mod smc;
 pub mod twin;
 
 pub use actions::DpAction;
-pub use ct::{ConnTracker, CtExt, CtExtId, CtParams, MAX_RECIRC_DEPTH, UntrackedConntrack};
+pub use ct::{
+    ConnTracker, CtExt, CtExtId, CtOut, CtParams, CtRelease, CtVerdict, MAX_RECIRC_DEPTH,
+    UntrackedConntrack,
+};
 pub use dpcls::{Dpcls, DpclsConfig, DpclsReader, Inserted, LookupStats, RankOutcome, Snapshot};
 pub use dpctl::{DpPortInfo, DpShow, FlowOwner, KeyFormat, PmdPerf, PortNames};
 pub use emc::Emc;

@@ -41,7 +41,11 @@
 //!    pass with its new metadata (at most [`crate::ct::MAX_RECIRC_DEPTH`] passes; the queue
 //!    is run dry after the burst). A batch whose actions are exactly `ct(...),recirc(id)`
 //!    (a stateful pipeline's first pass) is handed to the tracker whole
-//!    ([`crate::ct::ConnTracker::track_batch`], same order, same effect) and then queued. Output batches are sent with one `tx_burst` per port at
+//!    ([`crate::ct::ConnTracker::track_batch`], same order, same effect) and then queued. A
+//!    tracker may hold a packet (an IP fragment: it stops there, counted `ct_held`) and
+//!    release frames (a reassembled datagram's fragments, expired ones): each gets a buffer
+//!    from the pool and runs the actions after the `ct`, right after the packet that released
+//!    it, on both paths. Output batches are sent with one `tx_burst` per port at
 //!    the end of the pass (or earlier when one fills).
 //!
 //! # Invariants
@@ -69,7 +73,10 @@ use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
 use crate::actions::{DpAction, apply_edit};
-use crate::ct::{ConnTracker, CtParams, MAX_RECIRC_DEPTH, UntrackedConntrack, ct_clear};
+use crate::ct::{
+    ConnTracker, CtOut, CtParams, CtRelease, CtVerdict, MAX_RECIRC_DEPTH, UntrackedConntrack,
+    ct_clear,
+};
 use crate::dpcls::{Dpcls, DpclsReader, RankOutcome, Snapshot};
 use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
 use crate::megaflow::{ActionsId, DpFlow, Ufid};
@@ -309,6 +316,16 @@ pub struct PmdStats {
     pub idle_iterations: u64,
     /// Cycles spent in upcalls (included in `processing_cycles`).
     pub upcall_cycles: u64,
+    /// Packets the connection tracker kept at a `ct` action (IP fragments held for
+    /// reassembly, and each fragment that completed a datagram: its frames come back
+    /// released). Not output, not an action drop.
+    pub ct_held: u64,
+    /// Frames the connection tracker released (the fragments of each reassembled datagram,
+    /// fragments whose reassembly timed out): each ran the rest of its action list.
+    pub ct_released: u64,
+    /// Released frames dropped for want of a packet buffer (pool exhausted; included in
+    /// `ct_released`).
+    pub ct_release_dropped: u64,
     /// Cycles of polls that received nothing.
     pub idle_cycles: u64,
     /// Cycles of polls that received packets.
@@ -767,6 +784,9 @@ pub struct Pmd {
     /// The tracker was checked for being the placeholder (and the warning printed if it
     /// was): once per tracker, not per packet.
     ct_checked: bool,
+    /// What the tracker held or released at the `ct` being executed; empty between calls
+    /// (kept for its allocation).
+    ct_out: CtOut,
     /// Packets waiting for their next datapath pass: metadata (recirc_id, conntrack) and the
     /// passes taken so far.
     recirc: VecDeque<Queued>,
@@ -836,6 +856,7 @@ impl Pmd {
             g: FlowBatches::default(),
             ct: Box::new(UntrackedConntrack),
             ct_checked: false,
+            ct_out: CtOut::default(),
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
@@ -1198,30 +1219,106 @@ impl Pmd {
         }
         let k = ps.len().min(BATCH_MAX);
         self.warn_placeholder();
+        let mut out = std::mem::take(&mut self.ct_out);
         self.ct.track_batch(
             &mut ps[..k],
             &mut self.s.ct_metas[..k],
             params,
             self.batch_ms,
+            &mut out,
         );
-        let hints = self.cfg.emc && self.cfg.recirc_hints;
-        for (j, p) in ps.drain(..).enumerate() {
-            let j = j.min(BATCH_MAX - 1);
-            let (mut md, depth) = (self.s.ct_metas[j], self.s.ct_depth[j]);
-            let slot = self.s.ct_slot[j];
-            // A hint needs the packet as the first pass saw it: not after NAT rewrote it.
-            let origin = if hints
-                && slot != NO_SLOT
-                && md.ct_state & (ct_state::SRC_NAT | ct_state::DST_NAT) == 0
-            {
-                md.recirc_id = id;
-                self.emc.hints().check(usize::from(slot), &md)
-            } else {
-                Origin::None
-            };
-            self.queue_recirc(p, md, depth, id, self.s.ct_flags[j], origin);
+        if out.is_empty() {
+            let hints = self.cfg.emc && self.cfg.recirc_hints;
+            for (j, p) in ps.drain(..).enumerate() {
+                let j = j.min(BATCH_MAX - 1);
+                let (mut md, depth) = (self.s.ct_metas[j], self.s.ct_depth[j]);
+                let slot = self.s.ct_slot[j];
+                // A hint needs the packet as the first pass saw it: not after NAT rewrote it.
+                let origin = if hints
+                    && slot != NO_SLOT
+                    && md.ct_state & (ct_state::SRC_NAT | ct_state::DST_NAT) == 0
+                {
+                    md.recirc_id = id;
+                    self.emc.hints().check(usize::from(slot), &md)
+                } else {
+                    Origin::None
+                };
+                self.queue_recirc(p, md, depth, id, self.s.ct_flags[j], origin);
+            }
+        } else {
+            // IP fragments held or released: a held packet is dropped here; the frames a
+            // packet released follow it in the queue (as in `execute_one`), in the tracker's
+            // order, with its passes. No recirculation hints on this rare path.
+            let held = out.held;
+            let mut rel = out.released.drain(..).peekable();
+            for (j, p) in ps.drain(..).enumerate() {
+                let jj = j.min(BATCH_MAX - 1);
+                if j < 64 && held & (1 << j) != 0 {
+                    self.stats.ct_held += 1;
+                    self.pool.free(p);
+                } else {
+                    let (md, depth) = (self.s.ct_metas[jj], self.s.ct_depth[jj]);
+                    self.queue_recirc(p, md, depth, id, 0, Origin::None);
+                }
+                while let Some(r) = rel.next_if(|r| r.from <= j) {
+                    self.queue_released(r, id);
+                }
+            }
+            for r in rel {
+                self.queue_released(r, id);
+            }
+            out.clear();
         }
+        self.ct_out = out;
         self.s.ct_pkts = ps;
+    }
+
+    /// Queues a frame the tracker released in `ct_recirc_batch` for its next pass.
+    fn queue_released(&mut self, r: CtRelease, id: u32) {
+        let depth = self.s.ct_depth[r.from.min(BATCH_MAX - 1)];
+        if let Some(p) = self.released_packet(&r.frame, r.md.in_port) {
+            self.queue_recirc(p, r.md, depth, id, 0, Origin::None);
+        }
+    }
+
+    /// A frame the tracker released, in a buffer of the pool (counted; without a buffer,
+    /// counted as dropped and `None`).
+    fn released_packet(&mut self, frame: &[u8], in_port: u32) -> Option<Packet> {
+        self.stats.ct_released += 1;
+        let Some(mut p) = self.pool.alloc() else {
+            self.stats.ct_release_dropped += 1;
+            return None;
+        };
+        if p.set_data(frame).is_err() {
+            self.pool.free(p);
+            self.stats.ct_release_dropped += 1;
+            return None;
+        }
+        p.in_port = in_port;
+        Some(p)
+    }
+
+    /// Runs the frames the tracker released at the `ct` action `list[start - 1]`, executed
+    /// for packet `i`, through `list[start..]`, in order, each with its own metadata (in
+    /// `s.metas[i]`, which the packet no longer needs).
+    fn run_released(&mut self, list: &[DpAction], start: usize, mut out: CtOut, i: usize) {
+        for r in out.released.drain(..) {
+            let Some(p) = self.released_packet(&r.frame, r.md.in_port) else {
+                continue;
+            };
+            if let Some(md) = self.s.metas.get_mut(i) {
+                *md = r.md;
+                self.metas_port = None;
+                self.execute_actions(list, start, p, i);
+            } else {
+                self.pool.free(p);
+            }
+        }
+        // Keep the allocation for the next time.
+        out.clear();
+        if self.ct_out.released.capacity() == 0 {
+            self.ct_out = out;
+        }
     }
 
     /// Warns once if `ct` runs the placeholder tracker.
@@ -1239,13 +1336,22 @@ impl Pmd {
         }
     }
 
-    /// Runs packet `i` of the current pass through the connection tracker.
-    fn conntrack(&mut self, p: &mut Packet, i: usize, params: &CtParams, now_ms: u64) {
+    /// Runs packet `i` of the current pass through the connection tracker. True if the
+    /// tracker held the packet or released frames (then in `ct_out`, for the caller to take).
+    fn conntrack(&mut self, p: &mut Packet, i: usize, params: &CtParams, now_ms: u64) -> bool {
         self.warn_placeholder();
-        if let Some(md) = self.s.metas.get_mut(i) {
-            self.ct.track(p, md, params, now_ms);
-            self.metas_port = None;
+        let Some(md) = self.s.metas.get_mut(i) else {
+            return false;
+        };
+        self.metas_port = None;
+        if self
+            .ct
+            .track(p, md, params, now_ms, &mut self.ct_out.released)
+            == CtVerdict::Held
+        {
+            self.ct_out.hold(0);
         }
+        !self.ct_out.is_empty()
     }
 
     /// Forgets packet `i`'s conntrack metadata (`ct_clear`).
@@ -1562,9 +1668,16 @@ impl Pmd {
             self.pool.free(pkt);
             return;
         };
+        self.execute_actions(list, 0, pkt, i);
+    }
+
+    /// Executes `list[start..]` on `pkt` (packet `i` of the pass, metadata `s.metas[i]`).
+    fn execute_actions(&mut self, list: &[DpAction], start: usize, pkt: Packet, i: usize) {
         let mut pkt = Some(pkt);
         let mut sent = false;
-        for (j, a) in list.iter().enumerate() {
+        // Frames the tracker released at a `ct`, with the index of the action after it.
+        let mut released: Vec<(usize, CtOut)> = Vec::new();
+        for (j, a) in list.iter().enumerate().skip(start) {
             let last = j + 1 == list.len();
             match *a {
                 DpAction::Output(no) => {
@@ -1586,8 +1699,23 @@ impl Pmd {
                 }
                 DpAction::Drop => break,
                 DpAction::Ct(params) => {
-                    if let Some(p) = pkt.as_mut() {
-                        self.conntrack(p, i, &params, self.batch_ms);
+                    if let Some(p) = pkt.as_mut()
+                        && self.conntrack(p, i, &params, self.batch_ms)
+                    {
+                        // Held or released IP fragments: the released frames run the rest
+                        // of the list once this packet is done.
+                        let out = std::mem::take(&mut self.ct_out);
+                        if out.held != 0 {
+                            if let Some(p) = pkt.take() {
+                                self.pool.free(p);
+                            }
+                            self.stats.ct_held += 1;
+                            sent = true;
+                        }
+                        released.push((j + 1, out));
+                        if pkt.is_none() {
+                            break;
+                        }
                     }
                 }
                 DpAction::CtClear => self.ct_clear(i),
@@ -1617,6 +1745,9 @@ impl Pmd {
         }
         if !sent {
             self.stats.action_drops += 1;
+        }
+        for (start, out) in released {
+            self.run_released(list, start, out, i);
         }
     }
 

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
-use datapath::{ActionsId, ConnTracker, CtParams, DpAction, Dpcls, DpclsConfig, MAX_RECIRC_DEPTH};
+use datapath::{
+    ActionsId, ConnTracker, CtParams, CtRelease, CtVerdict, DpAction, Dpcls, DpclsConfig,
+    MAX_RECIRC_DEPTH,
+};
 use flow::extract::PacketMeta;
 use flow::field::{FieldId, ct_state};
 use flow::{FlowKey, FlowMask};
@@ -22,7 +25,14 @@ struct SeenTracker {
 }
 
 impl ConnTracker for SeenTracker {
-    fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, _now: u64) {
+    fn track(
+        &mut self,
+        pkt: &mut Packet,
+        md: &mut PacketMeta,
+        params: &CtParams,
+        _now: u64,
+        _released: &mut Vec<CtRelease>,
+    ) -> CtVerdict {
         let known = self.seen.contains(pkt.data());
         if params.commit {
             self.seen.insert(pkt.data().to_vec());
@@ -34,6 +44,7 @@ impl ConnTracker for SeenTracker {
                 ct_state::NEW
             };
         md.ct_zone = params.zone;
+        CtVerdict::Continue
     }
 }
 
@@ -202,12 +213,19 @@ struct LogTracker {
 }
 
 impl ConnTracker for LogTracker {
-    fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, now: u64) {
+    fn track(
+        &mut self,
+        pkt: &mut Packet,
+        md: &mut PacketMeta,
+        params: &CtParams,
+        now: u64,
+        released: &mut Vec<CtRelease>,
+    ) -> CtVerdict {
         self.log
             .lock()
             .unwrap()
             .push((pkt.data().to_vec(), params.zone, *md));
-        self.seen.track(pkt, md, params, now);
+        self.seen.track(pkt, md, params, now, released)
     }
 }
 
@@ -329,7 +347,14 @@ struct MoodyTracker {
 }
 
 impl ConnTracker for MoodyTracker {
-    fn track(&mut self, pkt: &mut Packet, md: &mut PacketMeta, params: &CtParams, _now: u64) {
+    fn track(
+        &mut self,
+        pkt: &mut Packet,
+        md: &mut PacketMeta,
+        params: &CtParams,
+        _now: u64,
+        _released: &mut Vec<CtRelease>,
+    ) -> CtVerdict {
         self.log
             .lock()
             .unwrap()
@@ -345,6 +370,7 @@ impl ConnTracker for MoodyTracker {
         md.ct_zone = params.zone;
         md.ct_mark = *c / 16;
         *c += 1;
+        CtVerdict::Continue
     }
 }
 

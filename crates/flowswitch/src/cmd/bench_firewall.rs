@@ -272,8 +272,13 @@ fn pmd(
     let ports: Vec<(u32, Box<dyn Port>, bool)> =
         vec![(1, Box::new(p1), true), (2, Box::new(p2), true)];
     let (mut pmd, _) = pmd_over_bridge(bridge(flows)?, cfg, ports)?;
+    // The traffic has no IP fragments: each PMD may have its own (empty) reassembler.
+    let ipf = Arc::new(conntrack::ipf::Ipf::new(
+        conntrack::ipf::IpfConfig::default(),
+    ));
     pmd.set_conntrack(Box::new(CtAdapter::new(
         ct.clone(),
+        ipf,
         Arc::new(std::sync::atomic::AtomicU64::new(0)),
     )));
     Ok(pmd)
