@@ -12,8 +12,11 @@
 //! bursts, the tiers, upcalls through the [`pmd::Upcall`] trait, actions per flow batch
 //! ([`actions`]: output, drop, VLAN push/pop, masked set-field with checksum fix-ups; [`ct`]:
 //! `ct` through a [`ct::ConnTracker`] and depth-limited `recirc`), and the per-PMD stats
-//! lines; [`dpctl`], OVS's `dpctl/dump-flows`, `dpctl/show` and `pmd-perf-show` text.
-//! Not yet: a real connection tracker (the `conntrack` crate), rxq assignment.
+//! lines; [`recirc_hint`], the EMC extended through `ct,recirc` (a second pass takes the
+//! megaflow an earlier packet of the same EMC entry found, when the tracker's metadata
+//! repeats); [`dpctl`], OVS's `dpctl/dump-flows`, `dpctl/show` and `pmd-perf-show` text.
+//! The connection tracker itself is not here: the `conntrack` crate implements
+//! [`ct::ConnTracker`] and the `flowswitch` glue plugs it in. Not yet: rxq assignment.
 //!
 //! # Invariants (ARCHITECTURE.md 2)
 //!

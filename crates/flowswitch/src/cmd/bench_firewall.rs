@@ -95,6 +95,10 @@ pub struct FirewallArgs {
     /// Core the PMD thread is pinned to.
     #[arg(long, default_value_t = 1)]
     pub core: usize,
+    /// Run without recirculation hints (each second pass extracted and looked up again), to
+    /// measure what they bring.
+    #[arg(long)]
+    pub no_recirc_hints: bool,
 }
 
 /// RFC 1071 checksum over `parts` concatenated (each part of even length but the last).
@@ -264,9 +268,11 @@ fn pmd(
     p1: ReplayPort,
     p2: ReplayPort,
     core: usize,
+    recirc_hints: bool,
 ) -> anyhow::Result<Pmd> {
     let cfg = PmdConfig {
         core_id: u32::try_from(core).unwrap_or(u32::MAX),
+        recirc_hints,
         ..PmdConfig::default()
     };
     let ports: Vec<(u32, Box<dyn Port>, bool)> =
@@ -303,7 +309,7 @@ fn setup(ct: &Arc<Conntrack>, t: &Traffic, n: u32, core: usize) -> anyhow::Resul
     let n_rev = t.open_rev.len() as u64;
     let p1 = ReplayPort::from_frame_set("p1", t.open_fwd.clone()).with_limit(n_fwd);
     let p2 = ReplayPort::from_frame_set("p2", t.open_rev.clone()).with_limit(n_rev);
-    let mut pmd = pmd(FIREWALL_FLOWS, ct, p1, p2, core)?;
+    let mut pmd = pmd(FIREWALL_FLOWS, ct, p1, p2, core, true)?;
     let start = Instant::now();
     let report = pmd.run_for(n_fwd + n_rev);
     let elapsed = start.elapsed();
@@ -331,7 +337,7 @@ fn measure(
 ) -> anyhow::Result<f64> {
     let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone());
     let p2 = ReplayPort::from_frame_set("p2", t.rev.clone());
-    let pmd = pmd(flows, ct, p1, p2, args.core)?;
+    let pmd = pmd(flows, ct, p1, p2, args.core, !args.no_recirc_hints)?;
     let thread = PmdThread::spawn(pmd, PmdThreadConfig::on_core(args.core))?;
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
     let wait = Duration::from_secs(10);
@@ -473,7 +479,7 @@ mod tests {
             assert_eq!(ct.nconns(), 50);
             let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone()).with_limit(100);
             let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(100);
-            let mut pmd = pmd(FIREWALL_FLOWS, &ct, p1, p2, 0).expect("pmd");
+            let mut pmd = pmd(FIREWALL_FLOWS, &ct, p1, p2, 0, true).expect("pmd");
             let r = pmd.run_for(200);
             assert_eq!(r.packets, 200);
             let st = pmd.stats();
@@ -531,7 +537,8 @@ mod replay {
         let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone()).with_limit(half);
         let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(half);
         let flows = if plain { PLAIN_FLOWS } else { FIREWALL_FLOWS };
-        let mut pmd = pmd(flows, &ct, p1, p2, 0).expect("pmd");
+        let hints = std::env::var("FW_REPLAY_HINTS").map_or(true, |v| v != "0");
+        let mut pmd = pmd(flows, &ct, p1, p2, 0, hints).expect("pmd");
         let r = pmd.run_for(u64::MAX);
         assert_eq!(r.packets, 2 * half);
         let st = pmd.stats();
