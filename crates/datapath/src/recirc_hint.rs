@@ -32,7 +32,7 @@
 
 use std::sync::Arc;
 
-use flow::extract::PacketMeta;
+use flow::extract::{CtOrigTuple, PacketMeta};
 
 use crate::megaflow::DpFlow;
 
@@ -115,7 +115,7 @@ impl RecircHints {
         };
         let slot = slot as u16;
         match &h.flow {
-            Some(f) if h.md == *md && !f.is_dead() => Origin::Pre { slot, seq: h.seq },
+            Some(f) if same_meta(&h.md, md) && !f.is_dead() => Origin::Pre { slot, seq: h.seq },
             _ => Origin::Learn { slot, seq: h.seq },
         }
     }
@@ -147,6 +147,65 @@ impl RecircHints {
     }
 }
 
+/// `a == b`, inlined (the derived comparison of the original tuple stayed an out-of-line
+/// call on the firewall path: ~50 instructions a packet). Destructured so that a field added
+/// to `PacketMeta` does not compile until it is compared here; the test checks it against
+/// `==`.
+#[inline(always)]
+fn same_meta(a: &PacketMeta, b: &PacketMeta) -> bool {
+    let PacketMeta {
+        recirc_id,
+        in_port,
+        pkt_mark,
+        dp_hash,
+        ct_state,
+        ct_zone,
+        ct_mark,
+        ct_label,
+        ct_orig,
+    } = *a;
+    recirc_id == b.recirc_id
+        && ct_state == b.ct_state
+        && ct_mark == b.ct_mark
+        && ct_zone == b.ct_zone
+        && in_port == b.in_port
+        && pkt_mark == b.pkt_mark
+        && dp_hash == b.dp_hash
+        && ct_label == b.ct_label
+        && match (ct_orig, b.ct_orig) {
+            (CtOrigTuple::None, CtOrigTuple::None) => true,
+            (
+                CtOrigTuple::V4 {
+                    src,
+                    dst,
+                    proto,
+                    tp_src,
+                    tp_dst,
+                },
+                CtOrigTuple::V4 {
+                    src: s2,
+                    dst: d2,
+                    proto: p2,
+                    tp_src: ts2,
+                    tp_dst: td2,
+                },
+            ) => src == s2 && dst == d2 && proto == p2 && tp_src == ts2 && tp_dst == td2,
+            (
+                CtOrigTuple::V6 {
+                    proto,
+                    tp_src,
+                    tp_dst,
+                },
+                CtOrigTuple::V6 {
+                    proto: p2,
+                    tp_src: ts2,
+                    tp_dst: td2,
+                },
+            ) => proto == p2 && tp_src == ts2 && tp_dst == td2,
+            _ => false,
+        }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +214,68 @@ mod tests {
 
     fn flow(n: u128) -> Arc<DpFlow> {
         Arc::new(DpFlow::new(Ufid(n), &FlowKey::ZERO, &FlowMask::CATCHALL, 0))
+    }
+
+    /// `same_meta` is `==` on metadata that differ in one field or in several, tuples of
+    /// every kind included.
+    #[test]
+    fn same_meta_is_equality() {
+        let mut x = 0x2545_f491u32;
+        let mut rnd = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x % n
+        };
+        let mut pick = |r: &mut dyn FnMut(u32) -> u32| {
+            let orig = match r(3) {
+                0 => CtOrigTuple::None,
+                1 => CtOrigTuple::V4 {
+                    src: r(2),
+                    dst: r(2),
+                    proto: r(2) as u8,
+                    tp_src: r(2) as u16,
+                    tp_dst: r(2) as u16,
+                },
+                _ => CtOrigTuple::V6 {
+                    proto: r(2) as u8,
+                    tp_src: r(2) as u16,
+                    tp_dst: r(2) as u16,
+                },
+            };
+            PacketMeta {
+                recirc_id: r(2),
+                in_port: r(2),
+                pkt_mark: r(2),
+                dp_hash: r(2),
+                ct_state: r(2),
+                ct_zone: r(2) as u16,
+                ct_mark: r(2),
+                ct_label: u128::from(r(2)) << 100,
+                ct_orig: orig,
+            }
+        };
+        let (mut eq, mut ne) = (0, 0);
+        for _ in 0..200_000 {
+            let a = pick(&mut rnd);
+            let mut b = if rnd(2) == 0 { a } else { pick(&mut rnd) };
+            // Often just one field apart.
+            match rnd(12) {
+                0 => b.recirc_id ^= 1,
+                1 => b.in_port ^= 1,
+                2 => b.pkt_mark ^= 1,
+                3 => b.dp_hash ^= 1,
+                4 => b.ct_state ^= 1,
+                5 => b.ct_zone ^= 1,
+                6 => b.ct_mark ^= 1,
+                7 => b.ct_label ^= 1,
+                8 => b.ct_orig = pick(&mut rnd).ct_orig,
+                _ => {}
+            }
+            assert_eq!(same_meta(&a, &b), a == b, "{a:?} {b:?}");
+            if a == b { eq += 1 } else { ne += 1 }
+        }
+        assert!(eq > 1000 && ne > 1000);
     }
 
     #[test]
