@@ -79,7 +79,11 @@ fn docs_claim_nothing_that_does_not_exist_yet() {
 
 #[test]
 fn scripts_keep_their_files_in_private_temporary_directories() {
-    for script in ["scripts/test-all.sh", "scripts/fresh-clone-check.sh"] {
+    for script in [
+        "scripts/test-all.sh",
+        "scripts/fresh-clone-check.sh",
+        "scripts/fw-instructions.sh",
+    ] {
         let s = read(script);
         assert!(s.contains("mktemp -d"), "{script}");
         for line in s.lines().filter(|l| !l.trim_start().starts_with('#')) {
