@@ -227,7 +227,7 @@ mod tests {
             x ^= x << 5;
             x % n
         };
-        let mut pick = |r: &mut dyn FnMut(u32) -> u32| {
+        let pick = |r: &mut dyn FnMut(u32) -> u32| {
             let orig = match r(3) {
                 0 => CtOrigTuple::None,
                 1 => CtOrigTuple::V4 {
