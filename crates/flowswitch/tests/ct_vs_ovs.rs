@@ -123,7 +123,7 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 fn ct_vs_ovs() {
     testutil::skip_without_ovs!();
     if effective_uid() != Some(0) {
-        eprintln!("SKIP: the OVS conntrack oracle runs as root (euid is not 0)");
+        testutil::skip("the OVS conntrack oracle runs as root (euid is not 0)");
         return;
     }
     let only: Option<Vec<String>> = std::env::var("CT_SCRIPT")

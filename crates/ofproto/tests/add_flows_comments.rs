@@ -33,7 +33,7 @@ fn trailing_comments_are_comments() {
     assert_eq!(br.n_rules(), 0);
 
     if let Some(why) = ovs_missing_reason() {
-        eprintln!("SKIP: OVS comparison: {why}");
+        testutil::skip(&format!("OVS comparison: {why}"));
         return;
     }
     let sb = OvsSandbox::start(2).expect("OVS sandbox");

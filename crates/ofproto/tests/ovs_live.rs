@@ -198,7 +198,7 @@ fn our_bridge(c: &Case) -> Bridge {
 #[test]
 fn hand_written_pipelines_match_live_ovs() {
     if let Some(why) = ovs_missing_reason() {
-        eprintln!("SKIP: {why}");
+        testutil::skip(&why);
         return;
     }
     let sb = OvsSandbox::start(4).expect("start OVS sandbox");

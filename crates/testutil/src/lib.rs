@@ -14,10 +14,14 @@
 //!   comparison for `crates/flowswitch/tests/ct_vs_ovs.rs`; OVS's answers are recorded in
 //!   `data/ct_oracle_answers.txt`, observed facts in `data/ct_oracle_notes.md`.
 //! - [`rng`]: a small self-contained seeded PRNG so corpora never change with a dependency.
+//! - [`skip()`]: how a test that cannot run here says so — counted by `scripts/test-all.sh`,
+//!   a failure in CI (`FLOWSWITCH_NO_SKIP`).
 //!
 //! Nothing here is used by production code.
 
 pub mod ct_oracle;
+pub mod skip;
+pub use skip::skip;
 pub mod flow_corpus;
 pub mod golden;
 pub mod ovs;

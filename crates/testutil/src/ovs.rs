@@ -280,13 +280,13 @@ pub fn tool_version(program: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Skips the current test (prints `SKIP: <reason>` to stderr and `return`s) when OVS is not
-/// installed. Call it first in every test that needs the oracle.
+/// Skips the current test ([`crate::skip()`]: counted, a failure in CI; then `return`) when OVS
+/// is not installed. Call it first in every test that needs the oracle.
 #[macro_export]
 macro_rules! skip_without_ovs {
     () => {
         if let Some(reason) = $crate::ovs::ovs_missing_reason() {
-            eprintln!("SKIP: {}", reason);
+            $crate::skip(&reason);
             return;
         }
     };
