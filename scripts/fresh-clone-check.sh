@@ -32,6 +32,10 @@ trap 'if [ "$OK" = 1 ] && [ "${KEEP:-0}" != 1 ]; then rm -rf "$DIR"; else echo "
 # Clone from the repository's object store (a worktree's .git is only a pointer to it).
 git clone -q "$(git -C "$REPO" rev-parse --path-format=absolute --git-common-dir)" "$DIR/flowswitch"
 git -C "$DIR/flowswitch" checkout -q --detach "$HEAD"
+# The project's shared data sits beside a checkout (`../shared`); give the clone the same.
+if [ -d "$REPO/../shared" ]; then
+  ln -s "$(cd "$REPO/../shared" && pwd)" "$DIR/shared"
+fi
 echo "fresh-clone-check: clone of $HEAD in $DIR/flowswitch; CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-unset (builds in the clone)}"
 
 i=0

@@ -971,11 +971,14 @@ mod tests {
         ids.sort_unstable();
         assert_eq!(ids, (0..1000).collect::<Vec<u16>>());
         // The oracle is the script itself, in the project's shared data: `../shared` from the
-        // repository root (beside the checkout, not part of it), run with python3. Without
-        // either the test is skipped — counted, and a failure in CI (`testutil::skip`).
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join("../shared/ovs-bench/gen_pcap.py");
+        // repository root (beside the checkout, not part of it; `FLOWSWITCH_SHARED` names
+        // another place), run with python3. Without either the test is skipped — counted,
+        // and a failure in CI (`testutil::skip`).
+        let shared = std::env::var_os("FLOWSWITCH_SHARED").map_or_else(
+            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+            std::path::PathBuf::from,
+        );
+        let script = shared.join("ovs-bench/gen_pcap.py");
         if !script.exists() {
             testutil::skip(&format!(
                 "comparison with gen_pcap.py: {} not found",
