@@ -95,6 +95,49 @@ impl FastCache {
         self.slots.len()
     }
 
+    /// The cache hash [`Conntrack::execute_cached`] will probe with for `frame` in `zone`,
+    /// computed from the common shape alone (untagged IPv4 TCP/UDP, no validity checks) —
+    /// for prefetching a batch's slots and connections ahead of tracking it
+    /// ([`FastCache::slot_at`], [`FastCache::conn_at`]). A hint: `None` for another shape, and
+    /// a NATed packet (probed by its reversed key) gets a useless but harmless answer.
+    #[inline]
+    pub fn hint_hash(frame: &[u8], zone: u16) -> Option<u64> {
+        let h: &[u8; 38] = frame.get(..38)?.try_into().ok()?;
+        if h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || (h[23] != 6 && h[23] != 17) {
+            return None;
+        }
+        let a4 = |b: &[u8]| {
+            let w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            u128::from(w).to_le_bytes()
+        };
+        let key = ConnKey {
+            zone,
+            proto: h[23],
+            src: a4(&h[26..30]),
+            dst: a4(&h[30..34]),
+            sport: u16::from_be_bytes([h[34], h[35]]),
+            dport: u16::from_be_bytes([h[36], h[37]]),
+            ..ConnKey::default()
+        };
+        Some(key.cache_hash())
+    }
+
+    /// The slot a probe with cache hash `hash` reads (to prefetch; see
+    /// [`FastCache::hint_hash`]).
+    #[inline]
+    pub fn slot_at(&self, hash: u64) -> &impl Sized {
+        &self.slots[(hash as usize) & self.mask]
+    }
+
+    /// Parts of the connection the slot of `hash` holds that a probe and an update read —
+    /// the entry's start, its reply key and its lock with the protocol state — to prefetch
+    /// (after [`FastCache::slot_at`]'s line has arrived); `None` for an empty slot.
+    #[inline]
+    pub fn conn_at(&self, hash: u64) -> Option<(&impl Sized, &impl Sized, &impl Sized)> {
+        let c = self.slots[(hash as usize) & self.mask].2.as_deref()?;
+        Some((c, &c.rev_key, &c.m))
+    }
+
     /// (hits, misses) so far.
     pub fn hit_stats(&self) -> (u64, u64) {
         (self.hits, self.misses)
@@ -184,6 +227,48 @@ mod tests {
     use crate::{Config, CtAction, build};
     use flow::extract::PacketMeta;
     use std::net::{IpAddr, Ipv4Addr};
+
+    /// The prefetch hint names the slot the probe will read: for every frame the straight-line
+    /// parser keys, `hint_hash` is the hash of that key (random TCP/UDP over IPv4, zones);
+    /// other shapes get no hint, and no bytes make it panic.
+    #[test]
+    fn hint_hash_is_the_probe_hash() {
+        let mut x = 0x9e37_79b9u32;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let ip = |i: u32| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
+        let mut keyed = 0;
+        for i in 0..20_000u32 {
+            let (s, d) = (ip(rnd() % 7), ip(rnd() % 7));
+            let (sp, dp) = ((rnd() % 3) as u16, (rnd() % 3) as u16 + 1);
+            let zone = (rnd() % 3) as u16;
+            let mut f = if i % 2 == 0 {
+                build::udp(s, d, sp, dp, b"payload")
+            } else {
+                build::tcp(s, d, sp, dp, rnd(), rnd(), 0x10, 1000, &[], b"")
+            };
+            if i % 5 == 0 {
+                let at = (rnd() as usize) % f.len();
+                f[at] ^= 1 << (rnd() % 8);
+            }
+            if i % 7 == 0 {
+                f.truncate((rnd() as usize) % f.len());
+            }
+            let hint = FastCache::hint_hash(&f, zone);
+            if let Some(p) = crate::parse::parse_fast(&f, zone) {
+                assert_eq!(hint, Some(p.key.cache_hash()), "{f:02x?}");
+                keyed += 1;
+            }
+        }
+        assert!(keyed > 5_000, "{keyed}");
+        for n in 0..64 {
+            let _ = FastCache::hint_hash(&vec![0x45; n], 0);
+        }
+    }
 
     /// A growing cache gives, packet by packet, what the full path gives on a twin tracker,
     /// while it grows from 16 slots past the working set of 3000 connections.

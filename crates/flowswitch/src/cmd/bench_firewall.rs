@@ -99,6 +99,10 @@ pub struct FirewallArgs {
     /// measure what they bring.
     #[arg(long)]
     pub no_recirc_hints: bool,
+    /// Run without prefetching the conntrack fast cache for a batch (it only prefetches
+    /// once the cache has grown), to measure what that brings.
+    #[arg(long)]
+    pub no_ct_prefetch: bool,
 }
 
 /// RFC 1071 checksum over `parts` concatenated (each part of even length but the last).
@@ -269,6 +273,7 @@ fn pmd(
     p2: ReplayPort,
     core: usize,
     recirc_hints: bool,
+    ct_prefetch: bool,
 ) -> anyhow::Result<Pmd> {
     let cfg = PmdConfig {
         core_id: u32::try_from(core).unwrap_or(u32::MAX),
@@ -282,11 +287,13 @@ fn pmd(
     let ipf = Arc::new(conntrack::ipf::Ipf::new(
         conntrack::ipf::IpfConfig::default(),
     ));
-    pmd.set_conntrack(Box::new(CtAdapter::new(
+    let mut adapter = CtAdapter::new(
         ct.clone(),
         ipf,
         Arc::new(std::sync::atomic::AtomicU64::new(0)),
-    )));
+    );
+    adapter.set_prefetch(ct_prefetch);
+    pmd.set_conntrack(Box::new(adapter));
     Ok(pmd)
 }
 
@@ -309,7 +316,7 @@ fn setup(ct: &Arc<Conntrack>, t: &Traffic, n: u32, core: usize) -> anyhow::Resul
     let n_rev = t.open_rev.len() as u64;
     let p1 = ReplayPort::from_frame_set("p1", t.open_fwd.clone()).with_limit(n_fwd);
     let p2 = ReplayPort::from_frame_set("p2", t.open_rev.clone()).with_limit(n_rev);
-    let mut pmd = pmd(FIREWALL_FLOWS, ct, p1, p2, core, true)?;
+    let mut pmd = pmd(FIREWALL_FLOWS, ct, p1, p2, core, true, true)?;
     let start = Instant::now();
     let report = pmd.run_for(n_fwd + n_rev);
     let elapsed = start.elapsed();
@@ -337,7 +344,15 @@ fn measure(
 ) -> anyhow::Result<f64> {
     let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone());
     let p2 = ReplayPort::from_frame_set("p2", t.rev.clone());
-    let pmd = pmd(flows, ct, p1, p2, args.core, !args.no_recirc_hints)?;
+    let pmd = pmd(
+        flows,
+        ct,
+        p1,
+        p2,
+        args.core,
+        !args.no_recirc_hints,
+        !args.no_ct_prefetch,
+    )?;
     let thread = PmdThread::spawn(pmd, PmdThreadConfig::on_core(args.core))?;
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
     let wait = Duration::from_secs(10);
@@ -479,7 +494,7 @@ mod tests {
             assert_eq!(ct.nconns(), 50);
             let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone()).with_limit(100);
             let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(100);
-            let mut pmd = pmd(FIREWALL_FLOWS, &ct, p1, p2, 0, true).expect("pmd");
+            let mut pmd = pmd(FIREWALL_FLOWS, &ct, p1, p2, 0, true, true).expect("pmd");
             let r = pmd.run_for(200);
             assert_eq!(r.packets, 200);
             let st = pmd.stats();
@@ -538,7 +553,7 @@ mod replay {
         let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(half);
         let flows = if plain { PLAIN_FLOWS } else { FIREWALL_FLOWS };
         let hints = std::env::var("FW_REPLAY_HINTS").map_or(true, |v| v != "0");
-        let mut pmd = pmd(flows, &ct, p1, p2, 0, hints).expect("pmd");
+        let mut pmd = pmd(flows, &ct, p1, p2, 0, hints, true).expect("pmd");
         let r = pmd.run_for(u64::MAX);
         assert_eq!(r.packets, 2 * half);
         let st = pmd.stats();
