@@ -269,6 +269,40 @@ impl Upcall for ChainPipeline {
     }
 }
 
+/// A PMD over `dpcls` running [`ChainPipeline`] with `tracker`, ports 1 (polled), 2 and 3;
+/// returns it with the ports' handles.
+fn chain_pmd(
+    cfg: PmdConfig,
+    dpcls: Arc<Dpcls>,
+    tail_drop: bool,
+    tracker: Box<dyn ConnTracker>,
+) -> (Pmd, Vec<MemHandle>) {
+    let mut pmd = Pmd::new(
+        cfg,
+        dpcls,
+        Arc::new(ActionTable::default()),
+        Box::new(ChainPipeline { tail_drop }),
+    );
+    let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
+    let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
+    for (i, p) in ports.into_iter().enumerate() {
+        pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
+    }
+    pmd.set_conntrack(tracker);
+    (pmd, h)
+}
+
+/// A seeded xorshift32: `rnd(n)` is in `0..n`.
+fn xorshift(seed: u32) -> impl FnMut(u32) -> u32 {
+    let mut x = seed | 1;
+    move |n: u32| {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x % n
+    }
+}
+
 /// The PMD's batch path for `ct(...),recirc(id)` flow batches (`ConnTracker::track_batch`)
 /// against the general per-packet executor, on random bursts over a few flows: the same
 /// tracker calls in the same order, the same frames on each port in the same order, the
@@ -284,29 +318,17 @@ fn ct_recirc_batch_path_equals_per_packet_path() {
             recirc_hints: false,
             ..PmdConfig::default()
         };
-        let mut pmd = Pmd::new(
+        let log = CallLog::default();
+        let (mut pmd, h) = chain_pmd(
             cfg,
             Arc::new(Dpcls::new(DpclsConfig::default())),
-            Arc::new(ActionTable::default()),
-            Box::new(ChainPipeline { tail_drop }),
+            tail_drop,
+            Box::new(LogTracker {
+                seen: SeenTracker::default(),
+                log: log.clone(),
+            }),
         );
-        let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
-        let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
-        for (i, p) in ports.into_iter().enumerate() {
-            pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
-        }
-        let log = CallLog::default();
-        pmd.set_conntrack(Box::new(LogTracker {
-            seen: SeenTracker::default(),
-            log: log.clone(),
-        }));
-        let mut x = seed | 1;
-        let mut rnd = move |n: u32| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x % n
-        };
+        let mut rnd = xorshift(seed);
         let mut out = Vec::new();
         for _ in 0..60 {
             let burst = rnd(41);
@@ -389,29 +411,17 @@ fn recirc_hints_change_only_counters() {
             ..PmdConfig::default()
         };
         let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
-        let mut pmd = Pmd::new(
+        let log = CallLog::default();
+        let (mut pmd, h) = chain_pmd(
             cfg,
             Arc::clone(&dpcls),
-            Arc::new(ActionTable::default()),
-            Box::new(ChainPipeline { tail_drop: false }),
+            false,
+            Box::new(MoodyTracker {
+                count: Default::default(),
+                log: log.clone(),
+            }),
         );
-        let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
-        let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
-        for (i, p) in ports.into_iter().enumerate() {
-            pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
-        }
-        let log = CallLog::default();
-        pmd.set_conntrack(Box::new(MoodyTracker {
-            count: Default::default(),
-            log: log.clone(),
-        }));
-        let mut x = seed | 1;
-        let mut rnd = move |n: u32| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x % n
-        };
+        let mut rnd = xorshift(seed);
         let mut out = Vec::new();
         let mut flow_stats = std::collections::BTreeMap::new();
         for _ in 0..80 {
