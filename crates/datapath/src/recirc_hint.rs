@@ -278,6 +278,16 @@ mod tests {
         assert!(eq > 1000 && ne > 1000);
     }
 
+    /// A hint fits in two cache lines (the EMC's 8192 entries carry ≤ 1 MiB of hints).
+    #[test]
+    fn a_hint_is_at_most_128_bytes() {
+        assert!(
+            std::mem::size_of::<Hint>() <= 128,
+            "{}",
+            std::mem::size_of::<Hint>()
+        );
+    }
+
     #[test]
     fn learn_then_pre_until_the_entry_or_flow_changes() {
         let mut h = RecircHints::new(4);
