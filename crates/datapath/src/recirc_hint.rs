@@ -220,13 +220,8 @@ mod tests {
     /// every kind included.
     #[test]
     fn same_meta_is_equality() {
-        let mut x = 0x2545_f491u32;
-        let mut rnd = move |n: u32| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x % n
-        };
+        let mut r = testutil::rng::TestRng::new(0x2545_f491);
+        let mut rnd = move |n: u32| r.below(u64::from(n)) as u32;
         let pick = |r: &mut dyn FnMut(u32) -> u32| {
             let orig = match r(3) {
                 0 => CtOrigTuple::None,

@@ -7,14 +7,16 @@
 
 use std::sync::Arc;
 
-use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
+use datapath::pmd::{ActionTable, PmdConfig, Upcall, UpcallError};
 use datapath::{
     ActionsId, ConnTracker, CtParams, CtRelease, CtVerdict, DpAction, Dpcls, DpclsConfig, PmdStats,
 };
 use flow::extract::PacketMeta;
 use flow::field::{FieldId, ct_state};
 use flow::{FlowKey, FlowMask};
-use netdev::{MemHandle, MemPort, Packet};
+use netdev::Packet;
+
+mod common;
 
 /// Frame `i`: UDP to 10.0.0.i (the tracker's rules look at `i`).
 fn frame(i: u8) -> Vec<u8> {
@@ -120,17 +122,11 @@ fn run(head: Vec<DpAction>, tracker: FakeIpf, bursts: &[Vec<u8>]) -> (Vec<u8>, V
         pool_size: 64,
         ..PmdConfig::default()
     };
-    let mut pmd = Pmd::new(
+    let (mut pmd, h) = common::pmd_on_three_ports(
         cfg,
         Arc::new(Dpcls::new(DpclsConfig::default())),
-        Arc::new(ActionTable::default()),
         Box::new(Pipeline { head }),
     );
-    let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
-    let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
-    for (i, p) in ports.into_iter().enumerate() {
-        pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
-    }
     pmd.set_conntrack(Box::new(tracker));
     let (mut to2, mut to3) = (Vec::new(), Vec::new());
     for burst in bursts {

@@ -15,7 +15,10 @@ use datapath::{
 use flow::extract::PacketMeta;
 use flow::field::{FieldId, ct_state};
 use flow::{FlowKey, FlowMask};
-use netdev::{MemHandle, MemPort, Packet};
+use netdev::{MemHandle, Packet};
+use testutil::rng::TestRng;
+
+mod common;
 
 /// A tracker with one rule: the first packet with given bytes is `+new`, later ones `+est`
 /// (committed only when the action says `commit`).
@@ -114,18 +117,7 @@ fn pmd_with(up: Box<dyn Upcall>, emc: bool) -> (Pmd, [MemHandle; 3]) {
         pool_size: 256,
         ..PmdConfig::default()
     };
-    let mut pmd = Pmd::new(
-        cfg,
-        Arc::new(Dpcls::new(DpclsConfig::default())),
-        Arc::new(ActionTable::default()),
-        up,
-    );
-    let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
-    let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
-    for (i, p) in ports.into_iter().enumerate() {
-        pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
-    }
-    (pmd, [h[0].clone(), h[1].clone(), h[2].clone()])
+    common::pmd_on_three_ports(cfg, Arc::new(Dpcls::new(DpclsConfig::default())), up)
 }
 
 fn frame(i: u8) -> Vec<u8> {
@@ -276,31 +268,17 @@ fn chain_pmd(
     dpcls: Arc<Dpcls>,
     tail_drop: bool,
     tracker: Box<dyn ConnTracker>,
-) -> (Pmd, Vec<MemHandle>) {
-    let mut pmd = Pmd::new(
-        cfg,
-        dpcls,
-        Arc::new(ActionTable::default()),
-        Box::new(ChainPipeline { tail_drop }),
-    );
-    let ports: Vec<MemPort> = (1..=3).map(|i| MemPort::new(format!("p{i}"))).collect();
-    let h: Vec<MemHandle> = ports.iter().map(MemPort::handle).collect();
-    for (i, p) in ports.into_iter().enumerate() {
-        pmd.add_port(i as u32 + 1, Box::new(p), i == 0).unwrap();
-    }
+) -> (Pmd, [MemHandle; 3]) {
+    let (mut pmd, h) =
+        common::pmd_on_three_ports(cfg, dpcls, Box::new(ChainPipeline { tail_drop }));
     pmd.set_conntrack(tracker);
     (pmd, h)
 }
 
-/// A seeded xorshift32: `rnd(n)` is in `0..n`.
-fn xorshift(seed: u32) -> impl FnMut(u32) -> u32 {
-    let mut x = seed | 1;
-    move |n: u32| {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        x % n
-    }
+/// The project's seeded test generator as `rnd(n)`, a number in `0..n`.
+fn rng(seed: u32) -> impl FnMut(u32) -> u32 {
+    let mut r = TestRng::new(u64::from(seed));
+    move |n: u32| r.below(u64::from(n)) as u32
 }
 
 /// The PMD's batch path for `ct(...),recirc(id)` flow batches (`ConnTracker::track_batch`)
@@ -328,7 +306,7 @@ fn ct_recirc_batch_path_equals_per_packet_path() {
                 log: log.clone(),
             }),
         );
-        let mut rnd = xorshift(seed);
+        let mut rnd = rng(seed);
         let mut out = Vec::new();
         for _ in 0..60 {
             let burst = rnd(41);
@@ -421,7 +399,7 @@ fn recirc_hints_change_only_counters() {
                 log: log.clone(),
             }),
         );
-        let mut rnd = xorshift(seed);
+        let mut rnd = rng(seed);
         let mut out = Vec::new();
         let mut flow_stats = std::collections::BTreeMap::new();
         for _ in 0..80 {

@@ -1,10 +1,31 @@
 //! Pieces the datapath's integration tests share: an upcall that sends everything to port 2,
-//! a minimal UDP frame, and environment knobs for the bounded benchmark harnesses.
+//! a PMD on three in-memory ports, a minimal UDP frame, and environment knobs for the bounded
+//! benchmark harnesses.
 #![allow(dead_code)] // each test binary uses its own subset
 
-use datapath::pmd::{ActionTable, Upcall, UpcallError};
-use datapath::{ActionsId, DpAction};
+use std::sync::Arc;
+
+use datapath::pmd::{ActionTable, Pmd, PmdConfig, Upcall, UpcallError};
+use datapath::{ActionsId, DpAction, Dpcls};
 use flow::{FlowKey, FlowMask};
+use netdev::{MemHandle, MemPort};
+
+/// A PMD over `dpcls` asking `upcall` on misses, with in-memory ports 1 (polled), 2 and 3;
+/// returns it with the ports' handles, in port order.
+pub fn pmd_on_three_ports(
+    cfg: PmdConfig,
+    dpcls: Arc<Dpcls>,
+    upcall: Box<dyn Upcall>,
+) -> (Pmd, [MemHandle; 3]) {
+    let mut pmd = Pmd::new(cfg, dpcls, Arc::new(ActionTable::default()), upcall);
+    let ports: [MemPort; 3] = std::array::from_fn(|i| MemPort::new(format!("p{}", i + 1)));
+    let h = ports.each_ref().map(MemPort::handle);
+    for (i, p) in ports.into_iter().enumerate() {
+        pmd.add_port(i as u32 + 1, Box::new(p), i == 0)
+            .expect("distinct port numbers");
+    }
+    (pmd, h)
+}
 
 /// Everything to port 2; the mask is widened to in_port by the PMD.
 pub struct ToPort2;
