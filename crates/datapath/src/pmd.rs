@@ -1093,7 +1093,7 @@ impl Pmd {
         self.g.clear();
         self.s.emc_slot[..n].fill(NO_SLOT);
         for i in 0..n {
-            if let Some(f) = self.emc.hints().flow(self.s.origin[i]) {
+            if let Some(f) = self.emc.hints().taken(self.s.origin[i]) {
                 self.g.join(i, f, self.s.lens[i], self.s.hint_flags[i]);
             }
         }
@@ -1413,7 +1413,7 @@ impl Pmd {
         while p != 0 {
             let i = p.trailing_zeros() as usize % BATCH_MAX;
             p &= p - 1;
-            if let Some(f) = self.emc.hints().flow(self.s.origin[i]) {
+            if let Some(f) = self.emc.hints().taken(self.s.origin[i]) {
                 self.g
                     .join(i, f, self.s.lens[i], tcp_flags(&self.s.keys[i]));
             }

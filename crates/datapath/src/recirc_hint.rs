@@ -131,6 +131,20 @@ impl RecircHints {
         h.flow.as_ref().filter(|f| h.seq == seq && !f.is_dead())
     }
 
+    /// The flow of a packet whose pass [`RecircHints::flow`] already assigned to its hint:
+    /// checked by sequence number only. Nothing changes the EMC between that call and this
+    /// one (the same pass), and a flow that died in between is still taken — as an EMC hit's
+    /// flow is — so the packet keeps the flow it was classified to instead of being left
+    /// without one (the liveness check is made once, by `flow`).
+    #[inline]
+    pub fn taken(&self, o: Origin) -> Option<&Arc<DpFlow>> {
+        let Origin::Pre { slot, seq } = o else {
+            return None;
+        };
+        let h = self.slots.get(usize::from(slot))?;
+        h.flow.as_ref().filter(|_| h.seq == seq)
+    }
+
     /// Records that the full second pass of a [`Origin::Learn`] packet, with metadata `md`,
     /// found `flow` (ignored for another origin or if the entry changed since).
     pub fn learn(&mut self, o: Origin, md: &PacketMeta, flow: &Arc<DpFlow>) {
@@ -314,8 +328,14 @@ mod tests {
         let o = h.check(1, &md);
         h.learn(o, &md, &f);
         let p = h.check(1, &md);
+        assert!(h.flow(p).is_some());
         f.mark_dead();
         assert!(h.flow(p).is_none());
+        // A packet already assigned keeps its flow; a changed entry takes it away.
+        assert!(Arc::ptr_eq(h.taken(p).expect("assigned"), &f));
+        let still = h.check(1, &md);
+        h.entry_changed(1);
+        assert!(h.taken(p).is_none() && h.taken(still).is_none());
         assert!(matches!(h.check(1, &md), Origin::Learn { .. }));
         h.all_changed();
         assert_eq!(h.check(9, &md), Origin::None);
