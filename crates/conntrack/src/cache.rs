@@ -106,19 +106,10 @@ impl FastCache {
         if h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || (h[23] != 6 && h[23] != 17) {
             return None;
         }
-        let a4 = |b: &[u8]| {
-            let w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            u128::from(w).to_le_bytes()
-        };
-        let key = ConnKey {
-            zone,
-            proto: h[23],
-            src: a4(&h[26..30]),
-            dst: a4(&h[30..34]),
-            sport: u16::from_be_bytes([h[34], h[35]]),
-            dport: u16::from_be_bytes([h[36], h[37]]),
-            ..ConnKey::default()
-        };
+        let (ip, ports) = h.split_at(34);
+        let mut key = crate::parse::v4_key(ip.try_into().ok()?, zone);
+        key.sport = u16::from_be_bytes([ports[0], ports[1]]);
+        key.dport = u16::from_be_bytes([ports[2], ports[3]]);
         Some(key.cache_hash())
     }
 
