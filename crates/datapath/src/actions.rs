@@ -60,7 +60,7 @@
 //!   it was. The only edits that change the length are the VLAN push/pop.
 //! - `Display` prints OVS's `Datapath actions:` text, exactly what
 //!   `ofproto::format_odp_actions` prints for the action the conversion came from (tested
-//!   in `flowswitch::dp_actions`).
+//!   in `upcall::dp_actions`).
 
 use std::fmt::{self, Write as _};
 

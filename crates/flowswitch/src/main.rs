@@ -19,10 +19,6 @@ macro_rules! note {
 }
 
 mod cmd;
-mod ct_adapter;
-mod dp_actions;
-mod revalidate;
-mod upcall;
 
 /// A userspace virtual switch built on the Open vSwitch design.
 #[derive(Debug, Parser)]

@@ -10,8 +10,9 @@
 //! * Port kinds: [`PcapReaderPort`] / [`PcapWriterPort`] and whole-file helpers
 //!   [`read_pcap`] / [`write_pcap`] (module [`pcap`]); [`ReplayPort`], an in-memory pcap looped
 //!   forever (module [`replay`]); [`GeneratorPort`], synthetic traffic for N flows (module
-//!   [`generator`]); [`NullPort`], a sink (module [`null`]); [`MemPort`], injected rx and
-//!   captured tx for tests (module [`mem`]).
+//!   [`generator`]; the benchmark connections' frames in [`conn_frames`]); [`NullPort`], a
+//!   sink (module [`null`]); [`MemPort`], injected rx and captured tx for tests (module
+//!   [`mem`]).
 //!
 //! It does not parse packets beyond what building generator frames needs (that is `wire` and
 //! `flow`), and it does not decide anything about forwarding.
@@ -35,6 +36,7 @@
 //! intrinsic.
 
 pub mod batch;
+pub mod conn_frames;
 pub mod generator;
 pub mod mem;
 pub mod null;

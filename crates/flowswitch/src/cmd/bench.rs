@@ -28,7 +28,6 @@
 //! so a rule set that dropped everything cannot pass for a fast one. A failed check is an
 //! error (non-zero exit) after the line is printed, not a figure.
 
-use crate::upcall::OfprotoUpcall;
 use anyhow::{Context, bail, ensure};
 use datapath::{
     ActionTable, Dpcls, DpclsConfig, Pinning, Pmd, PmdConfig, PmdStats, PmdThread, PmdThreadConfig,
@@ -41,6 +40,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use upcall::handler::OfprotoUpcall;
 
 /// Arguments of `bench`.
 #[derive(Debug, clap::Args)]

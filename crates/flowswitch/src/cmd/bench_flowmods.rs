@@ -13,7 +13,6 @@
 //! Priorities: line `i` of `n` gets `65535 - i * 65534 / n` (OpenFlow priorities are 16-bit;
 //! ClassBench's line order maps onto them monotonically, ties allowed).
 
-use crate::upcall::SharedBridge;
 use anyhow::ensure;
 use classifier::classbench;
 use flow::FlowKey;
@@ -24,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use upcall::handler::SharedBridge;
 
 /// Arguments of `bench flowmods`.
 #[derive(Debug, clap::Args)]

@@ -11,7 +11,6 @@
 //! packets that follow → actions per flow batch → port tx bursts. Every packet is counted
 //! exactly once among the hit/miss/lost counters; the demo checks that before it exits.
 
-use crate::upcall::OfprotoUpcall;
 use anyhow::Context;
 use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig};
 use netdev::generator::{FrameSize, GeneratorConfig, GeneratorPort, Order, ProtocolMix};
@@ -19,6 +18,7 @@ use netdev::null::NullPort;
 use ofproto::{Backend, Bridge};
 use std::io::Write;
 use std::sync::Arc;
+use upcall::handler::OfprotoUpcall;
 
 /// Upper bound of `--packets`.
 pub const MAX_PACKETS: u64 = 1_000_000_000;

@@ -37,8 +37,8 @@ use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig};
 use netdev::{MAX_FRAME, MemHandle, MemPort};
 use ofproto::{Backend, Bridge};
 
-use crate::ct_adapter::CtAdapter;
-use crate::upcall::OfprotoUpcall;
+use upcall::ct_adapter::CtAdapter;
+use upcall::handler::OfprotoUpcall;
 
 /// Most ports the bridge may have.
 pub const MAX_PORTS: u16 = 4096;

@@ -54,7 +54,6 @@ use ofproto::xlate::Frozen;
 use ofproto::{Bridge, FlowModCommand, FlowModError, XlateIn, XlateOut, xlate};
 
 /// Where MAC-learning and flow-mod time comes from.
-#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
 #[derive(Debug)]
 enum Clock {
     /// Milliseconds since the bridge was shared.
@@ -76,7 +75,6 @@ pub struct SharedBridge {
     frozen: Mutex<HashMap<u32, Frozen>>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
 impl SharedBridge {
     /// `bridge`, shared, on a real clock starting at 0 now.
     pub fn new(bridge: Bridge) -> Arc<SharedBridge> {
@@ -246,7 +244,6 @@ impl SharedBridge {
     }
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
 /// What an upcall decided, kept for the revalidator (OVS `struct udpif_key`).
 #[derive(Debug, Clone)]
 pub struct Ukey {
@@ -357,7 +354,6 @@ pub struct OfprotoUpcall {
     ukeys: Option<Arc<UkeyStore>>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // used by the revalidator, not wired in yet
 impl OfprotoUpcall {
     /// An upcall handler over `bridge` (shared with nobody else yet, real clock).
     pub fn new(bridge: Bridge) -> Self {

@@ -27,7 +27,7 @@
 //!    changed_since`]), is still right and is skipped (OVS's `reval_seq` check, made
 //!    per-MAC). Any other is translated again (side effects off) from its key; it is kept
 //!    only if the datapath actions are the same and the new mask, as the PMD installs it
-//!    ([`crate::upcall::dp_mask`]), *equals* the installed one — so every kept megaflow is
+//!    ([`crate::handler::dp_mask`]), *equals* the installed one — so every kept megaflow is
 //!    exactly what an upcall would install now, and live megaflows never overlap. (OVS keeps
 //!    a flow whose installed mask is at least as specific as the new one, and rewrites the
 //!    actions in place when only they changed, `UKEY_MODIFY`; here a megaflow's actions are
@@ -74,10 +74,6 @@
 //! - A megaflow kept by a re-translation equals, in mask and actions, what an upcall for its
 //!   key would install against the tables and MAC table of that moment.
 
-// Not wired into a subcommand yet (the daemon and `bench` will own one per PMD); only the
-// tests use it until then.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -87,7 +83,7 @@ use std::time::Duration;
 use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
 use ofproto::{Bridge, xlate_ro};
 
-use crate::upcall::{OfprotoUpcall, SharedBridge, Ukey, UkeyStore, dp_actions_of, dp_mask};
+use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, UkeyStore, dp_actions_of, dp_mask};
 
 /// OVS's default `max-idle` (ms).
 pub const DEFAULT_MAX_IDLE_MS: u64 = 10_000;

@@ -393,7 +393,7 @@ pub fn nat_action(n: &Nat) -> NatAction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::bench_firewall::{tcp_frames, udp_frame};
+    use netdev::conn_frames::{tcp_frames, udp_frame};
 
     /// `track_batch` (prefetching) against `track` packet by packet, on two fresh tables fed the same
     /// random batches (UDP both ways, TCP handshakes in and out of order, commit or not,
@@ -592,7 +592,7 @@ mod tests {
             &mut rel,
         );
         assert_eq!(v, CtVerdict::Held);
-        let udp = crate::cmd::bench_firewall::udp_frame(1, true);
+        let udp = netdev::conn_frames::udp_frame(1, true);
         // Not yet due: a plain packet continues, nothing else comes out.
         let v = a.track(
             &mut pkt(&udp),
@@ -634,9 +634,7 @@ mod tests {
         assert!(may_be_fragment(&tagged));
         let qinq = testutil::packets::vlan(&tagged, 0x88a8, 6, 0);
         assert!(may_be_fragment(&qinq));
-        assert!(!may_be_fragment(&crate::cmd::bench_firewall::udp_frame(
-            1, true
-        )));
+        assert!(!may_be_fragment(&netdev::conn_frames::udp_frame(1, true)));
         assert!(!may_be_fragment(&testutil::packets::udp4(
             [1, 1, 1, 1],
             [2, 2, 2, 2],

@@ -1,0 +1,30 @@
+//! The glue between the OpenFlow bridge (`ofproto`) and the datapath (`datapath`): what OVS
+//! calls `ofproto-dpif` and `ofproto-dpif-upcall`.
+//!
+//! # What this crate owns
+//!
+//! * [`handler`]: the upcall handler — a datapath miss translated through the OpenFlow tables
+//!   ([`handler::OfprotoUpcall`], the `datapath::Upcall` the PMDs call), the bridge shared by
+//!   the handler, the control path and the revalidators ([`handler::SharedBridge`]: lock-free
+//!   reads, double-buffered writes, frozen translation states by recirculation id) and the
+//!   ukeys ([`handler::Ukey`], OVS's `udpif_key`).
+//! * [`revalidate`]: the revalidator — dumps the datapath's megaflows, pushes their stats up
+//!   to the OpenFlow rules, expires idle ones and re-translates them after flow mods and MAC
+//!   moves, fixing or deleting those whose answer changed.
+//! * [`dp_actions`]: the conversion of xlate's datapath actions (`ofproto::OdpAction`, OVS's
+//!   `Datapath actions:` vocabulary) into the actions the PMD executes (`datapath::DpAction`).
+//! * [`ct_adapter`]: the `conntrack` tracker as the PMD's `datapath::ConnTracker` (one shared
+//!   table and fragment reassembler per datapath, a per-PMD established fast path).
+//!
+//! The `flowswitch` binary is a command-line front end over this crate; it holds no part of
+//! the control path itself.
+//!
+//! # Lock order
+//!
+//! Written in [`handler`]'s module doc: no two of the control path's locks are held at once;
+//! the MAC-table and recirculation-id locks are leaves.
+
+pub mod ct_adapter;
+pub mod dp_actions;
+pub mod handler;
+pub mod revalidate;
