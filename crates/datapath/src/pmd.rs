@@ -29,7 +29,11 @@
 //!    earlier packet of the batch may cover this one: counted as a megaflow hit, as OVS does),
 //!    so a batch never installs a megaflow twice; [`Dpcls::insert`] re-checks too. The mask
 //!    the upcall returns is widened to match `in_port` and `recirc_id` exactly (more 1-bits
-//!    are always sound).
+//!    are always sound). The slow path may ask for an answer not to be installed
+//!    ([`Upcall::may_install`]: the flow limit) — the packet is handled with it all the
+//!    same — and is told of each new install ([`Upcall::installed`]), which it may revoke
+//!    when the decision went stale meanwhile: the flow is removed before any cache tier
+//!    keeps it.
 //! 5. Packets are grouped into flow batches (one per megaflow hit, OVS
 //!    `packet_batch_per_flow`; flow stats written once per batch) and actions are executed
 //!    per batch, batches in the order of their first packet, packets in rx order within one:
@@ -182,6 +186,25 @@ pub trait Upcall: Send {
         key: &FlowKey,
         actions: &ActionTable,
     ) -> Result<(FlowMask, ActionsId), UpcallError>;
+
+    /// Whether the answer [`Self::upcall`] just gave may be installed as a megaflow. When
+    /// false the packet is handled with that answer and nothing is installed (OVS: above the
+    /// flow limit, packets still go through the slow path); counted in
+    /// [`PmdStats::flows_not_installed`].
+    fn may_install(&mut self) -> bool {
+        true
+    }
+
+    /// Called right after the answer was installed as `flow` (a new megaflow, visible to
+    /// lookups and dumps): false when the decision went stale while it was being installed
+    /// (the tables changed after the translation, and a revalidation pass may already have
+    /// dumped the flows without it), and the PMD removes the flow again before any cache
+    /// tier keeps it; the packet itself still runs the answer, as it would have had it
+    /// arrived a moment earlier. Counted in [`PmdStats::installs_revoked`].
+    fn installed(&mut self, flow: &DpFlow) -> bool {
+        let _ = flow;
+        true
+    }
 }
 
 /// Switches of one PMD.
@@ -302,6 +325,12 @@ pub struct PmdStats {
     pub install_failed: u64,
     /// Megaflows installed.
     pub flows_installed: u64,
+    /// Upcalls answered whose megaflow the slow path asked not to install
+    /// ([`Upcall::may_install`]: the flow limit); the packet was still handled.
+    pub flows_not_installed: u64,
+    /// Megaflows removed right after their install because the decision went stale during
+    /// it ([`Upcall::installed`]); included in `flows_installed`.
+    pub installs_revoked: u64,
     /// Packets handed to output batches.
     pub tx_packets: u64,
     /// Output batches sent.
@@ -1518,6 +1547,11 @@ impl Pmd {
             match answer {
                 Ok((mask, aid)) => {
                     self.stats.upcall_ok += 1;
+                    if !self.upcall.may_install() {
+                        self.stats.flows_not_installed += 1;
+                        self.g.join_unflowed(i, aid);
+                        continue;
+                    }
                     let mut mask = mask;
                     mask.w[0] = u64::MAX; // in_port and recirc_id exact, as OVS
                     let ufid = Ufid(
@@ -1526,10 +1560,16 @@ impl Pmd {
                     match self.dpcls.insert(DpFlow::new(ufid, &key, &mask, aid)) {
                         Ok(ins) => {
                             installed = true;
+                            let f = ins.flow();
                             if matches!(ins, crate::dpcls::Inserted::New(..)) {
                                 self.stats.flows_installed += 1;
+                                if !self.upcall.installed(f) {
+                                    self.stats.installs_revoked += 1;
+                                    self.dpcls.remove(f.ufid);
+                                    self.g.join_unflowed(i, aid);
+                                    continue;
+                                }
                             }
-                            let f = ins.flow();
                             self.g.join(i, f, self.s.lens[i], tcp_flags(&key));
                             let (map, h) = (self.s.maps[i], self.s.hashes[i]);
                             if self.cfg.emc {

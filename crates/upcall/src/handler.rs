@@ -28,6 +28,20 @@
 //! and the MACs it learned (refreshed while the megaflow keeps hitting). The revalidator adopts
 //! the ukey of each new megaflow; a megaflow without one is revalidated from its masked key.
 //!
+//! # Answers, failures and the install check
+//!
+//! Every translation gives an answer: a translation that fails (a resubmit loop, too many
+//! actions) or gives actions the datapath refuses is answered with a drop over the bits it
+//! looked at ([`dp_answer`]), so the flow's later packets hit that megaflow instead of
+//! translating again for every packet (OVS does the same); only an upcall for an unknown
+//! recirculation id, or with the action table full, fails (nothing installed). With a
+//! revalidator attached, the handler applies the flow limit ([`crate::udpif::FlowLimit`]:
+//! over it, [`datapath::Upcall::may_install`] says no and the packet is forwarded without a
+//! megaflow) and checks each install right after it happened
+//! ([`datapath::Upcall::installed`]: still the current table version and MAC entries, else
+//! the PMD removes it again; see [`crate::revalidate`], "Races"). Every outcome is counted
+//! in [`crate::udpif::UpcallCounters`].
+//!
 //! # Lock order
 //!
 //! No two of these locks are ever held at once: the bridge writers' lock (inside
@@ -38,14 +52,15 @@
 //! lookup or update, never while taking another.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use classifier::double_buffer::{DoubleBuffer, ReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
-use datapath::{ActionTable, DpAction, Upcall, UpcallError};
+use crate::udpif::{Udpif, UpcallCounters};
+use datapath::{ActionTable, DpAction, DpFlow, Upcall, UpcallError};
 use flow::field::FieldId;
 use flow::ofp::OfPort;
 use flow::{FlowKey, FlowMask};
@@ -299,7 +314,7 @@ impl UkeyStore {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record(&self, flow_key: FlowKey, mask: FlowMask, mut ukey: Ukey) {
+    pub(crate) fn record(&self, flow_key: FlowKey, mask: FlowMask, mut ukey: Ukey) {
         ukey.pass = self.pass.load(Ordering::Relaxed);
         let mut m = self.lock();
         if m.len() >= UKEY_MAX && !m.contains_key(&(flow_key, mask)) {
@@ -334,24 +349,65 @@ pub fn dp_mask(mask: &FlowMask) -> FlowMask {
 /// `metadata` and `reg0`..`reg15` (flow::key's words 2..=10).
 const FROZEN_WORDS: std::ops::RangeInclusive<usize> = flow::key::w::METADATA..=10;
 
-/// The datapath actions the PMD executes for translation `out` (an empty list is `[Drop]`),
-/// or why there are none.
-pub fn dp_actions_of(out: &XlateOut) -> Result<Vec<DpAction>, UpcallError> {
+/// Why an answer is a drop the tables did not ask for (the translation could not give one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlowReason {
+    /// Translation failed (too deep a resubmit chain, a loop, …).
+    XlateError(String),
+    /// Translation gave actions the datapath cannot execute.
+    Refused(String),
+}
+
+/// The datapath actions the PMD executes for translation `out` (an empty list is `[Drop]`):
+/// when translation failed or gave actions the datapath refuses, `[Drop]` and the reason.
+/// The mask that goes with it is `out.mask`: the bits translation looked at before it
+/// stopped, which decide that it stops the same way (OVS installs such flows too, so that a
+/// failing flow does not translate again for every packet).
+pub fn dp_answer(out: &XlateOut) -> (Vec<DpAction>, Option<SlowReason>) {
     if let Some(e) = &out.error {
-        return Err(UpcallError::Failed(format!("{e:?}")));
+        return (
+            vec![DpAction::Drop],
+            Some(SlowReason::XlateError(format!("{e:?}"))),
+        );
     }
-    let mut dp = to_dp_actions(&out.actions).map_err(UpcallError::Failed)?;
-    if dp.is_empty() {
-        dp.push(DpAction::Drop);
+    match to_dp_actions(&out.actions) {
+        Ok(mut dp) => {
+            if dp.is_empty() {
+                dp.push(DpAction::Drop);
+            }
+            (dp, None)
+        }
+        Err(e) => (vec![DpAction::Drop], Some(SlowReason::Refused(e))),
     }
-    Ok(dp)
+}
+
+/// The datapath actions the PMD executes for translation `out` (an empty list is `[Drop]`),
+/// or why there are none (translation failed or gave actions the datapath refuses).
+pub fn dp_actions_of(out: &XlateOut) -> Result<Vec<DpAction>, UpcallError> {
+    match dp_answer(out) {
+        (dp, None) => Ok(dp),
+        (_, Some(SlowReason::XlateError(e) | SlowReason::Refused(e))) => {
+            Err(UpcallError::Failed(e))
+        }
+    }
+}
+
+/// What the install-time check needs of the answer just given (OVS's `reval_seq` check).
+#[derive(Debug)]
+struct Answer {
+    table_version: u64,
+    mac_generation: u64,
+    mac_deps: Vec<(u64, u16)>,
 }
 
 /// The upcall: translate through the OpenFlow tables, keep what the datapath executes.
 #[derive(Debug)]
 pub struct OfprotoUpcall {
     shared: Arc<SharedBridge>,
-    ukeys: Option<Arc<UkeyStore>>,
+    udpif: Arc<Udpif>,
+    /// Record ukeys (a revalidator adopts them) and apply the flow limit.
+    revalidated: bool,
+    last: Option<Answer>,
 }
 
 impl OfprotoUpcall {
@@ -360,25 +416,36 @@ impl OfprotoUpcall {
         Self::with_shared(SharedBridge::new(bridge))
     }
 
-    /// An upcall handler over a shared bridge.
+    /// An upcall handler over a shared bridge, without a revalidator (no ukeys, no flow
+    /// limit; its counters are its own).
     pub fn with_shared(shared: Arc<SharedBridge>) -> Self {
         OfprotoUpcall {
             shared,
-            ukeys: None,
+            udpif: Arc::new(Udpif::default()),
+            revalidated: false,
+            last: None,
         }
     }
 
-    /// An upcall handler that also records ukeys into `ukeys` (see the module doc).
-    pub(crate) fn with_ukeys(shared: Arc<SharedBridge>, ukeys: Arc<UkeyStore>) -> Self {
+    /// An upcall handler that records ukeys into `udpif` and applies its flow limit (see
+    /// the module doc).
+    pub(crate) fn with_udpif(shared: Arc<SharedBridge>, udpif: Arc<Udpif>) -> Self {
         OfprotoUpcall {
             shared,
-            ukeys: Some(ukeys),
+            udpif,
+            revalidated: true,
+            last: None,
         }
     }
 
     /// The shared bridge.
     pub fn shared(&self) -> &Arc<SharedBridge> {
         &self.shared
+    }
+
+    /// The state shared with the revalidators (counters, flow limit).
+    pub fn udpif(&self) -> &Arc<Udpif> {
+        &self.udpif
     }
 }
 
@@ -388,10 +455,12 @@ impl Upcall for OfprotoUpcall {
         key: &FlowKey,
         actions: &ActionTable,
     ) -> Result<(FlowMask, datapath::ActionsId), UpcallError> {
-        let input = self
-            .shared
-            .xlate_in(key, self.shared.now_ms(), true)
-            .ok_or_else(|| UpcallError::Failed("unknown recirculation id".into()))?;
+        self.last = None;
+        let counters = &self.udpif.counters;
+        let Some(input) = self.shared.xlate_in(key, self.shared.now_ms(), true) else {
+            UpcallCounters::bump(&counters.unknown_recirc);
+            return Err(UpcallError::Failed("unknown recirculation id".into()));
+        };
         let (out, mac_changed) = {
             let br = self.shared.read();
             let g = br.mac.generation();
@@ -399,22 +468,79 @@ impl Upcall for OfprotoUpcall {
             let changed = br.mac.generation() != g;
             (out, changed)
         };
-        let answer = dp_actions_of(&out).and_then(|dp| {
-            let id = actions.intern(&dp).ok_or(UpcallError::ActionsFull)?;
-            if let Some(store) = &self.ukeys {
-                let m = dp_mask(&out.mask);
-                let learned = out.learned.clone();
-                store.record(key.masked(&m), m, Ukey::from_xlate(key, &out, learned));
+        let (dp, slow) = dp_answer(&out);
+        let answer = match actions.intern(&dp) {
+            None => {
+                UpcallCounters::bump(&counters.actions_full);
+                Err(UpcallError::ActionsFull)
             }
-            self.shared.record_frozen(&out);
-            Ok((dp_mask(&out.mask), id))
-        });
+            Some(id) => {
+                UpcallCounters::bump(&counters.answered);
+                match slow {
+                    Some(SlowReason::XlateError(_)) => UpcallCounters::bump(&counters.xlate_errors),
+                    Some(SlowReason::Refused(_)) => UpcallCounters::bump(&counters.refused_actions),
+                    None => {}
+                }
+                let m = dp_mask(&out.mask);
+                if self.revalidated {
+                    let learned = out.learned.clone();
+                    self.udpif.ukeys.record(
+                        key.masked(&m),
+                        m,
+                        Ukey::from_xlate(key, &out, learned),
+                    );
+                }
+                self.shared.record_frozen(&out);
+                self.last = Some(Answer {
+                    table_version: out.table_version,
+                    mac_generation: out.mac_generation,
+                    mac_deps: out.mac_deps.clone(),
+                });
+                Ok((m, id))
+            }
+        };
         if mac_changed {
             // A MAC was learned or moved: megaflows that consulted it must be revalidated
             // (signalled after the ukey is recorded, so the pass it wakes can find it).
             self.shared.notify();
         }
         answer
+    }
+
+    fn may_install(&mut self) -> bool {
+        if !self.revalidated || self.udpif.limit.allows_install() {
+            return true;
+        }
+        UpcallCounters::bump(&self.udpif.counters.flow_limit_hits);
+        false
+    }
+
+    fn installed(&mut self, _flow: &DpFlow) -> bool {
+        let current = self.last.take().is_none_or(|a| self.still_current(&a));
+        if current {
+            UpcallCounters::bump(&self.udpif.counters.installed);
+            self.udpif.limit.note_install();
+        } else {
+            UpcallCounters::bump(&self.udpif.counters.revoked_stale);
+        }
+        current
+    }
+}
+
+impl OfprotoUpcall {
+    /// Whether answer `a`, just installed, is still what the tables decide.
+    fn still_current(&self, a: &Answer) -> bool {
+        // The flow is visible to dumps now. Either the pass that follows a change dumps it
+        // (and revalidates it), or this load sees the change: a flow mod publishes the new
+        // version and then wakes the revalidator, whose pass fences before it dumps
+        // (`Revalidator::pass`); both sides fence between their store and their load.
+        fence(Ordering::SeqCst);
+        let br = self.shared.read();
+        br.version == a.table_version
+            && !a
+                .mac_deps
+                .iter()
+                .any(|&(m, v)| br.mac.changed_since(m, v, a.mac_generation))
     }
 }
 

@@ -28,3 +28,4 @@ pub mod ct_adapter;
 pub mod dp_actions;
 pub mod handler;
 pub mod revalidate;
+pub mod udpif;

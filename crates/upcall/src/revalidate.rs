@@ -49,23 +49,35 @@
 //! since their decision (NORMAL records the (MAC, VLAN) pairs it looked up, including misses
 //! that flooded). This is the targeted form of "revalidate everything on any MAC change".
 //!
-//! # Races (what is and is not covered)
+//! # Races: installs after a dump
 //!
 //! An upcall translated before a flow mod may install its megaflow after the pass that
-//! followed the flow mod has dumped the flows. Its ukey carries the old table version, and a
-//! megaflow's first pass always checks it (a ukey-less one is always re-translated), so the
-//! next pass removes it. The revalidator thread makes that next pass come soon: while ukeys
-//! wait for adoption it passes again after [`PENDING_RECHECK`] (1 ms) instead of its period.
-//! Closing the window entirely needs the datapath to report installs to the upcall handler.
-//! Packets counted by a megaflow after its final stats were read (at most the burst that
-//! raced with its removal) are not credited to rules.
+//! followed the flow mod has dumped the flows. That window is closed at the install (OVS's
+//! `reval_seq` check): right after the PMD installs a megaflow it asks the handler
+//! ([`datapath::Upcall::installed`]) whether the decision is still current — same table
+//! version, no consulted MAC entry changed — and removes it at once if not (the packet that
+//! raced still runs the old answer, as it would have a moment earlier). The handler fences
+//! before that check and a pass fences before it dumps, so for any install either the pass
+//! dumps the megaflow or the installer sees the change: ARCHITECTURE.md invariant 3 holds
+//! after one pass, with no "until the next pass". Packets counted by a megaflow after its
+//! final stats were read (at most the burst that raced with its removal) are not credited
+//! to rules.
+//!
+//! # Flow limit and shards
+//!
+//! Each pass applies the flow limit of [`crate::udpif`]: above the current limit idle time
+//! drops to 100 ms, above twice the limit every flow dumped is deleted; the leader (shard 0)
+//! then sets the flow count the handlers compare with and adjusts the limit from the pass's
+//! duration. Several revalidators may share one datapath ([`RevalidatorConfig::shards`]):
+//! each handles the megaflows whose ufid falls in its shard; only the leader runs OpenFlow
+//! timeouts and MAC aging and collects unadopted ukeys.
 //!
 //! # Locking
 //!
 //! A pass holds the bridge lock once for the stats and timeouts, then per chunk of
 //! [`RevalidatorConfig::chunk`] megaflows while translating (so upcalls interleave); it never
 //! holds it while taking the classifier's writer lock (removals are done after). See
-//! [`crate::upcall`] for the lock order (no two held at once).
+//! [`crate::handler`] for the lock order (no two held at once).
 //!
 //! # Invariants
 //!
@@ -75,15 +87,16 @@
 //!   key would install against the tables and MAC table of that moment.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
 use ofproto::{Bridge, xlate_ro};
 
-use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, UkeyStore, dp_actions_of, dp_mask};
+use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, dp_answer, dp_mask};
+use crate::udpif::{FLOW_LIMIT_MAX_IDLE_MS, RevalidatorReport, Udpif};
 
 /// OVS's default `max-idle` (ms).
 pub const DEFAULT_MAX_IDLE_MS: u64 = 10_000;
@@ -104,6 +117,13 @@ pub struct RevalidatorConfig {
     pub expire: bool,
     /// Megaflows translated per hold of the bridge lock.
     pub chunk: usize,
+    /// This revalidator's shard: it handles the megaflows whose ufid is `shard` modulo
+    /// `shards` (OVS spreads ukeys over its revalidator threads the same way). Shard 0 is
+    /// the leader: it also runs the timeouts, collects unadopted ukeys and sets the flow
+    /// limit.
+    pub shard: usize,
+    /// Number of revalidators sharing the datapath (at least 1).
+    pub shards: usize,
 }
 
 impl Default for RevalidatorConfig {
@@ -112,6 +132,8 @@ impl Default for RevalidatorConfig {
             max_idle_ms: DEFAULT_MAX_IDLE_MS,
             expire: true,
             chunk: 256,
+            shard: 0,
+            shards: 1,
         }
     }
 }
@@ -147,6 +169,11 @@ pub struct PassStats {
     pub macs_expired: usize,
     /// MAC entries re-learned from cached traffic.
     pub macs_refreshed: usize,
+    /// The datapath held more flows than the current flow limit: idle time was cut to
+    /// 100 ms.
+    pub flow_limit_idle: bool,
+    /// The datapath held more than twice the flow limit: every flow dumped was deleted.
+    pub flow_limit_killed: bool,
 }
 
 impl PassStats {
@@ -165,6 +192,8 @@ impl PassStats {
         self.removed_changed += o.removed_changed;
         self.removed_failed += o.removed_failed;
         self.removed_idle += o.removed_idle;
+        self.flow_limit_idle |= o.flow_limit_idle;
+        self.flow_limit_killed |= o.flow_limit_killed;
         self.packets_pushed += o.packets_pushed;
         self.bytes_pushed += o.bytes_pushed;
         self.rules_expired += o.rules_expired;
@@ -199,7 +228,7 @@ enum Verdict {
 #[derive(Debug)]
 pub struct Revalidator {
     shared: Arc<SharedBridge>,
-    ukeys: Arc<UkeyStore>,
+    udpif: Arc<Udpif>,
     dpcls: Arc<Dpcls>,
     actions: Arc<ActionTable>,
     cfg: RevalidatorConfig,
@@ -218,9 +247,24 @@ impl Revalidator {
         actions: Arc<ActionTable>,
         cfg: RevalidatorConfig,
     ) -> Revalidator {
+        Self::with_udpif(shared, Arc::new(Udpif::default()), dpcls, actions, cfg)
+    }
+
+    /// A revalidator sharing `udpif` (ukeys, flow limit, counters) with other revalidators
+    /// of the same datapath (each with its own [`RevalidatorConfig::shard`]) and with the
+    /// upcall handlers made by [`Revalidator::upcall`].
+    pub fn with_udpif(
+        shared: Arc<SharedBridge>,
+        udpif: Arc<Udpif>,
+        dpcls: Arc<Dpcls>,
+        actions: Arc<ActionTable>,
+        mut cfg: RevalidatorConfig,
+    ) -> Revalidator {
+        cfg.shards = cfg.shards.max(1);
+        cfg.shard = cfg.shard.min(cfg.shards - 1);
         Revalidator {
             shared,
-            ukeys: Arc::new(UkeyStore::default()),
+            udpif,
             dpcls,
             actions,
             cfg,
@@ -232,7 +276,17 @@ impl Revalidator {
 
     /// An upcall handler over the same bridge that records ukeys for this revalidator.
     pub fn upcall(&self) -> OfprotoUpcall {
-        OfprotoUpcall::with_ukeys(self.shared.clone(), self.ukeys.clone())
+        OfprotoUpcall::with_udpif(self.shared.clone(), self.udpif.clone())
+    }
+
+    /// The state shared with the handlers and the other revalidators.
+    pub fn udpif(&self) -> &Arc<Udpif> {
+        &self.udpif
+    }
+
+    /// Megaflows tracked (this revalidator's shard).
+    pub fn tracked(&self) -> usize {
+        self.tracked.len()
     }
 
     /// The shared bridge.
@@ -257,7 +311,7 @@ impl Revalidator {
 
     /// Ukeys not recorded because the store was full.
     pub fn ukeys_dropped(&self) -> u64 {
-        self.ukeys.dropped.load(Ordering::Relaxed)
+        self.udpif.ukeys.dropped.load(Ordering::Relaxed)
     }
 
     /// One pass at time `now_ms` (the bridge's clock, ms). See the module doc.
@@ -271,17 +325,35 @@ impl Revalidator {
     }
 
     fn pass(&mut self, now: u64, full: bool) -> PassStats {
+        let started = Instant::now();
+        let leader = self.cfg.shard == 0;
         self.passes += 1;
-        self.ukeys.pass.store(self.passes, Ordering::Relaxed);
+        if leader {
+            self.udpif.ukeys.pass.store(self.passes, Ordering::Relaxed);
+        }
         let mut st = PassStats::default();
+        // Pairs with the fence an upcall handler makes after installing a megaflow and
+        // before checking that its decision is still current (`OfprotoUpcall::installed`):
+        // a megaflow installed from a decision older than the change that woke this pass is
+        // either dumped below or revoked by its installer.
+        fence(Ordering::SeqCst);
 
         // 1. Dump, adopt ukeys, collect the unadopted.
-        let flows = self.dpcls.flows();
+        let all = self.dpcls.flows();
+        let n_dp_flows = all.len();
+        let (shard, shards) = (self.cfg.shard as u128, self.cfg.shards as u128);
+        let flows: Vec<Arc<DpFlow>> = if shards == 1 {
+            all
+        } else {
+            all.into_iter()
+                .filter(|f| f.ufid.0 % shards == shard)
+                .collect()
+        };
         st.flows = flows.len();
         let live: HashSet<Ufid> = flows.iter().map(|f| f.ufid).collect();
         self.tracked.retain(|u, _| live.contains(u));
         {
-            let mut store = self.ukeys.lock();
+            let mut store = self.udpif.ukeys.lock();
             for f in &flows {
                 if self.tracked.contains_key(&f.ufid) {
                     continue;
@@ -308,11 +380,28 @@ impl Revalidator {
                     },
                 );
             }
-            let before = store.len();
-            let pass = self.passes;
-            store.retain(|_, u| u.pass.saturating_add(1) >= pass);
-            st.ukeys_collected = before - store.len();
+            if leader {
+                let before = store.len();
+                let pass = self.passes;
+                store.retain(|_, u| u.pass.saturating_add(1) >= pass);
+                st.ukeys_collected = before - store.len();
+            }
         }
+
+        // The flow limit (OVS `revalidate`): over the limit, flows idle for 100 ms go; over
+        // twice the limit, every flow dumped goes.
+        let limit = self.udpif.limit.current();
+        let kill_them_all = n_dp_flows > limit.saturating_mul(2);
+        let max_idle_ms = if n_dp_flows > limit {
+            st.flow_limit_idle = true;
+            if self.cfg.max_idle_ms == 0 {
+                FLOW_LIMIT_MAX_IDLE_MS
+            } else {
+                self.cfg.max_idle_ms.min(FLOW_LIMIT_MAX_IDLE_MS)
+            }
+        } else {
+            self.cfg.max_idle_ms
+        };
 
         // 2. Stats, learning refresh, idle; then timeouts (after the stats, so traffic
         // since the last pass counts as use).
@@ -344,18 +433,27 @@ impl Revalidator {
                             st.macs_refreshed += 1;
                         }
                     }
-                } else if self.cfg.max_idle_ms > 0
-                    && now.saturating_sub(t.last_active_ms) >= self.cfg.max_idle_ms
-                {
+                } else if max_idle_ms > 0 && now.saturating_sub(t.last_active_ms) >= max_idle_ms {
                     idle.push(f.ufid);
                 }
             }
-            if self.cfg.expire {
+            if self.cfg.expire && leader {
                 st.macs_expired = br.mac.expire(now);
             }
         }
+        if kill_them_all {
+            // Every flow not already idle goes (their stats are pushed below, at removal).
+            let already: HashSet<Ufid> = idle.iter().copied().collect();
+            idle.extend(
+                flows
+                    .iter()
+                    .map(|f| f.ufid)
+                    .filter(|u| !already.contains(u) && self.tracked.contains_key(u)),
+            );
+            st.flow_limit_killed = true;
+        }
         // One write for all the credits and the rule timeouts of this pass.
-        let expire = self.cfg.expire;
+        let expire = self.cfg.expire && leader;
         if expire || !credits.is_empty() {
             st.rules_expired = self.shared.write(move |br| {
                 for (rules, dp, db) in &credits {
@@ -436,6 +534,24 @@ impl Revalidator {
                 }
             });
         }
+        // The flow count the handlers compare with the limit, and the limit itself.
+        let removed = st.removed_idle + st.removed_changed + st.removed_failed;
+        let dump_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if leader {
+            self.udpif
+                .limit
+                .set_n_flows(n_dp_flows.saturating_sub(removed));
+            self.udpif.limit.adjust(dump_ms, n_dp_flows);
+        }
+        self.udpif.report(
+            self.cfg.shard,
+            self.cfg.shards,
+            RevalidatorReport {
+                keys: self.tracked.len(),
+                pass_ms: dump_ms,
+            },
+            n_dp_flows,
+        );
         self.totals.add(&st);
         st
     }
@@ -458,7 +574,7 @@ impl Revalidator {
                     *last2.lock().unwrap_or_else(|e| e.into_inner()) = st;
                     // Ukeys not adopted yet: their megaflows are being installed (the pass
                     // may have dumped before the install); look again soon.
-                    let wait = if r.ukeys.lock().is_empty() {
+                    let wait = if r.udpif.ukeys.lock().is_empty() {
                         period
                     } else {
                         period.min(PENDING_RECHECK)
@@ -504,9 +620,9 @@ fn verdict(
         return Verdict::Failed;
     };
     let out = xlate_ro(br, &input);
-    let Ok(dp) = dp_actions_of(&out) else {
-        return Verdict::Failed;
-    };
+    // A translation that fails gives a drop megaflow (as the upcall installed it): kept
+    // while it fails the same way over the same bits.
+    let (dp, _) = dp_answer(&out);
     if actions.get(f.actions) != Some(dp.as_slice()) || dp_mask(&out.mask) != f.mask {
         return Verdict::Changed;
     }
@@ -671,9 +787,7 @@ mod tests {
             // Its recirculations resume as the upcall's would (same ids: nothing was
             // allocated on the bridge in between).
             self.shared.record_frozen(&out);
-            let Ok(acts) = dp_actions_of(&out) else {
-                return;
-            };
+            let (acts, _) = dp_answer(&out);
             for a in &acts {
                 match *a {
                     datapath::DpAction::Output(no) => {
@@ -739,6 +853,8 @@ mod tests {
     }
 
     const TIERS: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
+
+    mod limit;
 
     /// A flow mod changes a cached decision: without a pass the stale answer is still used
     /// (the datapath is not coherent by itself: this is what the revalidator is for); after

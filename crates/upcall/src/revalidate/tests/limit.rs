@@ -1,0 +1,201 @@
+//! Tests of the flow limit, drop megaflows for failed translations and the install-time
+//! staleness check (included in `revalidate`'s test module: they use its `Harness`).
+
+use super::*;
+
+/// Above the current limit, answers forward the packet but install nothing; the pass then
+/// shortens idle time, and above twice the limit deletes every flow.
+#[test]
+fn flow_limit_stops_installs_and_shrinks_idle() {
+    // A rule per source port makes one megaflow per frame: 4 go in, the rest are answered
+    // only.
+    let rules: String = (0..10)
+        .map(|i| format!("priority=20,udp,tp_src={},actions=output:2\n", 1000 + i))
+        .collect();
+    let mut h = Harness::new(bridge(&rules), true, true, RevalidatorConfig::default());
+    let limit = &h.reval.udpif().limit;
+    limit.set_ceiling(4).expect("ceiling");
+    let frames: Vec<Vec<u8>> = (0..10u8).map(|i| udp(1000 + u16::from(i))).collect();
+    for f in &frames {
+        let (got, want) = h.send_check(1, f);
+        assert_eq!(got, want);
+    }
+    let st = h.pmd.stats().clone();
+    let c = h.reval.udpif().counters.snapshot();
+    assert_eq!(
+        (st.flows_installed, st.flows_not_installed),
+        (4, 6),
+        "{st:?}"
+    );
+    assert_eq!(
+        (c.answered, c.installed, c.flow_limit_hits),
+        (10, 4, 6),
+        "{c:?}"
+    );
+    assert_eq!(h.pmd.dpcls().len(), 4);
+    // Still forwarded (slow path) on the next round.
+    for f in &frames {
+        let (got, want) = h.send_check(1, f);
+        assert_eq!(got, want);
+    }
+
+    // 4 flows at a limit of 4: not over, so the normal idle time applies.
+    h.advance(FLOW_LIMIT_MAX_IDLE_MS + 1);
+    let st = h.revalidate();
+    assert!(!st.flow_limit_idle && st.removed() == 0, "{st:?}");
+    // Lower the limit under the flow count: flows idle for 100 ms go.
+    h.reval.udpif().limit.set_ceiling(3).expect("ceiling");
+    h.advance(FLOW_LIMIT_MAX_IDLE_MS + 1);
+    h.send(1, &frames[0]); // keeps one active
+    let st = h.revalidate();
+    assert!(st.flow_limit_idle && !st.flow_limit_killed, "{st:?}");
+    assert_eq!(st.removed_idle, 3, "{st:?}");
+    assert_eq!(h.pmd.dpcls().len(), 1);
+    assert_eq!(h.reval.udpif().limit.n_flows(), 1);
+
+    // More than twice the limit: everything goes, active or not.
+    h.reval.udpif().limit.set_ceiling(1_000).expect("ceiling");
+    h.reval.udpif().limit.set_current(1_000);
+    for f in &frames {
+        h.send(1, f);
+    }
+    assert_eq!(h.pmd.dpcls().len(), 10);
+    h.reval.udpif().limit.set_ceiling(4).expect("ceiling");
+    for f in &frames {
+        h.send(1, f);
+    }
+    let st = h.revalidate();
+    assert!(st.flow_limit_killed, "{st:?}");
+    assert_eq!(st.removed(), 10, "{st:?}");
+    assert!(h.pmd.dpcls().is_empty());
+    // And packets still get through.
+    let (got, want) = h.send_check(1, &frames[3]);
+    assert_eq!(got, want);
+}
+
+/// A translation that fails installs a drop megaflow: later packets of the flow hit it
+/// instead of translating again, and the revalidator keeps it while the failure stands.
+#[test]
+fn failed_translation_installs_a_drop_megaflow() {
+    for (emc, smc) in TIERS {
+        let mut h = Harness::new(
+            bridge("priority=10,udp,actions=resubmit(,0)\npriority=5,icmp,actions=output:2"),
+            emc,
+            smc,
+            RevalidatorConfig::default(),
+        );
+        let f = udp(9);
+        for _ in 0..5 {
+            assert!(h.send(1, &f).is_empty());
+        }
+        let st = h.pmd.stats().clone();
+        let c = h.reval.udpif().counters.snapshot();
+        assert_eq!((st.upcall_ok, st.upcall_failed), (1, 0), "{st:?}");
+        assert_eq!((c.xlate_errors, c.installed), (1, 1), "{c:?}");
+        assert_eq!(h.pmd.dpcls().len(), 1);
+        let st = h.revalidate();
+        let st2 = h.reval.run_full(h.now());
+        assert_eq!((st.removed(), st2.removed()), (0, 0), "{st:?} {st2:?}");
+        // Fixing the table replaces the drop megaflow at the next pass.
+        h.shared
+            .flow_mod_text(
+                FlowModCommand::ModifyStrict,
+                "priority=10,udp,actions=output:3",
+            )
+            .expect("mod");
+        let st = h.revalidate();
+        assert_eq!(st.removed_changed, 1, "{st:?}");
+        let (got, want) = h.send_check(1, &f);
+        assert_eq!(got, want);
+        assert_eq!(ports_of(&got), [3]);
+    }
+}
+
+/// An upcall that stands in for a handler racing with a flow mod: the tables change after
+/// the translation and before the install.
+struct RacingUpcall {
+    inner: OfprotoUpcall,
+    shared: Arc<SharedBridge>,
+    flow_mod: Option<String>,
+}
+
+impl datapath::Upcall for RacingUpcall {
+    fn upcall(
+        &mut self,
+        key: &FlowKey,
+        actions: &ActionTable,
+    ) -> Result<(flow::FlowMask, datapath::ActionsId), datapath::UpcallError> {
+        let r = self.inner.upcall(key, actions);
+        if let Some(fm) = self.flow_mod.take() {
+            self.shared
+                .flow_mod_text(FlowModCommand::ModifyStrict, &fm)
+                .expect("mod");
+        }
+        r
+    }
+
+    fn may_install(&mut self) -> bool {
+        self.inner.may_install()
+    }
+
+    fn installed(&mut self, flow: &DpFlow) -> bool {
+        self.inner.installed(flow)
+    }
+}
+
+/// A megaflow translated before a flow mod and installed after it is revoked at once (OVS's
+/// `reval_seq` check at install), with no revalidator pass in between: the packet that
+/// raced runs the old answer, the next one gets the new.
+#[test]
+fn install_after_a_change_is_revoked() {
+    for (emc, smc) in TIERS {
+        let mut h = Harness::new(
+            bridge("priority=10,udp,actions=output:2"),
+            emc,
+            smc,
+            RevalidatorConfig::default(),
+        );
+        let racing = RacingUpcall {
+            inner: h.reval.upcall(),
+            shared: h.shared.clone(),
+            flow_mod: Some("priority=10,udp,actions=output:3".into()),
+        };
+        let dpcls = h.pmd.dpcls().clone();
+        let mut pmd = Pmd::new(
+            PmdConfig {
+                emc,
+                smc,
+                emc_insert_inv_prob: 1,
+                pool_size: 128,
+                ..PmdConfig::default()
+            },
+            dpcls,
+            h.actions.clone(),
+            Box::new(racing),
+        );
+        let mut ports = Vec::new();
+        for no in DP_PORTS {
+            let p = MemPort::new(format!("p{no}"));
+            ports.push((no, p.handle()));
+            pmd.add_port(no, Box::new(p), true).expect("port");
+        }
+        h.pmd = pmd;
+        h.ports = ports;
+        let f = udp(5);
+        assert_eq!(
+            ports_of(&h.send(1, &f)),
+            [2],
+            "the racing packet: old answer"
+        );
+        assert!(h.pmd.dpcls().is_empty(), "revoked");
+        let st = h.pmd.stats().clone();
+        assert_eq!((st.flows_installed, st.installs_revoked), (1, 1), "{st:?}");
+        assert_eq!(h.reval.udpif().counters.snapshot().revoked_stale, 1);
+        for _ in 0..3 {
+            let (got, want) = h.send_check(1, &f);
+            assert_eq!(got, want);
+            assert_eq!(ports_of(&got), [3]);
+        }
+        assert_eq!(h.pmd.stats().installs_revoked, 1);
+    }
+}
