@@ -319,6 +319,15 @@ impl Revalidator {
         self.pass(now_ms, false)
     }
 
+    /// A pass that deletes every megaflow of this revalidator's shard after pushing its
+    /// stats (`ovs-appctl revalidator/purge`).
+    pub fn run_purge(&mut self, now_ms: u64) -> PassStats {
+        self.udpif.purge.store(true, Ordering::Relaxed);
+        let st = self.pass(now_ms, false);
+        self.udpif.purge.store(false, Ordering::Relaxed);
+        st
+    }
+
     /// A pass that re-translates every megaflow, current or not (OVS's full revalidation).
     pub fn run_full(&mut self, now_ms: u64) -> PassStats {
         self.pass(now_ms, true)
@@ -391,7 +400,8 @@ impl Revalidator {
         // The flow limit (OVS `revalidate`): over the limit, flows idle for 100 ms go; over
         // twice the limit, every flow dumped goes.
         let limit = self.udpif.limit.current();
-        let kill_them_all = n_dp_flows > limit.saturating_mul(2);
+        let kill_them_all =
+            n_dp_flows > limit.saturating_mul(2) || self.udpif.purge.load(Ordering::Relaxed);
         let max_idle_ms = if n_dp_flows > limit {
             st.flow_limit_idle = true;
             if self.cfg.max_idle_ms == 0 {
@@ -563,15 +573,19 @@ impl Revalidator {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = self.shared.clone();
         let last = Arc::new(Mutex::new(PassStats::default()));
-        let (stop2, last2) = (stop.clone(), last.clone());
+        let progress = Arc::new(Progress::default());
+        let (stop2, last2, progress2) = (stop.clone(), last.clone(), progress.clone());
         let handle = std::thread::Builder::new()
             .name("revalidator".into())
             .spawn(move || {
                 let mut r = self;
                 while !stop2.load(Ordering::Acquire) {
                     let seen = r.shared.changes();
+                    progress2.counts.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
                     let st = r.run(r.shared.now_ms());
                     *last2.lock().unwrap_or_else(|e| e.into_inner()) = st;
+                    progress2.counts.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
+                    progress2.done.notify_all();
                     // Ukeys not adopted yet: their megaflows are being installed (the pass
                     // may have dumped before the install); look again soon.
                     let wait = if r.udpif.ukeys.lock().is_empty() {
@@ -587,6 +601,7 @@ impl Revalidator {
             stop,
             shared,
             last,
+            progress,
             handle: Some(handle),
         })
     }
@@ -635,13 +650,51 @@ pub struct RevalidatorThread {
     stop: Arc<AtomicBool>,
     shared: Arc<SharedBridge>,
     last: Arc<Mutex<PassStats>>,
+    progress: Arc<Progress>,
     handle: Option<JoinHandle<Revalidator>>,
+}
+
+/// Passes started and finished by a revalidator thread (for `revalidator/wait`).
+#[derive(Debug, Default)]
+struct Progress {
+    counts: Mutex<(u64, u64)>,
+    done: std::sync::Condvar,
 }
 
 impl RevalidatorThread {
     /// What the last pass did.
     pub fn last_pass(&self) -> PassStats {
         *self.last.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Passes started so far.
+    pub fn started(&self) -> u64 {
+        self.progress
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+    }
+
+    /// Waits until `n` passes have finished (or the thread has stopped).
+    pub fn wait_finished(&self, n: u64) {
+        let mut g = self
+            .progress
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        while g.1 < n && self.handle.as_ref().is_some_and(|h| !h.is_finished()) {
+            // Woken by every finished pass; the timeout re-checks a thread that died.
+            let (ng, _) = self
+                .progress
+                .done
+                .wait_timeout(g, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner());
+            g = ng;
+            if g.1 < n {
+                self.shared.notify();
+            }
+        }
     }
 
     /// Stops the thread after its current pass; returns the revalidator (`None` if the
@@ -659,6 +712,117 @@ impl Drop for RevalidatorThread {
         self.shared.notify();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
+        }
+    }
+}
+
+/// Revalidator threads sharing one datapath (OVS `n-revalidator-threads`): one per shard,
+/// a shared [`Udpif`], and the control commands `revalidator/wait` and `revalidator/purge`.
+#[derive(Debug)]
+pub struct RevalidatorPool {
+    udpif: Arc<Udpif>,
+    shared: Arc<SharedBridge>,
+    threads: Vec<RevalidatorThread>,
+}
+
+impl RevalidatorPool {
+    /// `n` revalidator threads (at least 1) over `dpcls`, each passing after every change
+    /// and at least every `period`. Give the PMDs handlers from [`RevalidatorPool::upcall`].
+    pub fn spawn(
+        shared: Arc<SharedBridge>,
+        dpcls: Arc<Dpcls>,
+        actions: Arc<ActionTable>,
+        cfg: RevalidatorConfig,
+        n: usize,
+        period: Duration,
+    ) -> std::io::Result<RevalidatorPool> {
+        Self::spawn_with(
+            Arc::new(Udpif::default()),
+            shared,
+            dpcls,
+            actions,
+            cfg,
+            n,
+            period,
+        )
+    }
+
+    /// [`RevalidatorPool::spawn`] sharing an existing `udpif` (its flow limit set first).
+    pub fn spawn_with(
+        udpif: Arc<Udpif>,
+        shared: Arc<SharedBridge>,
+        dpcls: Arc<Dpcls>,
+        actions: Arc<ActionTable>,
+        cfg: RevalidatorConfig,
+        n: usize,
+        period: Duration,
+    ) -> std::io::Result<RevalidatorPool> {
+        let n = n.max(1);
+        let mut threads = Vec::with_capacity(n);
+        for k in 0..n {
+            let c = RevalidatorConfig {
+                shard: k,
+                shards: n,
+                ..cfg
+            };
+            let r = Revalidator::with_udpif(
+                shared.clone(),
+                udpif.clone(),
+                dpcls.clone(),
+                actions.clone(),
+                c,
+            );
+            threads.push(r.spawn(period)?);
+        }
+        Ok(RevalidatorPool {
+            udpif,
+            shared,
+            threads,
+        })
+    }
+
+    /// An upcall handler whose answers these revalidators adopt and whose installs obey
+    /// their flow limit.
+    pub fn upcall(&self) -> OfprotoUpcall {
+        OfprotoUpcall::with_udpif(self.shared.clone(), self.udpif.clone())
+    }
+
+    /// The shared state (flow limit, counters, `upcall/show`).
+    pub fn udpif(&self) -> &Arc<Udpif> {
+        &self.udpif
+    }
+
+    /// Number of threads.
+    pub fn len(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Always false (a pool has at least one thread).
+    pub fn is_empty(&self) -> bool {
+        self.threads.is_empty()
+    }
+
+    /// `revalidator/wait`: returns once every thread has run a whole pass that started
+    /// after the call, so every change made before the call has been revalidated.
+    pub fn wait(&self) {
+        let marks: Vec<u64> = self.threads.iter().map(|t| t.started()).collect();
+        self.shared.notify();
+        for (t, m) in self.threads.iter().zip(marks) {
+            t.wait_finished(m + 1);
+        }
+    }
+
+    /// `revalidator/purge`: every megaflow deleted (stats pushed first); returns when done.
+    pub fn purge(&self) {
+        self.udpif.purge.store(true, Ordering::Relaxed);
+        self.wait();
+        self.udpif.purge.store(false, Ordering::Relaxed);
+    }
+
+    /// Stops every thread (after its current pass).
+    pub fn stop(self) {
+        for t in self.threads {
+            t.stop();
         }
     }
 }

@@ -28,7 +28,7 @@
 //! atomics: each is exact on its own, a reader may see two of them a few events apart.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crate::handler::UkeyStore;
 
@@ -216,6 +216,8 @@ pub struct Udpif {
     reports: Mutex<(Vec<RevalidatorReport>, u64)>,
     /// Running average and maximum of the flow count seen by passes.
     flow_stats: Mutex<(u64, u64, u64)>,
+    /// Passes delete every megaflow while set (`revalidator/purge`).
+    pub(crate) purge: AtomicBool,
 }
 
 impl Default for Udpif {
@@ -233,6 +235,7 @@ impl Udpif {
             counters: UpcallCounters::default(),
             reports: Mutex::new((Vec::new(), 0)),
             flow_stats: Mutex::new((0, 0, 0)),
+            purge: AtomicBool::new(false),
         }
     }
 

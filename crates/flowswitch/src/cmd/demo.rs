@@ -18,7 +18,8 @@ use netdev::null::NullPort;
 use ofproto::{Backend, Bridge};
 use std::io::Write;
 use std::sync::Arc;
-use upcall::handler::OfprotoUpcall;
+use upcall::handler::SharedBridge;
+use upcall::revalidate::{RevalidatorConfig, RevalidatorPool};
 
 /// Upper bound of `--packets`.
 pub const MAX_PACKETS: u64 = 1_000_000_000;
@@ -42,9 +43,13 @@ pub struct Args {
     /// Turn the exact-match cache off (OVS default: on).
     #[arg(long)]
     pub no_emc: bool,
-    /// Also print the OpenFlow table and the installed megaflow count.
+    /// Also print the OpenFlow table, the installed megaflows and `upcall/show`.
     #[arg(long)]
     pub verbose: bool,
+    /// Revalidator threads (OVS `other_config:n-revalidator-threads`; 1 to 64).
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub n_revalidator_threads: u32,
 }
 
 /// The default OpenFlow table of the demo bridge, in `ovs-ofctl add-flow` syntax.
@@ -103,11 +108,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
     let actions = Arc::new(ActionTable::new(1 << 16));
+    // The control path runs beside the PMD, as in a switch: revalidator threads push stats
+    // to the OpenFlow rules, expire idle megaflows and enforce the flow limit.
+    let revalidators = RevalidatorPool::spawn(
+        SharedBridge::new(bridge),
+        dpcls.clone(),
+        actions.clone(),
+        RevalidatorConfig::default(),
+        args.n_revalidator_threads as usize,
+        std::time::Duration::from_millis(500),
+    )
+    .context("starting the revalidator threads")?;
     let mut pmd = Pmd::new(
         cfg,
         dpcls.clone(),
         actions.clone(),
-        Box::new(OfprotoUpcall::new(bridge)),
+        Box::new(revalidators.upcall()),
     );
     pmd.add_port(1, Box::new(generator), true)
         .context("adding p1")?;
@@ -141,6 +157,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 &datapath::dpctl::KeyFormat::default(),
             )
         )?;
+        revalidators.wait();
+        writeln!(out, "$ ovs-appctl upcall/show")?;
+        write!(out, "{}", revalidators.udpif().show("netdev@ovs-netdev"))?;
         writeln!(out, "$ ovs-appctl dpif-netdev/pmd-perf-show")?;
         let mut perf = datapath::PmdPerf::from_pmd_stats(stats);
         perf.duration_s = report.elapsed.as_secs_f64();
@@ -159,6 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         netdev::tsc::hz() as f64 / 1e9
     )?;
     out.flush()?;
+    revalidators.stop();
     anyhow::ensure!(
         report.packets == args.packets,
         "sent {} packets, not the {} asked for",
@@ -180,6 +200,7 @@ mod tests {
     use datapath::{DpAction, Upcall};
     use flow::FlowKey;
     use flow::extract::{PacketMeta, extract};
+    use upcall::handler::OfprotoUpcall;
 
     #[test]
     fn default_flows_load() {

@@ -20,7 +20,12 @@
 //! | `ipf-get-status` | the fragment reassembler's configuration and counters (`dpctl/ipf-get-status`) |
 //! | `ct-set-maxconns N` / `ct-get-maxconns` / `ct-get-nconns` | the global limit and count |
 //! | `ct-set-limits [default=N] [zone=Z,limit=N]…` / `ct-get-limits` / `ct-del-limits zone=Z[,Z…]` | per-zone limits |
-//! | `advance MS` | moves the tracker's clock MS milliseconds forward (expiry without waiting) |
+//! | `advance MS` | moves the tracker's and the bridge's clocks MS milliseconds forward (expiry without waiting) |
+//! | `add-flow FLOW` / `mod-flows FLOW` / `del-flows [FLOW]` | an OpenFlow flow mod (`ovs-ofctl` syntax); cached megaflows stay until a revalidation |
+//! | `revalidator/wait` | one revalidator pass: stats pushed, idle megaflows expired, stale ones fixed or deleted |
+//! | `revalidator/purge` | deletes every megaflow (stats pushed first) |
+//! | `upcall/show` / `upcall/set-flow-limit N` | flow counts, flow limit, dump duration, upcall outcomes / the flow-limit ceiling |
+//! | `dpctl/dump-flows [-m] [--terse]` | the megaflows, sorted (`-m`: ufid first; `--terse`: ufid and stats only) |
 //!
 //! After the script, `--dump-conntrack` prints the whole table. Every frame is checked
 //! against the counters: it is received once, and leaves as outputs or counted drops.
@@ -37,8 +42,10 @@ use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig};
 use netdev::{MAX_FRAME, MemHandle, MemPort};
 use ofproto::{Backend, Bridge};
 
+use ofproto::FlowModCommand;
 use upcall::ct_adapter::CtAdapter;
-use upcall::handler::OfprotoUpcall;
+use upcall::handler::SharedBridge;
+use upcall::revalidate::{Revalidator, RevalidatorConfig};
 
 /// Most ports the bridge may have.
 pub const MAX_PORTS: u16 = 4096;
@@ -71,6 +78,10 @@ pub struct Replayer {
     ct: Arc<Conntrack>,
     ipf: Arc<Ipf>,
     offset_ms: Arc<AtomicU64>,
+    shared: Arc<SharedBridge>,
+    reval: Revalidator,
+    dpcls: Arc<Dpcls>,
+    actions: Arc<ActionTable>,
 }
 
 impl std::fmt::Debug for Replayer {
@@ -106,7 +117,21 @@ impl Replayer {
             pool_size: 1024,
             ..PmdConfig::default()
         };
-        let mut pmd = Pmd::new(cfg, dpcls, actions, Box::new(OfprotoUpcall::new(bridge)));
+        // The bridge's clock (MAC learning, OpenFlow timeouts, megaflow idle time) is manual:
+        // `advance` moves it with the tracker's.
+        let shared = SharedBridge::with_manual_clock(bridge, 1_000);
+        let reval = Revalidator::new(
+            shared.clone(),
+            dpcls.clone(),
+            actions.clone(),
+            RevalidatorConfig::default(),
+        );
+        let mut pmd = Pmd::new(
+            cfg,
+            dpcls.clone(),
+            actions.clone(),
+            Box::new(reval.upcall()),
+        );
         let ct = Arc::new(Conntrack::new(Config::default()));
         let ipf = Arc::new(Ipf::new(IpfConfig::default()));
         let offset_ms = Arc::new(AtomicU64::new(0));
@@ -128,6 +153,10 @@ impl Replayer {
             ct,
             ipf,
             offset_ms,
+            shared,
+            reval,
+            dpcls,
+            actions,
         })
     }
 
@@ -136,9 +165,11 @@ impl Replayer {
         &self.ct
     }
 
-    /// Moves the tracker's clock `ms` forward.
+    /// Moves the tracker's and the bridge's clocks `ms` forward.
     pub fn advance(&self, ms: u64) {
         self.offset_ms.fetch_add(ms, Ordering::Relaxed);
+        self.shared
+            .set_now_ms(self.shared.now_ms().saturating_add(ms));
     }
 
     /// Sends `frame` in on `in_port` and runs the datapath until it is idle.
@@ -175,6 +206,34 @@ impl Replayer {
     /// The datapath's counters.
     pub fn stats(&self) -> &datapath::PmdStats {
         self.pmd.stats()
+    }
+
+    /// `dpctl/dump-flows` lines, sorted: `-m` puts each flow's ufid first, `--terse` prints
+    /// only the ufid and the stats (OVS's terse dump).
+    fn dump_flows(&self, more: bool, terse: bool) -> Vec<String> {
+        let now_ms = netdev::tsc::now() / (netdev::tsc::hz() / 1000).max(1);
+        let fmt = datapath::dpctl::KeyFormat::default();
+        let mut v: Vec<String> = self
+            .dpcls
+            .flows()
+            .iter()
+            .filter(|f| !f.is_dead())
+            .map(|f| {
+                let mut l = String::new();
+                if more || terse {
+                    l = format!("ufid:{}, ", ufid_text(f.ufid.0));
+                }
+                if terse {
+                    datapath::dpctl::format_flow_stats(&mut l, &f.stats.snapshot(), now_ms);
+                } else {
+                    let actions = datapath::dpctl::actions_text(&self.actions, f.actions);
+                    l += &datapath::dpctl::format_dp_flow(f, now_ms, &actions, &fmt);
+                }
+                l
+            })
+            .collect();
+        v.sort();
+        v
     }
 
     /// Runs one control command (module doc); its output, one line each.
@@ -276,10 +335,80 @@ impl Replayer {
                     + self.offset_ms.load(Ordering::Relaxed);
                 while ct.sweep(now, usize::MAX) > 0 {}
             }
+            "upcall/show" => {
+                if !args.is_empty() {
+                    bail!("usage: upcall/show");
+                }
+                let show = self.reval.udpif().show("netdev@ovs-netdev");
+                out.extend(show.lines().map(str::to_string));
+            }
+            "upcall/set-flow-limit" => {
+                let [n] = args.as_slice() else {
+                    bail!("usage: upcall/set-flow-limit N");
+                };
+                let n: usize = n
+                    .parse()
+                    .with_context(|| format!("upcall/set-flow-limit: bad number {n:?}"))?;
+                self.reval
+                    .udpif()
+                    .limit
+                    .set_ceiling(n)
+                    .map_err(|e| anyhow::anyhow!("upcall/set-flow-limit: {e}"))?;
+                out.push(format!("set flow_limit to {n}"));
+            }
+            "revalidator/wait" | "revalidator/purge" => {
+                if !args.is_empty() {
+                    bail!("usage: {cmd}");
+                }
+                let now = self.shared.now_ms();
+                if cmd == "revalidator/wait" {
+                    self.reval.run(now);
+                } else {
+                    self.reval.run_purge(now);
+                }
+            }
+            "dpctl/dump-flows" => {
+                let (mut more, mut terse) = (false, false);
+                for a in &args {
+                    match *a {
+                        "-m" | "--more" => more = true,
+                        "--terse" => terse = true,
+                        _ => bail!("usage: dpctl/dump-flows [-m] [--terse]"),
+                    }
+                }
+                out.extend(self.dump_flows(more, terse));
+            }
+            "add-flow" | "mod-flows" | "del-flows" => {
+                let text = line[cmd.len()..].trim();
+                let command = match cmd {
+                    "add-flow" => FlowModCommand::Add,
+                    "mod-flows" => FlowModCommand::Modify,
+                    _ => FlowModCommand::Delete,
+                };
+                if text.is_empty() && command != FlowModCommand::Delete {
+                    bail!("usage: {cmd} FLOW");
+                }
+                self.shared
+                    .flow_mod_text(command, text)
+                    .map_err(|e| anyhow::anyhow!("{cmd}: {e}"))?;
+            }
             _ => bail!("unknown command {cmd:?}"),
         }
         Ok(out)
     }
+}
+
+/// A ufid as OVS prints it (`ufid:` then a UUID: 8-4-4-4-12 hex digits).
+fn ufid_text(u: u128) -> String {
+    let h = format!("{u:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// `dpctl/dump-conntrack` lines of `zone` (all zones if `None`), sorted.
@@ -665,6 +794,13 @@ mod tests {
             ("ct-set-limits zone=1", "expected default=N"),
             ("advance soon", "bad milliseconds"),
             ("frobnicate", "unknown command"),
+            ("upcall/set-flow-limit 0", "at least 1"),
+            ("upcall/set-flow-limit many", "bad number"),
+            ("dpctl/dump-flows -x", "usage"),
+            ("revalidator/wait now", "usage"),
+            ("add-flow", "usage"),
+            ("add-flow frob=1,actions=drop", "add-flow"),
+            ("mod-flows actions=frob", "mod-flows"),
         ] {
             let e = format!("{:#}", rp.command(line).unwrap_err());
             assert!(e.contains(want), "{line}: {e}");
@@ -677,5 +813,63 @@ mod tests {
         assert!(Replayer::new(FW, 0).is_err() && Replayer::new("bogus flow", 2).is_err());
         // A runt is a counted drop, not an error.
         assert!(rp.send(1, &[0u8; 4]).expect("runt").outputs.is_empty());
+    }
+
+    /// The control commands drive the control path: a flow mod is seen by cached packets
+    /// only after `revalidator/wait`; dumps, purge and the flow limit work from a script.
+    #[test]
+    fn control_path_commands() {
+        let mut rp = Replayer::new("priority=10,udp,actions=output:2", 4).expect("replayer");
+        let f = udp(true);
+        assert_eq!(rp.send(1, &f).expect("send").outputs[0].0, 2);
+        let dump = rp.command("dpctl/dump-flows").expect("dump");
+        assert_eq!(dump.len(), 1, "{dump:?}");
+        assert!(dump[0].contains("actions:2"), "{dump:?}");
+        let terse = rp.command("dpctl/dump-flows --terse").expect("terse");
+        assert_eq!(terse.len(), 1);
+        assert!(
+            terse[0].starts_with("ufid:") && terse[0].contains("packets:1,"),
+            "{terse:?}"
+        );
+        assert!(!terse[0].contains("actions"), "{terse:?}");
+        let more = rp.command("dpctl/dump-flows -m").expect("-m");
+        assert!(
+            more[0].starts_with("ufid:") && more[0].contains("actions:2"),
+            "{more:?}"
+        );
+
+        rp.command("mod-flows udp,actions=output:3").expect("mod");
+        assert_eq!(
+            rp.send(1, &f).expect("send").outputs[0].0,
+            2,
+            "cached until revalidated"
+        );
+        rp.command("revalidator/wait").expect("wait");
+        assert_eq!(rp.send(1, &f).expect("send").outputs[0].0, 3);
+        let show = rp.command("upcall/show").expect("show");
+        assert!(show[1].contains("(current 1)"), "{show:?}");
+        assert!(
+            show.iter().any(|l| l.contains("answered 2 installed 2")),
+            "{show:?}"
+        );
+
+        rp.command("revalidator/purge").expect("purge");
+        assert!(rp.command("dpctl/dump-flows").expect("dump").is_empty());
+        assert_eq!(
+            rp.command("upcall/set-flow-limit 5000").expect("limit"),
+            ["set flow_limit to 5000"]
+        );
+        rp.command("del-flows").expect("del");
+        rp.command("revalidator/wait").expect("wait");
+        assert!(rp.send(1, &f).expect("send").outputs.is_empty());
+        // Idle megaflows expire with the bridge's clock.
+        rp.command("add-flow priority=10,udp,actions=output:4")
+            .expect("add");
+        rp.command("revalidator/wait").expect("wait");
+        assert_eq!(rp.send(1, &f).expect("send").outputs[0].0, 4);
+        rp.command("revalidator/wait").expect("wait");
+        rp.command("advance 10001").expect("advance");
+        rp.command("revalidator/wait").expect("wait");
+        assert!(rp.command("dpctl/dump-flows").expect("dump").is_empty());
     }
 }

@@ -2,6 +2,7 @@
 //! staleness check (included in `revalidate`'s test module: they use its `Harness`).
 
 use super::*;
+use std::time::Duration;
 
 /// Above the current limit, answers forward the packet but install nothing; the pass then
 /// shortens idle time, and above twice the limit deletes every flow.
@@ -197,5 +198,64 @@ fn install_after_a_change_is_revoked() {
             assert_eq!(ports_of(&got), [3]);
         }
         assert_eq!(h.pmd.stats().installs_revoked, 1);
+    }
+}
+
+/// Revalidator threads sharded over one datapath: `wait` returns only after a whole pass
+/// that saw the change, on every shard; `purge` empties the datapath.
+#[test]
+fn pool_wait_and_purge() {
+    for n in [1, 3] {
+        let shared = SharedBridge::with_manual_clock(bridge("priority=10,udp,actions=output:2"), 1);
+        let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
+        let actions = Arc::new(ActionTable::new(1 << 12));
+        let pool = RevalidatorPool::spawn(
+            shared.clone(),
+            dpcls.clone(),
+            actions.clone(),
+            RevalidatorConfig::default(),
+            n,
+            Duration::from_secs(3600),
+        )
+        .expect("spawn");
+        assert_eq!(pool.len(), n);
+        let cfg = PmdConfig {
+            emc_insert_inv_prob: 1,
+            pool_size: 128,
+            ..PmdConfig::default()
+        };
+        let mut pmd = Pmd::new(cfg, dpcls.clone(), actions, Box::new(pool.upcall()));
+        let mut handles = Vec::new();
+        for no in DP_PORTS {
+            let p = MemPort::new(format!("p{no}"));
+            handles.push((no, p.handle()));
+            pmd.add_port(no, Box::new(p), true).expect("port");
+        }
+        let send = |pmd: &mut Pmd, f: &[u8]| -> Vec<u32> {
+            handles[0].1.inject(f.to_vec());
+            while pmd.poll_once() > 0 {}
+            let mut out = Vec::new();
+            for (no, h) in &handles {
+                out.extend(h.take_tx().into_iter().map(|_| *no));
+            }
+            out
+        };
+        let frames: Vec<Vec<u8>> = (0..20).map(|i| udp(2000 + i)).collect();
+        for f in &frames {
+            assert_eq!(send(&mut pmd, f), [2]);
+        }
+        shared
+            .flow_mod_text(FlowModCommand::Modify, "udp,actions=output:3")
+            .expect("mod");
+        pool.wait();
+        for f in &frames {
+            assert_eq!(send(&mut pmd, f), [3], "after wait, {n} revalidators");
+        }
+        assert!(!dpcls.is_empty());
+        pool.purge();
+        assert!(dpcls.is_empty(), "{n} revalidators");
+        let show = pool.udpif().show("netdev@ovs-netdev");
+        assert_eq!(show.matches(": (keys ").count(), n, "{show}");
+        pool.stop();
     }
 }
