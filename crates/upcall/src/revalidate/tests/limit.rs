@@ -259,3 +259,114 @@ fn pool_wait_and_purge() {
         pool.stop();
     }
 }
+
+/// ARCHITECTURE.md invariant 3 under real races: a PMD forwarding (and upcalling) on this
+/// thread, flow mods on another, two revalidator threads passing after every change. Once
+/// the flow mods stop and `revalidator/wait` returns, every packet is forwarded exactly as
+/// a fresh translation on the final tables says (no NORMAL here, so sending changes no
+/// state a translation depends on).
+#[test]
+fn racing_upcalls_flow_mods_and_revalidators_converge() {
+    let rules = |out: &[u16; 4]| -> Vec<String> {
+        vec![
+            format!("priority=30,udp,tp_dst=53,actions=output:{}", out[0]),
+            format!("priority=20,udp,nw_dst=10.0.0.2,actions=output:{}", out[1]),
+            format!("priority=10,udp,actions=output:{}", out[2]),
+            format!("priority=5,ip,actions=output:{}", out[3]),
+        ]
+    };
+    let (mut revoked, mut upcalls) = (0, 0);
+    for seed in 0..6u64 {
+        let mut rng = TestRng::new(seed);
+        let shared = SharedBridge::with_manual_clock(bridge(&rules(&[1, 2, 3, 4]).join("\n")), 1);
+        let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
+        let actions = Arc::new(ActionTable::new(1 << 12));
+        let pool = RevalidatorPool::spawn(
+            shared.clone(),
+            dpcls.clone(),
+            actions.clone(),
+            RevalidatorConfig::default(),
+            2,
+            Duration::from_millis(5),
+        )
+        .expect("spawn");
+        let cfg = PmdConfig {
+            emc_insert_inv_prob: 1,
+            pool_size: 256,
+            ..PmdConfig::default()
+        };
+        let mut pmd = Pmd::new(cfg, dpcls.clone(), actions.clone(), Box::new(pool.upcall()));
+        let mut handles = Vec::new();
+        for no in DP_PORTS {
+            let p = MemPort::new(format!("p{no}"));
+            handles.push((no, p.handle()));
+            pmd.add_port(no, Box::new(p), true).expect("port");
+        }
+        let frames: Vec<Vec<u8>> = (0..64u16)
+            .map(|i| {
+                let dst = [10, 0, 0, 2 + (i % 3) as u8];
+                let dport = if i % 4 == 0 { 53 } else { 1000 + i };
+                testutil::packets::udp4([10, 0, 0, 1], dst, 5000 + i, dport, 10)
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mods = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            let mut rng = TestRng::new(seed ^ 0xabcd);
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) || n < 50 {
+                    let out: [u16; 4] = std::array::from_fn(|_| rng.range(1, 4) as u16);
+                    let rule = &rules(&out)[rng.below(4) as usize];
+                    shared
+                        .flow_mod_text(FlowModCommand::ModifyStrict, rule)
+                        .expect("mod");
+                    n += 1;
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            })
+        };
+        for _ in 0..20_000 {
+            let f = &frames[rng.below(frames.len() as u64) as usize];
+            handles[0].1.inject(f.clone());
+            while pmd.poll_once() > 0 {}
+            for (_, h) in &handles {
+                h.take_tx();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        mods.join().expect("flow-mod thread");
+        pool.wait();
+        for f in &frames {
+            let mut key = FlowKey::ZERO;
+            extract(f, &PacketMeta::port(1), &mut key);
+            let input = shared
+                .xlate_in(&key, shared.now_ms(), false)
+                .expect("input");
+            let out = xlate_ro(&shared.read(), &input);
+            let (mut want, _) = dp_answer(&out);
+            want.retain(|a| *a != datapath::DpAction::Drop);
+            handles[0].1.inject(f.clone());
+            while pmd.poll_once() > 0 {}
+            let mut got = Vec::new();
+            for (no, h) in &handles {
+                got.extend(
+                    h.take_tx()
+                        .into_iter()
+                        .map(|_| datapath::DpAction::Output(*no)),
+                );
+            }
+            assert_eq!(
+                got, want,
+                "seed {seed}: stale answer after revalidator/wait"
+            );
+        }
+        let st = pmd.stats();
+        assert_eq!(st.classified(), st.packets_received + st.recirculations);
+        revoked += st.installs_revoked;
+        upcalls += st.upcall_ok;
+        pool.stop();
+    }
+    eprintln!("{upcalls} upcalls, {revoked} installs revoked as stale");
+    assert!(upcalls > 100, "the flow mods did not keep the caches busy");
+}
