@@ -108,6 +108,10 @@ pub struct ControlArgs {
     /// With --write-pcap/--write-flows: run the benchmark as well.
     #[arg(long)]
     pub run: bool,
+    /// Only the first learn run (for profilers: `perf record`, callgrind); prints its
+    /// `learn:` line and not the last line.
+    #[arg(long)]
+    pub learn_only: bool,
 }
 
 /// A bijection of `u32` (xorshift-multiply; each step is invertible).
@@ -425,6 +429,9 @@ pub fn run(args: ControlArgs) -> anyhow::Result<()> {
         first.pinning
     )?;
     out.flush()?;
+    if args.learn_only {
+        return Ok(());
+    }
 
     // Memory of the full table.
     let mem = first.dpcls.memory();
