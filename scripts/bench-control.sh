@@ -46,9 +46,10 @@
 #   OVS learn/s (cycles) = megaflows learned / ((pmd-stats processing cycles - P0) / TSC Hz):
 #     the PMD's own busy time (upcalls run on the PMD in dpif-netdev), as our wall time is
 #     ours; P0 = the prefix's own cycles, the median of 3 attaches of the prefix alone.
-#   OVS learn/s (poll) = 0.8 N / (time the count crossed 0.9 N - time it crossed 0.1 N), when
-#     at least 5 samples were taken while it rose (ovs-vswitchd's main thread answers nothing
-#     while it is still adding the port: a 10k run is over before the first answer).
+#   OVS learn/s (poll) = the count's rise / time from the first sample above the base to the
+#     first at N, when at least 5 samples were taken while it rose (ovs-vswitchd's main
+#     thread answers nothing while it is still adding the port: a 10k run is over before the
+#     first answer, and at 100k the first answer comes after a few tenths).
 #   OVS first/last tenth: the crossings of k·N/10 (the first from the first sample above the
 #     base); at 10k the run is a few tens of ms, so these are coarse (POLL_MS + a request).
 #   PFX: the PMD polls a new port before ofproto knows it, so the first packets of an attach
@@ -70,8 +71,11 @@ WORK=${WORK:-/tmp/ctlbench-flowswitch}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 REV=${FS_REV:-$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null)$(cd "$REPO" && git diff --quiet HEAD 2>/dev/null || echo -dirty)}
 RAW_OVS=$OUT.ovs.txt; RAW_FS=$OUT.flowswitch.txt; SER=$OUT.ovs.series
-: > "$RAW_OVS"; : > "$RAW_FS"; mkdir -p "$SER"
+[ "${TABLE_ONLY:-0}" = 1 ] || { : > "$RAW_OVS"; : > "$RAW_FS"; mkdir -p "$SER"; }
 
+if [ "${TABLE_ONLY:-0}" = 1 ]; then   # rebuild OUT from existing raw files only
+  : "${OVS_VER:=3.1}" "${DPDK_VER:=?}" "${TSC_HZ:=0}"
+else
 [ "$(id -u)" = 0 ] || { echo "bench-control: run as root" >&2; exit 1; }
 [ "$CORE" = 1 ] || echo "bench-control: note: OVS's PMD is pinned to core 1 (dpdk-preconf.sh), ours to $CORE" >&2
 
@@ -192,7 +196,7 @@ EOF
 PS=$OVSB/pmd-stats.txt
 g() { awk -v k="$1" 'BEGIN{p=0} /pmd thread/{p=1} p && index($0,k){sub(/.*: */,""); print $1; exit}' "$PS"; }
 ovs_rep() { # n label
-  local n=$1 label=$2 ser=$SER/$(echo "$2" | tr ' =' '__').txt
+  local n=$1 label=$2 ser=$SER/N$1_$(echo "$2" | tr ' =' '__').txt
   vsctl --if-exists del-port br0 p1
   ofctl del-flows br0; ofctl add-flows br0 "$PC/control.flows"
   appctl revalidator/purge >/dev/null; appctl dpctl/del-flows >/dev/null
@@ -216,6 +220,7 @@ ser, n, label, pc, hz, recv, ok, fail, up, dms, pfx, p0 = sys.argv[1:13]
 n, pc, hz, p0 = int(n), float(pc), float(hz), float(p0)
 rows = [tuple(float(x) for x in l.split()) for l in open(ser)]
 # base: the prefix's one megaflow, unless all its frames met the unknown port (failed upcalls)
+# (a rep whose count never reached N may be off by this one flow)
 base = 1 if int(fail or 0) < int(pfx) else 0
 final = rows[-1][1] if rows else 0
 learned = final - base
@@ -229,18 +234,27 @@ def cross(x):  # first time the count (above base) reached x; nan unless a sampl
 start = next((rows[i - 1][0] for i, (t, f, rx) in enumerate(rows) if f > base and i > 0), float("nan"))
 marks = [start] + [cross(k * n / 10) for k in range(1, 11)]
 tenths = [(b - a) * 1e6 for a, b in zip(marks, marks[1:])]  # nan where a crossing fell between no two samples
-poll = 0.8 * n / (cross(0.9 * n) - cross(0.1 * n)) if cross(0.9 * n) > cross(0.1 * n) else float("nan")
+# poll rate: from the first sample above the base to the first at N (the main thread may
+# answer its first request only once the count is well past 0)
+a = next(((t, f) for t, f, rx in rows if f > base), None)
+b = next(((t, f) for t, f, rx in rows if f >= base + n), None)
+poll = (b[1] - a[1]) / (b[0] - a[0]) if a and b and b[0] > a[0] else float("nan")
 cyc = learned / ((pc - p0) / hz) if pc > p0 else float("nan")
 # the poll series is only as good as the samples taken while the count rose (ovs-vswitchd's
 # main thread answers nothing while it is still adding the port; a 10k run is over by then)
 rising = sum(1 for t, f, rx in rows if base < f < base + n)
 if rising < 5: poll = float("nan")
+# the peak: OVS's count can fall again (its dynamic flow limit, see the header): the most it
+# held, and the rate from the first sample above the base to the peak
+pk = max(rows, key=lambda r: r[1]) if rows else (0, 0, 0)
+peak_rate = (pk[1] - a[1]) / (pk[0] - a[0]) if a and pk[0] > a[0] else float("nan")
 cur, lim = (up.split() + ["nan", "nan"])[:2]
 print(f"N={n} {label} learn_per_s_cycles={cyc:.0f} learn_per_s_poll={poll:.0f} megaflows={learned:.0f} "
       f"base={base:.0f} final={final:.0f} first_tenth_us={tenths[0]:.0f} last_tenth_us={tenths[-1]:.0f} "
       f"tenths_us={','.join(f'{x:.0f}' for x in tenths)} proc_cycles={pc:.0f} recv={recv} "
       f"upcall_ok={ok} upcall_failed={fail} upcall_show_current={cur} flow_limit={lim} "
-      f"dump_flows_ms={dms} samples={len(rows)} rising_samples={rising} prefix_cycles={p0:.0f}")
+      f"dump_flows_ms={dms} samples={len(rows)} rising_samples={rising} prefix_cycles={p0:.0f} "
+      f"peak={pk[1] - base:.0f} learn_per_s_to_peak={peak_rate:.0f}")
 EOF
   echo "# N=$n $label first megaflow: $first"
 }
@@ -283,6 +297,8 @@ for n in $NS; do
   done
 done
 
+fi  # TABLE_ONLY
+
 # --- the table -------------------------------------------------------------------------------
 MACHINE="$(nproc) vCPU $(lscpu | sed -n 's/^Model name: *//p' | head -1), kernel $(uname -r), TSC $(awk -v h=$TSC_HZ 'BEGIN{printf "%.2f", h/1e9}') GHz"
 python3 - "$RAW_OVS" "$RAW_FS" "$OUT" "$REPS" "$MACHINE" "$REV" "$NS" "$OVS_VER" "$DPDK_VER" <<'EOF'
@@ -309,25 +325,30 @@ now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'
 L = [f"Measured {now} on {machine}; flowswitch {rev}; OVS {ovsv} with DPDK {dpdkv}; one PMD "
      f"pinned to core 1 each, alternating rep by rep (OVS, ours); median of {reps}. Learn/s = "
      "megaflows learned (each frame once: miss → upcall → install) per second; ours = N / wall "
-     "time of the PMD's run, OVS's = megaflows / (PMD processing cycles / TSC Hz), and from "
-     "the polled megaflow count (0.8 N / time from 10 % to 90 %). Raw lines: OUT.ovs.txt, "
-     "OUT.flowswitch.txt.", "",
-     "| N | ours learn/s (reps) | OVS learn/s, cycles (reps) | OVS learn/s, poll | ours / OVS | "
-     "ours first / last tenth ms | last/first | OVS first / last tenth ms | OVS megaflows | "
+     "time of the PMD's run; OVS's = megaflows / (PMD processing cycles / TSC Hz) when it held "
+     "all N at the end, else († ) the polled count's rise to its peak / the time it took; "
+     "'OVS, poll' = the polled count's rise / time (first sample above 0 → first at N). "
+     "Raw lines: OUT.ovs.txt, OUT.flowswitch.txt.", "",
+     "| N | ours learn/s (reps) | OVS learn/s (reps) | OVS learn/s, poll | ours / OVS | "
+     "ours first / last tenth ms | last / first | OVS megaflows, peak / end | "
      "ours terse dump ms | OVS dump-flows ms | ours install during dump | ours delete/s | ours bytes/flow |",
-     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+     "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for n in [int(x) for x in ns.split()]:
     o, f = ovs.get(n, []), fs.get(n, [])
-    ol, olp, fl = med(o, 'learn_per_s_cycles'), med(o, 'learn_per_s_poll'), med(f, 'learn_per_s')
+    for x in o:  # the rate that means something for this rep
+        held = float(x.get('megaflows', 0)) >= n
+        x['rate'] = x['learn_per_s_cycles'] if held else x.get('learn_per_s_to_peak', 'nan')
+        x['held'] = '1' if held else '0'
+    dag = '' if all(x['held'] == '1' for x in o) else ' †'
+    ol, olp, fl = med(o, 'rate'), med(o, 'learn_per_s_poll'), med(f, 'learn_per_s')
     ft, lt = med(f, 'first_tenth_us'), med(f, 'last_tenth_us')
-    oft, olt = med(o, 'first_tenth_us'), med(o, 'last_tenth_us')
     r = fl / ol if ol == ol and ol else nan
     flat = lt / ft if ft == ft and ft else nan
     dump = med(f, 'terse_dump_ms'); ratio = med(f, 'install_during_dump_ratio')
-    L.append(f"| {n:,} | {goal(fl, fl >= 500e3, fmt(fl))} ({each(f, 'learn_per_s')}) | {fmt(ol)} "
-             f"({each(o, 'learn_per_s_cycles')}) | {fmt(olp)} | {goal(r, r >= 10, f'{r:.2f}×')} | "
+    L.append(f"| {n:,} | {goal(fl, fl >= 500e3, fmt(fl))} ({each(f, 'learn_per_s')}) | "
+             f"{fmt(ol)}{dag} ({each(o, 'rate')}) | {fmt(olp)} | {goal(r, r >= 10, f'{r:.2f}×')} | "
              f"{fmt(ft / 1e3, 1)} / {fmt(lt / 1e3, 1)} | {goal(flat, flat <= 1.5, f'{flat:.2f}')} | "
-             f"{fmt(oft / 1e3, 1)} / {fmt(olt / 1e3, 1)} | {fmt(med(o, 'megaflows'))} | "
+             f"{fmt(med(o, 'peak'))} / {fmt(med(o, 'megaflows'))} | "
              f"{goal(dump, dump <= 500, f'{dump:.1f}') if n >= 1000000 else fmt(dump, 1)} | "
              f"{fmt(med(o, 'dump_flows_ms'))} | {goal(ratio, ratio >= 0.9, f'{ratio:.2f}')} | "
              f"{fmt(med(f, 'delete_per_s'))} | {fmt(med(f, 'bytes_per_flow'))} |")
