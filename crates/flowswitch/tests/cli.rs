@@ -594,3 +594,89 @@ fn receive_and_bench_firewall_refuse_bad_input() {
         refused(&a, &[needle]);
     }
 }
+
+/// `bench control` (issue #13): the last line has the issue's fields in its order, and the
+/// N frames really were N upcalls and N installed megaflows.
+#[test]
+fn bench_control_learns_one_megaflow_per_frame() {
+    let (out, _) = ok(&["bench", "control", "--flows", "2000", "--dumps", "1"]);
+    let last = out.lines().last().expect("a last line");
+    let fields: Vec<(&str, &str)> = last
+        .split(' ')
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .collect();
+    let keys: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+    assert_eq!(
+        keys,
+        [
+            "flows",
+            "learn_per_s",
+            "first_tenth_us",
+            "last_tenth_us",
+            "terse_dump_ms",
+            "install_during_dump_ratio",
+            "bytes_per_flow"
+        ],
+        "{last}"
+    );
+    for (k, v) in &fields {
+        let x: f64 = v
+            .parse()
+            .unwrap_or_else(|_| panic!("{k}={v} is not a number: {last}"));
+        assert!(x.is_finite() && x >= 0.0, "{k}={v}: {last}");
+    }
+    assert_eq!(fields[0].1, "2000", "{last}");
+    assert!(fields[1].1.parse::<f64>().expect("rate") > 0.0, "{last}");
+    let learn = out
+        .lines()
+        .find(|l| l.starts_with("learn: "))
+        .expect("a learn: line");
+    for want in [
+        " rx=2000 ",
+        " upcall_ok=2000 ",
+        " flows_installed=2000 ",
+        " megaflows=2000 ",
+        " tx=2000 ",
+    ] {
+        assert!(learn.contains(want), "{want:?} not in {learn}");
+    }
+    let control = out
+        .lines()
+        .find(|l| l.starts_with("control: "))
+        .expect("a control: line");
+    assert!(control.contains(" dumped_packets=2000 "), "{control}");
+}
+
+#[test]
+fn bench_control_refuses_bad_sizes_and_writes_what_ovs_replays() {
+    refused(&["bench", "control", "--flows", "0"], &["--flows"]);
+    refused(&["bench", "control", "--flows", "4000001"], &["--flows"]);
+    refused(
+        &["bench", "control", "--flows", "18446744073709551617"],
+        &["--flows"],
+    );
+    refused(&["bench", "control", "--reps", "0"], &["--reps"]);
+    refused(&["bench", "control", "--dumps", "1000"], &["--dumps"]);
+    let (help, _) = ok(&["bench", "control", "--help"]);
+    assert!(help.contains("4,000,000"), "{help}");
+    let d = Scratch::new("control");
+    let (pcap, flows) = (d.path("c.pcap"), d.path("c.flows"));
+    let (out, _) = ok(&[
+        "bench",
+        "control",
+        "--flows",
+        "50",
+        "--write-pcap",
+        pcap.to_str().expect("utf-8 path"),
+        "--write-flows",
+        flows.to_str().expect("utf-8 path"),
+    ]);
+    assert!(out.is_empty(), "writing only: {out}");
+    let frames = netdev::read_pcap(&pcap).expect("the pcap");
+    assert_eq!(frames.len(), 50);
+    let macs: std::collections::HashSet<&[u8]> = frames.iter().map(|f| &f[6..12]).collect();
+    assert_eq!(macs.len(), 50, "one source MAC per frame");
+    let rules = std::fs::read_to_string(&flows).expect("the flows");
+    assert_eq!(rules.lines().filter(|l| l.contains("dl_src=")).count(), 64);
+    assert!(rules.contains("priority=10,udp,in_port=1,nw_dst=10.0.0.2,actions=output:2"));
+}

@@ -63,6 +63,9 @@ pub enum Target {
     Flowmods(super::bench_flowmods::FlowModArgs),
     /// Seed 002's stateful firewall vs plain forwarding, interleaved, on one pinned PMD.
     Firewall(super::bench_firewall::FirewallArgs),
+    /// Megaflow learning through real upcalls (N distinct frames, each once, one pinned
+    /// PMD), terse dumps, deletes, installs during a dump loop, bytes per flow (issue #13).
+    Control(super::bench_control::ControlArgs),
 }
 
 /// On or off.
@@ -740,6 +743,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Target::Datapath(a) => run_datapath(a),
         Target::Flowmods(a) => super::bench_flowmods::run(a),
         Target::Firewall(a) => super::bench_firewall::run(a),
+        Target::Control(a) => super::bench_control::run(a),
     }
 }
 
