@@ -59,6 +59,7 @@ use classifier::double_buffer::{DoubleBuffer, ReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
+use crate::fasthash::MixBuild;
 use crate::udpif::{Udpif, UpcallCounters};
 use datapath::{ActionTable, DpAction, DpFlow, Upcall, UpcallError};
 use flow::field::FieldId;
@@ -298,30 +299,73 @@ impl Ukey {
 pub const UKEY_MAX: usize = 200_000;
 
 /// Ukeys of answered upcalls not yet adopted by the revalidator, keyed by the megaflow they
-/// install: (masked key, mask as installed).
+/// install: (masked key, mask as installed), found by the hash the datapath files that
+/// megaflow under ([`UkeyId`]).
 #[derive(Debug, Default)]
 pub struct UkeyStore {
-    map: Mutex<HashMap<(FlowKey, FlowMask), Ukey>>,
+    map: Mutex<UkeyMap>,
     /// The revalidator's pass counter (stamps new ukeys).
     pub(crate) pass: AtomicU64,
     /// Ukeys not recorded because the store was full.
     pub(crate) dropped: AtomicU64,
 }
 
+/// The ukey store's map.
+pub(crate) type UkeyMap = HashMap<UkeyId, Ukey, MixBuild>;
+
+/// A megaflow as the ukey store keys it: its hash (`DpFlow::hash`: `hash_masked` of the
+/// masked key under the mask, basis 0), masked key and mask. Hashing uses only `hash`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UkeyId {
+    /// `flow::hash::hash_masked(&key, &mask, mask.map(), 0)`.
+    pub hash: u32,
+    /// The masked key.
+    pub key: FlowKey,
+    /// The mask as installed.
+    pub mask: FlowMask,
+}
+
+impl std::hash::Hash for UkeyId {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u32(self.hash);
+    }
+}
+
+impl UkeyId {
+    /// The id of megaflow (`key` masked by `mask`, `mask`).
+    pub fn of(key: FlowKey, mask: FlowMask) -> UkeyId {
+        UkeyId {
+            hash: flow::hash::hash_masked(&key, &mask, mask.map(), 0),
+            key,
+            mask,
+        }
+    }
+
+    /// The id of an installed megaflow (its hash is already computed).
+    pub fn of_flow(f: &DpFlow) -> UkeyId {
+        UkeyId {
+            hash: f.hash,
+            key: f.key,
+            mask: f.mask,
+        }
+    }
+}
+
 impl UkeyStore {
     /// The map, locked (poison recovered: it holds plain data).
-    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<(FlowKey, FlowMask), Ukey>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, UkeyMap> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn record(&self, flow_key: FlowKey, mask: FlowMask, mut ukey: Ukey) {
         ukey.pass = self.pass.load(Ordering::Relaxed);
+        let id = UkeyId::of(flow_key, mask);
         let mut m = self.lock();
-        if m.len() >= UKEY_MAX && !m.contains_key(&(flow_key, mask)) {
+        if m.len() >= UKEY_MAX && !m.contains_key(&id) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        m.insert((flow_key, mask), ukey);
+        m.insert(id, ukey);
     }
 }
 

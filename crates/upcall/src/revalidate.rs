@@ -95,7 +95,8 @@ use std::time::{Duration, Instant};
 use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
 use ofproto::{Bridge, xlate_ro};
 
-use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, dp_answer, dp_mask};
+use crate::fasthash::MixBuild;
+use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, UkeyId, dp_answer, dp_mask};
 use crate::udpif::{FLOW_LIMIT_MAX_IDLE_MS, RevalidatorReport, Udpif};
 
 /// OVS's default `max-idle` (ms).
@@ -104,9 +105,8 @@ pub const DEFAULT_MAX_IDLE_MS: u64 = 10_000;
 /// [`Revalidator::spawn`].
 pub const DEFAULT_PERIOD_MS: u64 = 500;
 
-/// How soon [`Revalidator::spawn`]'s thread passes again while upcall answers wait to be
-/// adopted (their installs may have raced with the last dump).
-pub const PENDING_RECHECK: Duration = Duration::from_millis(1);
+/// New megaflows adopted per hold of the ukey-store lock.
+const ADOPT_CHUNK: usize = 256;
 
 /// Revalidator settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,7 +232,7 @@ pub struct Revalidator {
     dpcls: Arc<Dpcls>,
     actions: Arc<ActionTable>,
     cfg: RevalidatorConfig,
-    tracked: HashMap<Ufid, Tracked>,
+    tracked: HashMap<Ufid, Tracked, MixBuild>,
     passes: u64,
     totals: PassStats,
 }
@@ -268,7 +268,7 @@ impl Revalidator {
             dpcls,
             actions,
             cfg,
-            tracked: HashMap::new(),
+            tracked: HashMap::default(),
             passes: 0,
             totals: PassStats::default(),
         }
@@ -359,15 +359,18 @@ impl Revalidator {
                 .collect()
         };
         st.flows = flows.len();
-        let live: HashSet<Ufid> = flows.iter().map(|f| f.ufid).collect();
-        self.tracked.retain(|u, _| live.contains(u));
-        {
+        // A megaflow gone from the classifier was marked dead by whoever removed it.
+        self.tracked.retain(|_, t| !t.flow.is_dead());
+        let new: Vec<&Arc<DpFlow>> = flows
+            .iter()
+            .filter(|f| !self.tracked.contains_key(&f.ufid))
+            .collect();
+        // Adoption a chunk per hold of the ukey-store lock, so that handlers recording
+        // ukeys never wait for a whole dump's worth of adoptions.
+        for chunk in new.chunks(ADOPT_CHUNK) {
             let mut store = self.udpif.ukeys.lock();
-            for f in &flows {
-                if self.tracked.contains_key(&f.ufid) {
-                    continue;
-                }
-                let (ukey, validated) = match store.remove(&(f.key, f.mask)) {
+            for f in chunk {
+                let (ukey, validated) = match store.remove(&UkeyId::of_flow(f)) {
                     Some(u) if f.matches(&u.key) => {
                         st.adopted += 1;
                         (u, true)
@@ -380,7 +383,7 @@ impl Revalidator {
                 self.tracked.insert(
                     f.ufid,
                     Tracked {
-                        flow: f.clone(),
+                        flow: Arc::clone(f),
                         ukey,
                         validated,
                         packets: 0,
@@ -389,12 +392,13 @@ impl Revalidator {
                     },
                 );
             }
-            if leader {
-                let before = store.len();
-                let pass = self.passes;
-                store.retain(|_, u| u.pass.saturating_add(1) >= pass);
-                st.ukeys_collected = before - store.len();
-            }
+        }
+        if leader {
+            let mut store = self.udpif.ukeys.lock();
+            let before = store.len();
+            let pass = self.passes;
+            store.retain(|_, u| u.pass.saturating_add(1) >= pass);
+            st.ukeys_collected = before - store.len();
         }
 
         // The flow limit (OVS `revalidate`): over the limit, flows idle for 100 ms go; over
@@ -453,7 +457,7 @@ impl Revalidator {
         }
         if kill_them_all {
             // Every flow not already idle goes (their stats are pushed below, at removal).
-            let already: HashSet<Ufid> = idle.iter().copied().collect();
+            let already: HashSet<Ufid, MixBuild> = idle.iter().copied().collect();
             idle.extend(
                 flows
                     .iter()
@@ -472,7 +476,7 @@ impl Revalidator {
                 if expire { br.expire(now).len() } else { 0 }
             });
         }
-        let idle_set: HashSet<Ufid> = idle.iter().copied().collect();
+        let idle_set: HashSet<Ufid, MixBuild> = idle.iter().copied().collect();
 
         // 3. Revalidation, a chunk per lock hold.
         let mut changed = Vec::new();
@@ -586,13 +590,7 @@ impl Revalidator {
                     *last2.lock().unwrap_or_else(|e| e.into_inner()) = st;
                     progress2.counts.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
                     progress2.done.notify_all();
-                    // Ukeys not adopted yet: their megaflows are being installed (the pass
-                    // may have dumped before the install); look again soon.
-                    let wait = if r.udpif.ukeys.lock().is_empty() {
-                        period
-                    } else {
-                        period.min(PENDING_RECHECK)
-                    };
+                    let wait = period;
                     r.shared.wait_change(seen, wait);
                 }
                 r

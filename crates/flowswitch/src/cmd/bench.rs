@@ -40,7 +40,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use upcall::handler::OfprotoUpcall;
+use upcall::handler::SharedBridge;
+use upcall::revalidate::{RevalidatorConfig, RevalidatorPool};
+use upcall::udpif::{DEFAULT_FLOW_LIMIT, Udpif};
 
 /// Arguments of `bench`.
 #[derive(Debug, clap::Args)]
@@ -213,28 +215,40 @@ pub fn bench_bridge(rules: Rules) -> anyhow::Result<Bridge> {
     Ok(bridge)
 }
 
-/// A PMD that classifies through a fresh megaflow classifier and asks `bridge` (through
-/// [`OfprotoUpcall`]) on a miss, with `ports` attached as `(dp port, port, poll)`. Returns the
-/// classifier too (for its megaflow count). Shared by the benches; `demo` builds the same.
+/// A PMD that classifies through a fresh megaflow classifier and asks `bridge` on a miss,
+/// with `ports` attached as `(dp port, port, poll)`, and the control path beside it as in a
+/// switch: one revalidator thread (stats push, idle expiry, flow limit) whose handler is the
+/// PMD's upcall. The flow-limit ceiling is raised to `flow_limit` (at least OVS's default)
+/// and the current limit starts there ("flow-limit raised to fit": a benchmark of N flows
+/// must not measure the limit's slow growth from 10,000). Returns the classifier too (for
+/// its megaflow count) and the revalidators (stopped when dropped). Shared by the benches.
 pub fn pmd_over_bridge(
     bridge: Bridge,
     cfg: PmdConfig,
     ports: Vec<(u32, Box<dyn Port>, bool)>,
-) -> anyhow::Result<(Pmd, Arc<Dpcls>)> {
+    flow_limit: usize,
+) -> anyhow::Result<(Pmd, Arc<Dpcls>, RevalidatorPool)> {
     let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
     let actions = Arc::new(ActionTable::new(1 << 16));
-    let mut pmd = Pmd::new(
-        cfg,
+    let udpif = Arc::new(Udpif::new(flow_limit.max(DEFAULT_FLOW_LIMIT)));
+    udpif.limit.set_current(udpif.limit.ceiling());
+    let revalidators = RevalidatorPool::spawn_with(
+        udpif,
+        SharedBridge::new(bridge),
         dpcls.clone(),
-        actions,
-        Box::new(OfprotoUpcall::new(bridge)),
-    );
+        actions.clone(),
+        RevalidatorConfig::default(),
+        1,
+        Duration::from_millis(500),
+    )
+    .context("starting the revalidator thread")?;
+    let mut pmd = Pmd::new(cfg, dpcls.clone(), actions, Box::new(revalidators.upcall()));
     for (no, port, poll) in ports {
         let name = port.name().to_string();
         pmd.add_port(no, port, poll)
             .with_context(|| format!("adding port {no} ({name})"))?;
     }
-    Ok((pmd, dpcls))
+    Ok((pmd, dpcls, revalidators))
 }
 
 /// CPython's `random` (MT19937 seeded by `init_by_array`), as far as `shuffle` uses it.
@@ -597,6 +611,8 @@ pub struct Setup {
 pub struct Running {
     thread: PmdThread,
     dpcls: Arc<Dpcls>,
+    /// The control path beside the PMD (kept running for the measurement).
+    _revalidators: RevalidatorPool,
 }
 
 impl Running {
@@ -618,9 +634,15 @@ impl Running {
             (1, Box::new(input), true),
             (2, Box::new(NullPort::new("out0")), false),
         ];
-        let (pmd, dpcls) = pmd_over_bridge(bench_bridge(setup.rules)?, cfg, ports)?;
+        let flows = setup.frames.len();
+        let (pmd, dpcls, revalidators) =
+            pmd_over_bridge(bench_bridge(setup.rules)?, cfg, ports, flows)?;
         let thread = PmdThread::spawn(pmd, PmdThreadConfig::on_core(setup.core))?;
-        Ok(Running { thread, dpcls })
+        Ok(Running {
+            thread,
+            dpcls,
+            _revalidators: revalidators,
+        })
     }
 
     /// Whether the thread got its core.

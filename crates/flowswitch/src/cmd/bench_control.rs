@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  ReplayPort "in0" (N distinct frames, each once) → one Pmd pinned to --core
-//!    (EMC → dpcls → miss → OfprotoUpcall: xlate through the bridge, install) → NullPort "out0"
+//!    (EMC → dpcls → miss → OfprotoUpcall: xlate through the bridge, ukey, install) → NullPort "out0"
+//!  one revalidator thread beside it (adopts ukeys, pushes stats, flow limit raised to N)
 //! ```
 //!
 //! # The frames and the rules
@@ -63,7 +64,9 @@ use netdev::null::NullPort;
 use netdev::replay::{FrameSet, ReplayPort};
 use ofproto::{Backend, Bridge};
 
-use upcall::handler::OfprotoUpcall;
+use upcall::handler::SharedBridge;
+use upcall::revalidate::{RevalidatorConfig, RevalidatorPool};
+use upcall::udpif::{DEFAULT_FLOW_LIMIT, Udpif};
 
 use super::bench::gen_frame;
 
@@ -206,6 +209,9 @@ fn rss_bytes() -> u64 {
         * 4096
 }
 
+/// Megaflow idle time during a run (the OVS side sets `other_config:max-idle` the same).
+const BENCH_MAX_IDLE_MS: u64 = 600_000;
+
 /// One learn run's results.
 #[derive(Debug)]
 struct Learn {
@@ -256,14 +262,33 @@ fn learn(frames: &FrameSet, core: usize, dump_core: Option<usize>) -> anyhow::Re
         (1, Box::new(input), true),
         (2, Box::new(NullPort::new("out0")), false),
     ];
-    // As `bench::pmd_over_bridge` builds it, keeping the action table for its size.
+    // As `bench::pmd_over_bridge` builds it, keeping the action table for its size: the
+    // control path runs beside the PMD (one revalidator thread recording and adopting ukeys,
+    // pushing stats, applying the flow limit), with the flow limit raised to fit the run and
+    // max-idle raised as the OVS side's is (each frame is sent once: its flow is idle at
+    // once).
     let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
     let actions = Arc::new(ActionTable::new(1 << 16));
+    let udpif = Arc::new(Udpif::new((n as usize).max(DEFAULT_FLOW_LIMIT)));
+    udpif.limit.set_current(udpif.limit.ceiling());
+    let revalidators = RevalidatorPool::spawn_with(
+        udpif,
+        SharedBridge::new(bridge()?),
+        dpcls.clone(),
+        actions.clone(),
+        RevalidatorConfig {
+            max_idle_ms: BENCH_MAX_IDLE_MS,
+            ..RevalidatorConfig::default()
+        },
+        1,
+        Duration::from_millis(500),
+    )
+    .context("starting the revalidator thread")?;
     let mut pmd = Pmd::new(
         cfg,
         dpcls.clone(),
         actions.clone(),
-        Box::new(OfprotoUpcall::new(bridge()?)),
+        Box::new(revalidators.upcall()),
     );
     for (no, port, poll) in ports {
         pmd.add_port(no, port, poll)
@@ -304,6 +329,8 @@ fn learn(frames: &FrameSet, core: usize, dump_core: Option<usize>) -> anyhow::Re
         pmd.pool().outstanding()
     );
     drop(pmd);
+    // The dump and delete measurements that follow run without it.
+    revalidators.stop();
     Ok(Learn {
         tenths,
         total,

@@ -45,6 +45,7 @@ use ofproto::{Backend, Bridge};
 
 use super::bench::{PyRandom, pmd_over_bridge};
 use upcall::ct_adapter::CtAdapter;
+use upcall::revalidate::RevalidatorPool;
 
 /// Seed 002's firewall (`../shared/ovs-bench/firewall/flows-firewall.txt`, ports 1 and 2).
 pub const FIREWALL_FLOWS: &str = "\
@@ -164,7 +165,7 @@ fn pmd(
     core: usize,
     recirc_hints: bool,
     ct_prefetch: bool,
-) -> anyhow::Result<Pmd> {
+) -> anyhow::Result<(Pmd, RevalidatorPool)> {
     let cfg = PmdConfig {
         core_id: u32::try_from(core).unwrap_or(u32::MAX),
         recirc_hints,
@@ -172,7 +173,7 @@ fn pmd(
     };
     let ports: Vec<(u32, Box<dyn Port>, bool)> =
         vec![(1, Box::new(p1), true), (2, Box::new(p2), true)];
-    let (mut pmd, _) = pmd_over_bridge(bridge(flows)?, cfg, ports)?;
+    let (mut pmd, _, revalidators) = pmd_over_bridge(bridge(flows)?, cfg, ports, 0)?;
     // The traffic has no IP fragments: each PMD may have its own (empty) reassembler.
     let ipf = Arc::new(conntrack::ipf::Ipf::new(
         conntrack::ipf::IpfConfig::default(),
@@ -184,7 +185,7 @@ fn pmd(
     );
     adapter.set_prefetch(ct_prefetch);
     pmd.set_conntrack(Box::new(adapter));
-    Ok(pmd)
+    Ok((pmd, revalidators))
 }
 
 /// Resident set size of this process, bytes (0 if unknown).
@@ -206,7 +207,7 @@ fn setup(ct: &Arc<Conntrack>, t: &Traffic, n: u32, core: usize) -> anyhow::Resul
     let n_rev = t.open_rev.len() as u64;
     let p1 = ReplayPort::from_frame_set("p1", t.open_fwd.clone()).with_limit(n_fwd);
     let p2 = ReplayPort::from_frame_set("p2", t.open_rev.clone()).with_limit(n_rev);
-    let mut pmd = pmd(FIREWALL_FLOWS, ct, p1, p2, core, true, true)?;
+    let (mut pmd, _revalidators) = pmd(FIREWALL_FLOWS, ct, p1, p2, core, true, true)?;
     let start = Instant::now();
     let report = pmd.run_for(n_fwd + n_rev);
     let elapsed = start.elapsed();
@@ -234,7 +235,7 @@ fn measure(
 ) -> anyhow::Result<f64> {
     let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone());
     let p2 = ReplayPort::from_frame_set("p2", t.rev.clone());
-    let pmd = pmd(
+    let (pmd, _revalidators) = pmd(
         flows,
         ct,
         p1,
@@ -384,7 +385,8 @@ mod tests {
             assert_eq!(ct.nconns(), 50);
             let p1 = ReplayPort::from_frame_set("p1", t.fwd.clone()).with_limit(100);
             let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(100);
-            let mut pmd = pmd(FIREWALL_FLOWS, &ct, p1, p2, 0, true, true).expect("pmd");
+            let (mut pmd, _revalidators) =
+                pmd(FIREWALL_FLOWS, &ct, p1, p2, 0, true, true).expect("pmd");
             let r = pmd.run_for(200);
             assert_eq!(r.packets, 200);
             let st = pmd.stats();
@@ -443,7 +445,7 @@ mod replay {
         let p2 = ReplayPort::from_frame_set("p2", t.rev.clone()).with_limit(half);
         let flows = if plain { PLAIN_FLOWS } else { FIREWALL_FLOWS };
         let hints = std::env::var("FW_REPLAY_HINTS").map_or(true, |v| v != "0");
-        let mut pmd = pmd(flows, &ct, p1, p2, 0, hints, true).expect("pmd");
+        let (mut pmd, _revalidators) = pmd(flows, &ct, p1, p2, 0, hints, true).expect("pmd");
         let r = pmd.run_for(u64::MAX);
         assert_eq!(r.packets, 2 * half);
         let st = pmd.stats();
