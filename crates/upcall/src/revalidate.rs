@@ -507,7 +507,7 @@ fn verdict(
     let Ok(dp) = dp_actions_of(&out) else {
         return Verdict::Failed;
     };
-    if actions.get(f.actions) != Some(dp.as_slice()) || dp_mask(&out.mask) != f.mask {
+    if actions.get(f.actions()).as_deref() != Some(dp.as_slice()) || dp_mask(&out.mask) != f.mask {
         return Verdict::Changed;
     }
     Verdict::Keep(Box::new(Ukey::from_xlate(&ukey.key, &out, Vec::new())))
