@@ -646,11 +646,21 @@ pub fn format_dp_flow(flow: &DpFlow, now_ms: u64, actions: &str, fmt: &KeyFormat
 
 /// The `actions:` text of a megaflow: its interned actions in OVS syntax
 /// ([`crate::actions::format_dp_actions`]), or `<unknown actions N>` for an id the table never
-/// handed out. Use as `dump_flows(.., &|f| actions_text(table, f.actions), ..)`.
+/// handed out (or has reclaimed). Use as
+/// `dump_flows(.., &|f| actions_text(table, f.actions()), ..)`; [`flow_actions_text`] prefers
+/// the flow's own action set.
 pub fn actions_text(table: &crate::pmd::ActionTable, id: crate::megaflow::ActionsId) -> String {
     match table.get(id) {
-        Some(a) => crate::actions::format_dp_actions(a),
+        Some(a) => crate::actions::format_dp_actions(&a),
         None => format!("<unknown actions {id}>"),
+    }
+}
+
+/// The `actions:` text of `flow`: its own action set if it has one, else its id in `table`.
+pub fn flow_actions_text(table: &crate::pmd::ActionTable, flow: &DpFlow) -> String {
+    match flow.action_set() {
+        Some(s) => crate::actions::format_dp_actions(s.actions()),
+        None => actions_text(table, flow.actions()),
     }
 }
 

@@ -485,7 +485,7 @@ impl Emc {
     }
 
     /// Clears dead entries among the next `n` (OVS `emc_cache_slow_sweep` does one per PMD
-    /// loop iteration); returns how many it cleared.
+    /// loop iteration), and hints naming a dead flow; returns how many entries it cleared.
     pub fn sweep(&mut self, n: usize) -> usize {
         let mut cleared = 0;
         for _ in 0..n.min(EMC_ENTRIES) {
@@ -497,6 +497,9 @@ impl Emc {
                 *e = EmcEntry::EMPTY;
                 self.hints.entry_changed(pos);
                 cleared += 1;
+            } else {
+                // A live entry's hint may name a dead second-pass megaflow: let it go too.
+                self.hints.drop_dead(pos);
             }
         }
         self.occupied -= cleared;

@@ -13,6 +13,10 @@
 //! it came from: a stale index (an SMC entry from before a compaction) can reach a different
 //! flow, which is why every SMC hit is verified against the packet.
 //!
+//! Because slots are write-once, a dump needs no lock: it takes the published arena and
+//! walks slots `0..used`, skipping dead flows ([`crate::dpcls::Dpcls::dump`]); the arena it
+//! holds stays valid (and unchanged below `used`) however the writer proceeds.
+//!
 //! # Invariants
 //!
 //! - `get(i)` is `Some` only for `i < next` (slots below the counter), and once `Some`, stays

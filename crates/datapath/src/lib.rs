@@ -7,6 +7,7 @@
 //! ```
 //!
 //! What is here: the structures and their tests and benchmarks ([`megaflow`], [`flow_table`],
+//! [`action_table`] (interned action sets, reclaimed when no megaflow uses them),
 //! [`emc`], [`smc`], [`dpcls`] with its signature prefilter, and [`twin`], the linear
 //! reference they are all checked against); [`pmd`], one PMD thread's loop over them: rx
 //! bursts, the tiers, upcalls through the [`pmd::Upcall`] trait, actions per flow batch
@@ -14,7 +15,9 @@
 //! `ct` through a [`ct::ConnTracker`] and depth-limited `recirc`), and the per-PMD stats
 //! lines; [`recirc_hint`], the EMC extended through `ct,recirc` (a second pass takes the
 //! megaflow an earlier packet of the same EMC entry found, when the tracker's metadata
-//! repeats); [`dpctl`], OVS's `dpctl/dump-flows`, `dpctl/show` and `pmd-perf-show` text.
+//! repeats); [`dpctl`], OVS's `dpctl/dump-flows`, `dpctl/show` and `pmd-perf-show` text;
+//! the flow table API as ofproto drives it (put with create/modify, get, delete, flush, full
+//! and terse dumps: [`dpcls::api`] per classifier, [`dpif`] over all PMDs, stats summed).
 //! The connection tracker itself is not here: the `conntrack` crate implements
 //! [`ct::ConnTracker`] and the `flowswitch` glue plugs it in. Not yet: rxq assignment.
 //!
@@ -33,10 +36,12 @@
 //! No `unsafe` in this crate.
 #![forbid(unsafe_code)]
 
+pub mod action_table;
 pub mod actions;
 pub mod ct;
 pub mod dpcls;
 pub mod dpctl;
+pub mod dpif;
 pub mod emc;
 pub mod flow_table;
 pub mod megaflow;
@@ -46,16 +51,21 @@ pub mod recirc_hint;
 pub mod smc;
 pub mod twin;
 
+pub use action_table::{ActionSet, ActionTableMemory, ActionsFull, ActionsReader, ActionsView};
 pub use actions::DpAction;
 pub use ct::{
     ConnTracker, CtExt, CtExtId, CtOut, CtParams, CtRelease, CtVerdict, MAX_RECIRC_DEPTH,
     UntrackedConntrack,
 };
-pub use dpcls::{Dpcls, DpclsConfig, DpclsReader, Inserted, LookupStats, RankOutcome, Snapshot};
+pub use dpcls::{
+    Dpcls, DpclsConfig, DpclsReader, FlowDump, FlowError, FlowPut, Inserted, LookupStats, PutMode,
+    PutOutcome, RankOutcome, Snapshot, TerseFlow,
+};
 pub use dpctl::{DpPortInfo, DpShow, FlowOwner, KeyFormat, PmdPerf, PortNames};
+pub use dpif::{DpFlowInfo, DpifFlows};
 pub use emc::Emc;
 pub use flow_table::{FlowArena, FlowIndex};
-pub use megaflow::{ActionsId, DpFlow, FlowStats, Ufid};
+pub use megaflow::{ActionsId, DpFlow, FlowStats, FlowStatsSnapshot, Ufid};
 pub use pmd::{ActionTable, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};
 pub use pmd_thread::{Pinning, PmdSnapshot, PmdThread, PmdThreadConfig, PmdThreadError};
 pub use smc::Smc;

@@ -1,8 +1,11 @@
 //! A datapath flow (megaflow): masked key, mask, actions handle, liveness and stats.
 //!
-//! A [`DpFlow`] is immutable once built except for two things: its `dead` flag (set once by
-//! the writer that removes it, never cleared) and its [`FlowStats`] (written by the PMD thread
-//! that owns the flow, read by anyone). Every cache tier holds flows as `Arc<DpFlow>` and
+//! A [`DpFlow`] is immutable once built except for three things: its `dead` flag (set once by
+//! the writer that removes it, never cleared), its actions (an action set it owns and that
+//! set's id, replaced together by a modify — [`crate::dpcls::Dpcls::put`] — set first, id
+//! second, so a reader sees the old or the new actions, each whole) and its [`FlowStats`]
+//! (written by the PMD thread that owns the flow, read by anyone). Its [`Ufid`] is, for
+//! flows the PMD installs, a 128-bit hash of its masked key and mask ([`Ufid::of`]). Every cache tier holds flows as `Arc<DpFlow>` and
 //! treats a dead flow as a miss, so removing a flow only needs the flag to be set before the
 //! flow's slots are cleared: a reader that still reaches the flow through a stale snapshot or
 //! cache entry sees the flag and does not use it.
@@ -26,21 +29,70 @@
 //! counters are monotone, which is all they need. A second writer would lose updates, never
 //! corrupt memory: that is why it is a rule, not a safety condition.
 
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering, Ordering::Relaxed};
 
+use arc_swap::ArcSwapOption;
 use flow::hash::hash_masked;
+
+use crate::action_table::ActionSet;
 use flow::{FLOW_WORDS, FlowKey, FlowMask, WordMap};
 
 /// Mask words [`DpFlow::matches`] compares with a fixed, branch-free sequence (more words:
 /// a loop over the map). Six covers in_port, L2, L3 addresses, L3 proto/tos/ttl and ports.
 pub const MATCH_WORDS: usize = 6;
 
-/// A unique flow id (OVS's ufid: 128 bits, chosen by the installer).
+/// A unique flow id (OVS's ufid: 128 bits). The PMD derives it from the megaflow
+/// ([`Ufid::of`]); the control path may name its own ([`crate::dpcls::FlowPut::ufid`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Ufid(pub u128);
 
-/// Handle of the datapath actions of a flow (an index into the action store of the caller).
-pub type ActionsId = u32;
+impl Ufid {
+    /// The ufid of the megaflow `key` under `mask`: a 128-bit hash of the masked key and the
+    /// mask (as OVS derives a ufid from the flow key and mask), so the same megaflow always
+    /// gets the same ufid and a duplicate install is recognised by it. Two different
+    /// megaflows with the same ufid are possible (2⁻¹²⁸ per pair with a good hash): the
+    /// classifier compares key and mask on every ufid match and counts a collision
+    /// ([`crate::dpcls::Dpcls::ufid_collisions`]) instead of aliasing.
+    ///
+    /// The hash: two 64-bit lanes with different seeds over the mask's word map and, for
+    /// each word of it, the word's position, mask and masked key, each mixed in with a
+    /// multiply-rotate step, the lanes finished with murmur3's `fmix64`. Deterministic across
+    /// runs and machines; a few dozen instructions for a typical megaflow.
+    pub fn of(key: &FlowKey, mask: &FlowMask) -> Ufid {
+        const P1: u64 = 0x9e37_79b9_7f4a_7c15;
+        const P2: u64 = 0xc2b2_ae3d_27d4_eb4f;
+        // Only the mask's non-zero words carry anything (the masked key is 0 elsewhere); the
+        // word map itself is hashed first, so which words they are counts too.
+        let map = mask.map();
+        let mut a: u64 = 0x243f_6a88_85a3_08d3 ^ map.0;
+        let mut b: u64 = 0x1319_8a2e_0370_7344 ^ map.0.wrapping_mul(P1);
+        for i in map.iter() {
+            let (m, k) = (
+                mask.w[i % FLOW_WORDS],
+                key.w[i % FLOW_WORDS] & mask.w[i % FLOW_WORDS],
+            );
+            let x = k ^ (i as u64).wrapping_mul(P2);
+            a = (a ^ x.wrapping_mul(P1)).rotate_left(31).wrapping_mul(P2) ^ m;
+            b = (b ^ m.wrapping_mul(P2)).rotate_left(29).wrapping_mul(P1) ^ x;
+        }
+        let (a, b) = (fmix64(a ^ b.rotate_left(17)), fmix64(b ^ a.rotate_left(41)));
+        Ufid(u128::from(a) << 64 | u128::from(b))
+    }
+}
+
+/// murmur3's 64-bit finaliser.
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+/// Id of a megaflow's action set in the datapath's [`crate::action_table::ActionTable`]
+/// (generation-tagged: never handed out twice; see that module).
+pub type ActionsId = u64;
 
 /// Per-flow counters, on a cache line of their own (see the module doc for the protocol).
 #[derive(Debug, Default)]
@@ -112,13 +164,16 @@ pub struct DpFlow {
     words: [u8; MATCH_WORDS],
     /// `map` has at most [`MATCH_WORDS`] words.
     narrow: bool,
-    /// Datapath actions handle.
-    pub actions: ActionsId,
+    /// Id of the current action set (replaced atomically by a modify).
+    actions: AtomicU64,
     dead: AtomicBool,
     /// Index of the flow in the newest arena that holds it (`u32::MAX` = none yet), set by
     /// [`crate::flow_table::FlowArena::push`]; the SMC caches it (a stale value is harmless:
     /// SMC hits are verified).
     arena_index: AtomicU32,
+    /// The action set the flow owns (`None` for a flow built from a bare id, in tests and
+    /// tools): the PMD's fallback when its view of the action table misses the id.
+    set: ArcSwapOption<ActionSet>,
     /// Counters, written by the owning PMD thread.
     pub stats: FlowStats,
 }
@@ -140,11 +195,47 @@ impl DpFlow {
             mask: *mask,
             map,
             ufid,
-            actions,
+            actions: AtomicU64::new(actions),
             dead: AtomicBool::new(false),
             arena_index: AtomicU32::new(u32::MAX),
+            set: ArcSwapOption::empty(),
             stats: FlowStats::default(),
         }
+    }
+
+    /// A live flow owning the action set `set` (what the PMD and
+    /// [`crate::dpcls::Dpcls::put`] install).
+    pub fn with_actions(ufid: Ufid, key: &FlowKey, mask: &FlowMask, set: Arc<ActionSet>) -> DpFlow {
+        let mut f = DpFlow::new(ufid, key, mask, set.id());
+        f.set = ArcSwapOption::new(Some(set));
+        f
+    }
+
+    /// The id of the flow's current actions (one load; a modify may replace it at any time:
+    /// a reader sees the old or the new id).
+    #[inline(always)]
+    pub fn actions(&self) -> ActionsId {
+        self.actions.load(Ordering::Acquire)
+    }
+
+    /// The action set the flow owns now, if it was built with one.
+    pub fn action_set(&self) -> Option<Arc<ActionSet>> {
+        self.set.load_full()
+    }
+
+    /// Replaces the flow's actions (a modify): the set first, then the id, so a reader that
+    /// sees the new id and falls back to the set finds it. Returns the old set (the caller
+    /// drops it; readers that still execute it hold their own reference or view).
+    pub(crate) fn replace_actions(&self, set: Arc<ActionSet>) -> Option<Arc<ActionSet>> {
+        let id = set.id();
+        let old = self.set.swap(Some(set));
+        self.actions.store(id, Ordering::Release);
+        old
+    }
+
+    /// Whether this flow has the same megaflow (masked key and mask) as `key` under `mask`.
+    pub fn same_megaflow(&self, key: &FlowKey, mask: &FlowMask) -> bool {
+        self.mask == *mask && self.key == key.masked(mask)
     }
 
     /// The in_port this flow matches (word 0, high half), or `None` if the mask does not

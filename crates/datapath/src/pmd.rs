@@ -9,8 +9,13 @@
 //! (revalidators, the control path). As in OVS the classifier is meant to be per PMD: two
 //! PMDs may share one (it is safe, and tested), but then both write the per-flow stats,
 //! which the [`crate::megaflow`] protocol allows only as lost updates. Datapath actions live
-//! in an append-only [`ActionTable`]; a megaflow carries an [`ActionsId`] into it. The
-//! slow path is reached through the [`Upcall`] trait, called on the PMD's thread.
+//! in a reclaiming [`ActionTable`] ([`crate::action_table`]); a megaflow owns its action set
+//! and carries its [`ActionsId`]; the PMD executes through its cached view of the table (a
+//! pointer compare per pass, no reference-count update) and falls back to the flow's own set
+//! when the view misses the id. The slow path is reached through the [`Upcall`] trait,
+//! called on the PMD's thread; the PMD takes the action set the upcall interned and installs
+//! the megaflow under its own ufid ([`Ufid::of`] the masked key and mask), so a duplicate
+//! install of the same megaflow is recognised by ufid.
 //!
 //! # One rx burst (OVS `dp_netdev_input` / `dfc_processing` / `fast_path_processing`)
 //!
@@ -29,11 +34,15 @@
 //!    earlier packet of the batch may cover this one: counted as a megaflow hit, as OVS does),
 //!    so a batch never installs a megaflow twice; [`Dpcls::insert`] re-checks too. The mask
 //!    the upcall returns is widened to match `in_port` and `recirc_id` exactly (more 1-bits
-//!    are always sound). The slow path may ask for an answer not to be installed
-//!    ([`Upcall::may_install`]: the flow limit) — the packet is handled with it all the
-//!    same — and is told of each new install ([`Upcall::installed`]), which it may revoke
-//!    when the decision went stale meanwhile: the flow is removed before any cache tier
-//!    keeps it.
+//!    are always sound). Each in_port has a token bucket of upcalls
+//!    ([`PmdConfig::upcall_rate`], [`PmdConfig::upcall_burst`], refilled from the burst
+//!    time): a miss over it is not upcalled but dropped and counted `lost`
+//!    ([`LostReasons::upcall_limited`]), so a flood of new flows on one port costs the PMD
+//!    a bounded share of its time and known flows on every port keep forwarding. The slow
+//!    path may ask for an answer not to be installed ([`Upcall::may_install`]: the flow
+//!    limit) — the packet is handled with it all the same — and is told of each new install
+//!    ([`Upcall::installed`]), which it may revoke when the decision went stale meanwhile:
+//!    the flow is removed before any cache tier keeps it.
 //! 5. Packets are grouped into flow batches (one per megaflow hit, OVS
 //!    `packet_batch_per_flow`; flow stats written once per batch) and actions are executed
 //!    per batch, batches in the order of their first packet, packets in rx order within one:
@@ -56,8 +65,13 @@
 //!
 //! - **Counters partition passes** (ARCHITECTURE.md 4): every packet counted in
 //!   `packets_received`, and every recirculated pass counted in `recirculations`, is counted
-//!   once in exactly one of `emc_hits`, `smc_hits`, `megaflow_hits`, `upcall_ok`,
-//!   `upcall_failed`, `lost` ([`PmdStats::classified`]).
+//!   once in exactly one of `emc_hits`, `recirc_hint_hits`, `smc_hits`, `megaflow_hits`,
+//!   `upcall_ok`, `upcall_failed`, `lost` ([`PmdStats::classified`]; `lost` includes the
+//!   misses over the upcall rate limit).
+//! - **Dead flows are let go.** Every 16 poll rounds the EMC (and its recirculation hints)
+//!   and the flow batches' pinned flows are swept for dead megaflows, 16 entries each (one
+//!   per round, as OVS's `emc_cache_slow_sweep`), so a removed megaflow — and the action set
+//!   it owns — is not kept alive by a cache entry nothing hits any more.
 //! - **Tiers agree with the slow path** (ARCHITECTURE.md 2): a packet's actions are those of
 //!   a live megaflow matching it, or the upcall's answer for it; with a sound upcall (its mask
 //!   covers every bit its answer depends on) both are what the upcall would answer.
@@ -65,10 +79,9 @@
 //!   extractor never panics) and classified.
 //! - Every packet buffer goes back to the pool: after a burst, nothing is held.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flow::extract::{PacketMeta, extract_hash_batch};
@@ -76,6 +89,7 @@ use flow::field::ct_state;
 use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
+use crate::action_table::{ActionSet, ActionsReader, ActionsView};
 use crate::actions::{DpAction, apply_edit};
 use crate::ct::{
     ConnTracker, CtOut, CtParams, CtRelease, CtVerdict, MAX_RECIRC_DEPTH, UntrackedConntrack,
@@ -94,65 +108,7 @@ pub const ETH_HEADER_LEN: usize = 14;
 /// ([`PmdStats::recirc_dropped`]).
 pub const RECIRC_QUEUE_MAX: usize = 8 * BATCH_MAX;
 
-/// Append-only store of datapath action lists, shared by the upcall side (writes, interning
-/// equal lists to one id) and the PMDs (read, lock-free: one acquire load per lookup).
-#[derive(Debug)]
-pub struct ActionTable {
-    slots: Box<[OnceLock<Box<[DpAction]>>]>,
-    next: AtomicU32,
-    intern: Mutex<HashMap<Box<[DpAction]>, ActionsId>>,
-}
-
-impl Default for ActionTable {
-    fn default() -> Self {
-        ActionTable::new(1 << 16)
-    }
-}
-
-impl ActionTable {
-    /// A table with room for `capacity` distinct action lists (at least 1).
-    pub fn new(capacity: usize) -> ActionTable {
-        let capacity = capacity.clamp(1, (u32::MAX - 1) as usize);
-        ActionTable {
-            slots: (0..capacity).map(|_| OnceLock::new()).collect(),
-            next: AtomicU32::new(0),
-            intern: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The id of `actions`, adding it if new; `None` if the table is full.
-    pub fn intern(&self, actions: &[DpAction]) -> Option<ActionsId> {
-        let mut map = self.intern.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&id) = map.get(actions) {
-            return Some(id);
-        }
-        let id = self.next.load(Ordering::Relaxed);
-        let slot = self.slots.get(id as usize)?;
-        slot.set(actions.into()).ok()?;
-        self.next.store(id + 1, Ordering::Release);
-        map.insert(actions.into(), id);
-        Some(id)
-    }
-
-    /// The actions of `id`, if it was handed out.
-    #[inline]
-    pub fn get(&self, id: ActionsId) -> Option<&[DpAction]> {
-        self.slots
-            .get(id as usize)
-            .and_then(OnceLock::get)
-            .map(|b| &**b)
-    }
-
-    /// Number of distinct action lists.
-    pub fn len(&self) -> usize {
-        self.next.load(Ordering::Acquire) as usize
-    }
-
-    /// Whether no list was added.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+pub use crate::action_table::ActionTable;
 
 /// Why an upcall gave no answer (the packet is dropped and counted as a failed upcall).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,7 +183,27 @@ pub struct PmdConfig {
     /// second pass takes the flow an earlier packet of its EMC entry found, when its
     /// conntrack metadata is the same.
     pub recirc_hints: bool,
+    /// Upcalls per second allowed per in_port (a token bucket per port, refilled from the
+    /// PMD's clock; 0 = unlimited). Misses over the limit are dropped and counted
+    /// ([`LostReasons::upcall_limited`]), so a flood of new flows on one port cannot spend
+    /// the PMD's time on the slow path while known flows on other ports wait. Default
+    /// [`DEFAULT_UPCALL_RATE`].
+    pub upcall_rate: u32,
+    /// Bucket size: upcalls a port may make at once after being quiet (at least 1 when the
+    /// rate is limited). Default [`DEFAULT_UPCALL_BURST`].
+    pub upcall_burst: u32,
 }
+
+/// Default per-port upcall rate (per second). An upcall costs the PMD a few microseconds
+/// (translation, install: ≈ 5 µs), so 100,000 a second bounds one flooding port to about
+/// half the PMD's time, leaving the other half to the EMC/dpcls hits of every port — well
+/// above what legitimate flow setup on one port needs (OVS's default flow limit is 200,000
+/// megaflows in all, revalidated over seconds).
+pub const DEFAULT_UPCALL_RATE: u32 = 100_000;
+
+/// Default per-port upcall burst: a port may install this many new megaflows at once (a
+/// warm-up of the largest benchmark table, 100k flows, passes without a drop).
+pub const DEFAULT_UPCALL_BURST: u32 = 100_000;
 
 impl Default for PmdConfig {
     fn default() -> Self {
@@ -239,6 +215,8 @@ impl Default for PmdConfig {
             numa_id: 0,
             core_id: 0,
             recirc_hints: true,
+            upcall_rate: DEFAULT_UPCALL_RATE,
+            upcall_burst: DEFAULT_UPCALL_BURST,
         }
     }
 }
@@ -267,9 +245,12 @@ pub const OVS_PMD_STATS_LINES: [&str; 17] = [
 ];
 
 /// flowswitch's own lines of the block, after OVS's, in order.
-pub const OWN_PMD_STATS_LINES: [&str; 2] = ["lost", "recirculation hint hits"];
+pub const OWN_PMD_STATS_LINES: [&str; 3] =
+    ["lost", "recirculation hint hits", "upcalls rate-limited"];
 
-/// Packets dropped before classification, per reason (their sum is [`PmdStats::lost`]).
+/// Packets (or passes) dropped without a classification answer, per reason (their sum is
+/// [`PmdStats::lost`]): before classification, or at a miss that was not let through to the
+/// slow path.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct LostReasons {
     /// Shorter than an Ethernet header.
@@ -278,12 +259,14 @@ pub struct LostReasons {
     pub rx_nobuf: u64,
     /// The frame was larger than a buffer.
     pub rx_too_large: u64,
+    /// A miss over its in_port's upcall rate limit ([`PmdConfig::upcall_rate`]).
+    pub upcall_limited: u64,
 }
 
 impl LostReasons {
     /// Sum of the reasons.
     pub fn total(&self) -> u64 {
-        self.runt + self.rx_nobuf + self.rx_too_large
+        self.runt + self.rx_nobuf + self.rx_too_large + self.upcall_limited
     }
 }
 
@@ -308,7 +291,8 @@ pub struct PmdStats {
     pub upcall_ok: u64,
     /// Misses the upcall could not answer (dropped).
     pub upcall_failed: u64,
-    /// Dropped before classification ([`LostReasons::total`]).
+    /// Dropped without a classification answer: before classification, or a miss over the
+    /// upcall rate limit ([`LostReasons::total`]).
     pub lost: u64,
     /// Datapath passes after the first (each recirculated packet entering classification
     /// again); every pass is counted once among the hit/miss/lost counters.
@@ -452,7 +436,12 @@ impl fmt::Display for PmdStats {
         }
         // flowswitch's own lines, after OVS's.
         write!(f, "\n  lost: {}", self.lost)?;
-        write!(f, "\n  recirculation hint hits: {}", self.recirc_hint_hits)
+        write!(f, "\n  recirculation hint hits: {}", self.recirc_hint_hits)?;
+        write!(
+            f,
+            "\n  upcalls rate-limited: {}",
+            self.lost_reasons.upcall_limited
+        )
     }
 }
 
@@ -503,7 +492,51 @@ struct PortSlot {
     out: Batch,
     seen_nobuf: u64,
     seen_too_large: u64,
+    /// Upcalls this port may still make ([`PmdConfig::upcall_rate`]).
+    bucket: UpcallBucket,
 }
+
+/// A token bucket of upcalls, in thousandths of an upcall (a rate of `r` per second adds
+/// `r` thousandths per millisecond: no division, no rounding drift).
+#[derive(Debug, Clone, Copy)]
+struct UpcallBucket {
+    milli: u64,
+    last_ms: u64,
+}
+
+impl UpcallBucket {
+    fn full(burst: u32) -> UpcallBucket {
+        UpcallBucket {
+            milli: u64::from(burst.max(1)) * 1000,
+            last_ms: 0,
+        }
+    }
+
+    /// Refills for the time since the last call (a clock going back refills nothing) and
+    /// takes one upcall if there is one.
+    fn take(&mut self, now_ms: u64, rate: u32, burst: u32) -> bool {
+        if rate == 0 {
+            return true;
+        }
+        let cap = u64::from(burst.max(1)) * 1000;
+        let elapsed = now_ms.saturating_sub(self.last_ms);
+        self.last_ms = self.last_ms.max(now_ms);
+        self.milli = self
+            .milli
+            .saturating_add(elapsed.saturating_mul(u64::from(rate)))
+            .min(cap);
+        if self.milli >= 1000 {
+            self.milli -= 1000;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Poll rounds between two slow sweeps of the caches (each sweep visits this many EMC
+/// entries and pinned flows: one per round on average).
+const SWEEP_EVERY: u64 = 16;
 
 /// EMC occupancy above which a batch's EMC entries are prefetched: this many entries' first
 /// lines (8 KiB) stay in a 32 KiB L1 next to the batch's keys.
@@ -597,6 +630,11 @@ struct FlowBatches {
     packets: [u32; BATCH_MAX],
     bytes: [u64; BATCH_MAX],
     flags: [u16; BATCH_MAX],
+    /// Action sets of batches without a flow (an upcall answer that could not be
+    /// installed), held until the end of the burst so the table cannot reclaim them.
+    keep: Vec<Arc<ActionSet>>,
+    /// Next pinned slot the slow sweep visits.
+    sweep_pos: usize,
 }
 
 impl Default for FlowBatches {
@@ -614,6 +652,8 @@ impl Default for FlowBatches {
             packets: [0; BATCH_MAX],
             bytes: [0; BATCH_MAX],
             flags: [0; BATCH_MAX],
+            keep: Vec::new(),
+            sweep_pos: 0,
         }
     }
 }
@@ -654,7 +694,7 @@ impl FlowBatches {
     /// Opens a batch for `flow` (hint slot `h`), holding the flow in `pinned[h]` if no batch
     /// of the burst uses that slot, else in `own`.
     fn open_flow(&mut self, flow: &Arc<DpFlow>, h: usize) -> usize {
-        let g = self.open(flow.actions);
+        let g = self.open(flow.actions());
         if g < BATCH_MAX {
             self.addr[g] = Self::addr_of(flow);
             if self.hinted & (1 << h) == 0 {
@@ -729,8 +769,12 @@ impl FlowBatches {
         self.add(i, g, len, flags);
     }
 
-    /// Adds packet `i`, whose actions have no installed flow, to a batch of `aid`.
-    fn join_unflowed(&mut self, i: usize, aid: ActionsId) {
+    /// Adds packet `i`, whose actions have no installed flow, to a batch of `aid` (holding
+    /// `set`, if any, for the burst).
+    fn join_unflowed(&mut self, i: usize, aid: ActionsId, set: Option<Arc<ActionSet>>) {
+        if let Some(s) = set {
+            self.keep.push(s);
+        }
         let g = (0..self.n)
             .find(|&g| self.addr[g] == 0 && self.aid[g] == aid)
             .unwrap_or_else(|| self.open(aid));
@@ -779,6 +823,20 @@ impl FlowBatches {
         (seq, out)
     }
 
+    /// Drops dead flows among the next `n` pinned slots (between bursts only: no batch is
+    /// open), so a removed megaflow is not kept alive by a slot no flow hits any more.
+    fn sweep_pinned(&mut self, n: usize) {
+        for _ in 0..n.min(Self::HINTS) {
+            let h = self.sweep_pos % Self::HINTS;
+            self.sweep_pos = (h + 1) % Self::HINTS;
+            if let Some(p) = self.pinned.get_mut(h)
+                && p.as_ref().is_some_and(|f| f.is_dead())
+            {
+                *p = None;
+            }
+        }
+    }
+
     /// Ends the burst: drops the batches' own flow references (pinned ones stay).
     fn release(&mut self) {
         for (f, &p) in self.own[..self.n].iter_mut().zip(&self.pin[..self.n]) {
@@ -789,10 +847,11 @@ impl FlowBatches {
         self.addr[..self.n].fill(0);
         self.n = 0;
         self.hinted = 0;
+        if !self.keep.is_empty() {
+            self.keep.clear();
+        }
     }
 }
-
-static NEXT_UFID: AtomicU64 = AtomicU64::new(1);
 
 /// One PMD thread's state and loop. See the module doc.
 pub struct Pmd {
@@ -802,6 +861,10 @@ pub struct Pmd {
     dpcls: Arc<Dpcls>,
     reader: DpclsReader,
     actions: Arc<ActionTable>,
+    /// The PMD's cached view of the action table, and the view itself between passes
+    /// (taken out for a pass: no reference-count update per pass).
+    act_reader: ActionsReader,
+    view: Option<Arc<ActionsView>>,
     upcall: Box<dyn Upcall>,
     ports: Vec<PortSlot>,
     pool: PacketPool,
@@ -824,6 +887,9 @@ pub struct Pmd {
     /// Milliseconds of the cycle counter at the start of the burst being processed: the time of every flow-stats update and conntrack call of
     /// the burst and its recirculations (OVS likewise reads the clock once per batch).
     batch_ms: u64,
+    /// A clock set by the caller (ms) instead of the cycle counter, for the burst times
+    /// (tests: flow `used` times, conntrack time, upcall rate limits without sleeping).
+    manual_ms: Option<Arc<std::sync::atomic::AtomicU64>>,
     metas_port: Option<u32>,
 }
 
@@ -849,7 +915,11 @@ impl Pmd {
         upcall: Box<dyn Upcall>,
     ) -> Pmd {
         let reader = dpcls.reader();
+        let mut act_reader = actions.reader();
+        let view = Some(act_reader.view().clone());
         Pmd {
+            act_reader,
+            view,
             emc: Emc::new(cfg.emc_insert_inv_prob),
             smc: Smc::new(),
             reader,
@@ -890,6 +960,7 @@ impl Pmd {
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
             batch_ms: 0,
+            manual_ms: None,
             metas_port: None,
             cfg,
         }
@@ -908,6 +979,7 @@ impl Pmd {
             out: Batch::new(),
             seen_nobuf: s.rx_nobuf,
             seen_too_large: s.rx_too_large,
+            bucket: UpcallBucket::full(self.cfg.upcall_burst),
         });
         Ok(())
     }
@@ -930,6 +1002,25 @@ impl Pmd {
         self.cfg.smc = on;
         if !on {
             self.smc.clear();
+        }
+    }
+
+    /// Takes the burst time (ms) from `clock` instead of the cycle counter (`None`: back to
+    /// the cycle counter). Cycle counts (idle/processing) still come from the counter.
+    pub fn set_manual_clock(&mut self, clock: Option<Arc<std::sync::atomic::AtomicU64>>) {
+        self.manual_ms = clock;
+    }
+
+    /// Sets the per-port upcall rate limit (see [`PmdConfig::upcall_rate`]); buckets are
+    /// refilled to the new burst.
+    pub fn set_upcall_limit(&mut self, rate: u32, burst: u32) {
+        self.cfg.upcall_rate = rate;
+        self.cfg.upcall_burst = burst;
+        for p in &mut self.ports {
+            p.bucket = UpcallBucket {
+                last_ms: self.batch_ms,
+                ..UpcallBucket::full(burst)
+            };
         }
     }
 
@@ -986,6 +1077,16 @@ impl Pmd {
             }
         }
         self.ct.poll_housekeeping(t / self.cycles_per_ms);
+        if self.stats.iterations.is_multiple_of(SWEEP_EVERY) {
+            // Let go of dead megaflows the caches still hold (and so of the action sets
+            // they own): the EMC and its hints at one entry per poll round, as OVS's
+            // `emc_cache_slow_sweep`, and the flow batches' pinned flows.
+            self.emc.sweep(SWEEP_EVERY as usize);
+            self.g.sweep_pinned(SWEEP_EVERY as usize);
+            // An idle PMD moves on to the newest classifier snapshot too, letting go of the
+            // old one (and the removed flows only it still holds).
+            self.reader.snapshot();
+        }
         let got = self.stats.packets_received - before;
         if got == 0 {
             self.stats.idle_iterations += 1;
@@ -1034,7 +1135,10 @@ impl Pmd {
             self.stats.idle_cycles += t1.wrapping_sub(t0);
             return t1;
         }
-        self.batch_ms = t0 / self.cycles_per_ms;
+        self.batch_ms = match &self.manual_ms {
+            Some(c) => c.load(std::sync::atomic::Ordering::Relaxed),
+            None => t0 / self.cycles_per_ms,
+        };
         self.process_batch(in_port);
         let t1 = netdev::tsc::now();
         self.stats.processing_cycles += t1.wrapping_sub(t0);
@@ -1540,6 +1644,13 @@ impl Pmd {
                     continue;
                 }
             }
+            if !self.upcall_allowed(in_port) {
+                // Over the port's upcall rate: dropped and counted (no batch, freed with
+                // the packets without actions).
+                self.stats.lost_reasons.upcall_limited += 1;
+                self.stats.lost += 1;
+                continue;
+            }
             let key = self.s.keys[i];
             let t0 = netdev::tsc::now();
             let answer = self.upcall.upcall(&key, &self.actions);
@@ -1549,15 +1660,21 @@ impl Pmd {
                     self.stats.upcall_ok += 1;
                     if !self.upcall.may_install() {
                         self.stats.flows_not_installed += 1;
-                        self.g.join_unflowed(i, aid);
+                        let set = self.actions.take(aid);
+                        self.g.join_unflowed(i, aid, set);
                         continue;
                     }
                     let mut mask = mask;
                     mask.w[0] = u64::MAX; // in_port and recirc_id exact, as OVS
-                    let ufid = Ufid(
-                        (1u128 << 127) | u128::from(NEXT_UFID.fetch_add(1, Ordering::Relaxed)),
-                    );
-                    match self.dpcls.insert(DpFlow::new(ufid, &key, &mask, aid)) {
+                    // The ufid is the megaflow's own (a duplicate install is recognised by
+                    // it); the flow owns the upcall's action set.
+                    let ufid = Ufid::of(&key, &mask);
+                    let set = self.actions.take(aid);
+                    let flow = match &set {
+                        Some(s) => DpFlow::with_actions(ufid, &key, &mask, Arc::clone(s)),
+                        None => DpFlow::new(ufid, &key, &mask, aid),
+                    };
+                    match self.dpcls.insert(flow) {
                         Ok(ins) => {
                             installed = true;
                             let f = ins.flow();
@@ -1566,7 +1683,7 @@ impl Pmd {
                                 if !self.upcall.installed(f) {
                                     self.stats.installs_revoked += 1;
                                     self.dpcls.remove(f.ufid);
-                                    self.g.join_unflowed(i, aid);
+                                    self.g.join_unflowed(i, aid, f.action_set());
                                     continue;
                                 }
                             }
@@ -1581,12 +1698,24 @@ impl Pmd {
                         }
                         Err(_) => {
                             self.stats.install_failed += 1;
-                            self.g.join_unflowed(i, aid);
+                            self.g.join_unflowed(i, aid, set);
                         }
                     }
                 }
                 Err(_) => self.stats.upcall_failed += 1,
             }
+        }
+    }
+
+    /// Whether `in_port` may make one more upcall now (takes it from the port's bucket).
+    fn upcall_allowed(&mut self, in_port: u32) -> bool {
+        let (rate, burst, now) = (self.cfg.upcall_rate, self.cfg.upcall_burst, self.batch_ms);
+        if rate == 0 {
+            return true;
+        }
+        match self.ports.iter_mut().find(|p| p.no == in_port) {
+            Some(p) => p.bucket.take(now, rate, burst),
+            None => true,
         }
     }
 
@@ -1607,9 +1736,11 @@ impl Pmd {
     /// Executes each flow batch's actions (batches in the order of their first packet,
     /// packets in rx order within one), then sends the output batches.
     fn execute(&mut self, n: usize) {
-        if self.execute_whole_batch(n) {
+        let view = self.take_view();
+        if self.execute_whole_batch(n, &view) {
             self.g.release();
             self.flush_outputs();
+            self.view = Some(view);
             return;
         }
         let mut pkts = std::mem::take(&mut self.s.pkts);
@@ -1617,7 +1748,6 @@ impl Pmd {
         pkts.extend(self.batch.drain().map(Some));
         let n = n.min(pkts.len());
         let (seq, order) = self.g.order(n);
-        let table = Arc::clone(&self.actions);
         let mut pos = 0usize;
         for &g in &seq[..self.g.n] {
             let g = usize::from(g);
@@ -1625,7 +1755,16 @@ impl Pmd {
             let members = order.get(pos..pos + cnt).unwrap_or_default();
             pos += cnt;
             let aid = self.g.aid[g];
-            let list = table.get(aid);
+            // The view answers the id only if it holds exactly that id; else the flow's own
+            // set (see `crate::action_table`, "the read rule").
+            let fallback;
+            let list = match view.get(aid) {
+                Some(l) => Some(l),
+                None => {
+                    fallback = self.fallback_actions(g, aid);
+                    fallback.as_deref()
+                }
+            };
             if let Some(&[DpAction::Output(no)]) = list
                 && let Some(pi) = self.ports.iter().position(|p| p.no == no)
             {
@@ -1644,7 +1783,13 @@ impl Pmd {
             }
             for &i in members {
                 if let Some(p) = pkts.get_mut(usize::from(i)).and_then(Option::take) {
-                    self.execute_one(&table, p, usize::from(i), Some(aid));
+                    match list {
+                        Some(list) => self.execute_actions(list, 0, p, usize::from(i)),
+                        None => {
+                            self.stats.action_drops += 1;
+                            self.pool.free(p);
+                        }
+                    }
                 }
             }
         }
@@ -1655,13 +1800,36 @@ impl Pmd {
         }
         self.s.pkts = pkts;
         self.flush_outputs();
+        self.view = Some(view);
+    }
+
+    /// The newest action-table view, taken out of `self` for a pass (a pointer compare when
+    /// nothing changed: no reference-count update). Put back with `self.view = Some(..)`.
+    #[inline]
+    fn take_view(&mut self) -> Arc<ActionsView> {
+        let cur = self.act_reader.view();
+        match self.view.take() {
+            Some(v) if Arc::ptr_eq(&v, cur) => v,
+            _ => Arc::clone(cur),
+        }
+    }
+
+    /// Batch `g`'s actions when the PMD's view misses `aid`: the flow's own set (its current
+    /// actions), else (a batch without a flow, whose set the batch holds, or a flow built
+    /// from a bare id) the newest view.
+    #[cold]
+    fn fallback_actions(&self, g: usize, aid: ActionsId) -> Option<Arc<[DpAction]>> {
+        match self.g.flow_of(g).and_then(|f| f.action_set()) {
+            Some(set) => Some(Arc::clone(set.list())),
+            None => self.actions.get(aid),
+        }
     }
 
     /// The common case of a burst whose every packet hit a flow with the same actions, one
     /// output: the whole rx batch becomes the port's output batch in rx order (a swap, no
     /// per-packet work; flow stats were already written per flow). False if the burst is not
     /// that case (nothing done).
-    fn execute_whole_batch(&mut self, n: usize) -> bool {
+    fn execute_whole_batch(&mut self, n: usize, view: &ActionsView) -> bool {
         let groups = self.g.n;
         if groups == 0 || self.batch.len() != n {
             return false;
@@ -1676,7 +1844,7 @@ impl Pmd {
         {
             return false;
         }
-        let Some(&[DpAction::Output(no)]) = self.actions.get(aid) else {
+        let Some(&[DpAction::Output(no)]) = view.get(aid) else {
             return false;
         };
         let Some(slot) = self.ports.iter_mut().find(|p| p.no == no) else {
@@ -1698,17 +1866,6 @@ impl Pmd {
                 slot.port.tx_burst(&mut slot.out, &mut self.pool);
             }
         }
-    }
-
-    fn execute_one(&mut self, table: &ActionTable, pkt: Packet, i: usize, aid: Option<ActionsId>) {
-        let Some(list) = aid.and_then(|a| table.get(a)) else {
-            if aid.is_some() {
-                self.stats.action_drops += 1;
-            }
-            self.pool.free(pkt);
-            return;
-        };
-        self.execute_actions(list, 0, pkt, i);
     }
 
     /// Executes `list[start..]` on `pkt` (packet `i` of the pass, metadata `s.metas[i]`).
@@ -1841,7 +1998,7 @@ mod tests {
                     Ufid(u128::from(i)),
                     &FlowKey::ZERO,
                     &FlowMask::CATCHALL,
-                    i % 3,
+                    u64::from(i % 3),
                 ));
                 if i < 190 {
                     arena.push(f.clone()).expect("room");
@@ -1891,7 +2048,7 @@ mod tests {
                 assert!(Arc::ptr_eq(f, &flows[w.0]), "burst {burst} batch {b}");
                 assert_eq!(
                     (g.packets[b], g.bytes[b], g.flags[b], g.aid[b]),
-                    (w.1, w.2, w.3, flows[w.0].actions),
+                    (w.1, w.2, w.3, flows[w.0].actions()),
                     "burst {burst} batch {b}"
                 );
             }
@@ -1945,7 +2102,7 @@ mod tests {
         assert!(text.contains("\n  avg. subtable lookups per megaflow hit: 1.50\n"));
         assert!(text.contains("\n  avg. packets per output batch: 1.50\n"));
         assert!(
-            text.ends_with("\n  lost: 1\n  recirculation hint hits: 2"),
+            text.ends_with("\n  lost: 1\n  recirculation hint hits: 2\n  upcalls rate-limited: 0"),
             "{text}"
         );
         // No cycles counted: OVS prints no cycle lines, and neither do we.

@@ -98,6 +98,21 @@ impl RecircHints {
         }
     }
 
+    /// Drops hint `slot` if its flow is dead (as if its entry changed); true if it did. The
+    /// EMC's slow sweep calls this, so a dead megaflow (and the action set it holds) is not
+    /// kept alive by a hint.
+    pub fn drop_dead(&mut self, slot: usize) -> bool {
+        let dead = self
+            .slots
+            .get(slot)
+            .and_then(|h| h.flow.as_ref())
+            .is_some_and(|f| f.is_dead());
+        if dead {
+            self.entry_changed(slot);
+        }
+        dead
+    }
+
     /// Every EMC entry changed.
     pub fn all_changed(&mut self) {
         for s in 0..self.slots.len() {

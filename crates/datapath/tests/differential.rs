@@ -127,7 +127,7 @@ fn run(seed: u64, steps: usize) {
                 let port = ports[r.below(3) as usize];
                 let m = masks[r.below(masks.len() as u64) as usize];
                 let k = random_key(&mut r, port);
-                let f = DpFlow::new(Ufid(next_ufid), &k, &m, next_ufid as u32);
+                let f = DpFlow::new(Ufid(next_ufid), &k, &m, next_ufid as u64);
                 next_ufid += 1;
                 if per_port && f.in_port().is_none() {
                     assert!(cls.insert(f).is_err());

@@ -525,7 +525,7 @@ fn action_table_interns() {
     assert_ne!(a, b);
     assert_eq!(t.intern(&[DpAction::Output(1)]), Some(a));
     assert_eq!(t.intern(&[DpAction::PopVlan]), None, "full");
-    assert_eq!(t.get(b), Some(&[DpAction::Drop][..]));
+    assert_eq!(t.get(b).as_deref(), Some(&[DpAction::Drop][..]));
     assert_eq!(t.get(7), None);
     assert_eq!(t.len(), 2);
 }

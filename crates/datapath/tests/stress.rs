@@ -35,7 +35,7 @@ fn key(i: u64) -> FlowKey {
 }
 
 fn flow(i: u64) -> DpFlow {
-    DpFlow::new(Ufid(u128::from(i)), &key(i), &mask(i), i as u32)
+    DpFlow::new(Ufid(u128::from(i)), &key(i), &mask(i), i)
 }
 
 #[test]

@@ -639,14 +639,14 @@ mod tests {
             t0.elapsed() < Duration::from_secs(5),
             "the upcall waited for the writer"
         );
-        assert_eq!(actions.get(id), Some(&[DpAction::Output(2)][..]));
+        assert_eq!(actions.get(id).as_deref(), Some(&[DpAction::Output(2)][..]));
         release_tx.send(()).expect("release");
         writer
             .join()
             .expect("writer thread")
             .expect("flow mod applied");
         let (_, id) = up.upcall(&key, &actions).expect("upcall");
-        assert_eq!(actions.get(id), Some(&[DpAction::Output(3)][..]));
+        assert_eq!(actions.get(id).as_deref(), Some(&[DpAction::Output(3)][..]));
         shared.check_replicas().expect("copies agree");
     }
 

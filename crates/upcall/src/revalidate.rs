@@ -636,7 +636,7 @@ fn verdict(
     // A translation that fails gives a drop megaflow (as the upcall installed it): kept
     // while it fails the same way over the same bits.
     let (dp, _) = dp_answer(&out);
-    if actions.get(f.actions) != Some(dp.as_slice()) || dp_mask(&out.mask) != f.mask {
+    if actions.get(f.actions()).as_deref() != Some(dp.as_slice()) || dp_mask(&out.mask) != f.mask {
         return Verdict::Changed;
     }
     Verdict::Keep(Box::new(Ukey::from_xlate(&ukey.key, &out, Vec::new())))

@@ -44,6 +44,17 @@
 //! `cmap` would avoid rebuilding a subtable when it grows; the rebuild is amortised O(1)
 //! per install, and is the only O(n) step.)
 //!
+//! # The flow table API, ufids and dumps
+//!
+//! Flows are indexed by ufid on the writer side. The PMD installs with the megaflow's own
+//! ufid ([`crate::megaflow::Ufid::of`]): an install under an installed ufid is the same
+//! megaflow (returned as existing) or a ufid collision — refused and counted
+//! ([`Dpcls::ufid_collisions`]), never aliased. ofproto's operations — put with
+//! create/modify flags, get, delete, flush, full and terse dump — are [`api`]; a dump walks
+//! the published snapshot's write-once arena without the writer lock ([`Dpcls::dump`],
+//! [`Dpcls::flows`]), in chunks if wanted, so dumping a million flows never blocks an
+//! install, a delete or a lookup.
+//!
 //! # Invariants
 //!
 //! - A lookup returns only live flows (at the time of the check) that match the key under
@@ -51,7 +62,10 @@
 //!   (tested against the [`crate::twin`] on random sequences).
 //! - Every subtable in a snapshot is non-empty, and every port entry has a subtable.
 //! - Only the writer (under the lock) mutates subtable tables and the arena.
+//! - Every live flow is in the writer's ufid index and in the published arena (so a dump
+//!   sees it); a flow out of the index is dead.
 
+pub mod api;
 pub mod subtable;
 
 use std::collections::HashMap;
@@ -63,6 +77,7 @@ use flow::{FlowKey, FlowMask, WordMap};
 
 use crate::flow_table::{FlowArena, FlowIndex};
 use crate::megaflow::{DpFlow, Ufid};
+pub use api::{FlowDump, FlowError, FlowPut, PutMode, PutOutcome, TerseFlow};
 pub use subtable::{Impl, MAX_SPECIALISED, Shape, Subtable};
 
 /// Largest batch a lookup handles in one pass (longer slices are done in chunks).
@@ -384,7 +399,8 @@ impl BatchTask<'_, '_, '_> {
 /// Why an install failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InsertError {
-    /// A flow with this ufid is installed.
+    /// A different megaflow is installed under this ufid (a ufid collision: counted in
+    /// [`Dpcls::ufid_collisions`], never aliased).
     DuplicateUfid,
     /// Per-port classifiers need the mask to cover the whole in_port.
     InPortNotExact,
@@ -393,7 +409,9 @@ pub enum InsertError {
 impl std::fmt::Display for InsertError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            InsertError::DuplicateUfid => "a flow with this ufid is already installed",
+            InsertError::DuplicateUfid => {
+                "a different megaflow is already installed under this ufid"
+            }
             InsertError::InPortNotExact => "the megaflow mask does not match in_port exactly",
         })
     }
@@ -407,7 +425,8 @@ pub enum Inserted {
     /// The flow was installed, at this arena index.
     New(Arc<DpFlow>, FlowIndex),
     /// A live flow with the same mask and masked key was already there (a racing upcall
-    /// installed it): that one is returned and nothing is installed.
+    /// installed it, or the same ufid names it): that one is returned and nothing is
+    /// installed.
     Existing(Arc<DpFlow>, FlowIndex),
 }
 
@@ -458,6 +477,8 @@ pub struct Dpcls {
     current: Arc<ArcSwap<Snapshot>>,
     writer: Mutex<Writer>,
     cfg: DpclsConfig,
+    /// Installs that met a different megaflow under their ufid.
+    collisions: std::sync::atomic::AtomicU64,
 }
 
 /// A reader's handle: a cached snapshot, refreshed by one atomic load per call.
@@ -497,7 +518,14 @@ impl Dpcls {
                 next_rank_ms: cfg.rank_interval_ms,
             }),
             cfg,
+            collisions: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Installs (and puts) that found a *different* megaflow under their ufid: refused and
+    /// counted, never aliased.
+    pub fn ufid_collisions(&self) -> u64 {
+        self.collisions.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The configuration.
@@ -539,11 +567,18 @@ impl Dpcls {
     }
 
     /// Installs `flow`, unless a live flow with the same mask and masked key is installed
-    /// (then returns that one). The caller guarantees that the new flow overlaps no other
-    /// live flow (megaflows from xlate never do).
+    /// (then returns that one). A flow under the same ufid is that same megaflow (returned
+    /// as existing) or a collision ([`InsertError::DuplicateUfid`], counted). The caller
+    /// guarantees that the new flow overlaps no other live flow (megaflows from xlate never
+    /// do).
     pub fn insert(&self, flow: DpFlow) -> Result<Inserted, InsertError> {
         let mut w = self.lock();
-        if w.flows.contains_key(&flow.ufid) {
+        if let Some(l) = w.flows.get(&flow.ufid) {
+            if l.flow.mask == flow.mask && l.flow.key == flow.key {
+                return Ok(Inserted::Existing(l.flow.clone(), l.idx));
+            }
+            self.collisions
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return Err(InsertError::DuplicateUfid);
         }
         let port = if self.cfg.per_port {
@@ -551,22 +586,35 @@ impl Dpcls {
         } else {
             0
         };
-        let flow = Arc::new(flow);
+        Ok(self.install_locked(&mut w, port, flow))
+    }
+
+    /// The live flow with `flow`'s megaflow on `port`'s classifier, if any (writer side).
+    fn find_megaflow(w: &Writer, port: u32, flow: &DpFlow) -> Option<(Arc<DpFlow>, FlowIndex)> {
+        let cur = &w.cur;
+        let pc = cur.ports.iter().find(|p| p.port == port)?;
+        let st = pc.subtables.iter().find(|s| s.mask == flow.mask)?;
+        let old = st.find(&cur.arena, &flow.key)?;
+        let idx = w.flows.get(&old.ufid).map_or(0, |l| l.idx);
+        Some((old.clone(), idx))
+    }
+
+    /// [`Dpcls::insert`] once the ufid is known to be free: re-checks the megaflow, takes an
+    /// arena slot, files the flow in its subtable (publishing as needed).
+    fn install_locked(&self, w: &mut Writer, port: u32, flow: DpFlow) -> Inserted {
         // Re-check: the same megaflow may have been installed since the caller's lookup.
+        if let Some((old, idx)) = Self::find_megaflow(w, port, &flow) {
+            return Inserted::Existing(old, idx);
+        }
+        let flow = Arc::new(flow);
         let cur = w.cur.clone();
         let pc = cur.ports.iter().find(|p| p.port == port);
         let st = pc.and_then(|p| p.subtables.iter().find(|s| s.mask == flow.mask));
-        if let Some(st) = st
-            && let Some(old) = st.find(&cur.arena, &flow.key)
-        {
-            let idx = w.flows.get(&old.ufid).map_or(0, |l| l.idx);
-            return Ok(Inserted::Existing(old.clone(), idx));
-        }
         // Arena slot (compacting if full).
         let (arena, idx, compacted) = match cur.arena.push(flow.clone()) {
             Some(i) => (cur.arena.clone(), i, false),
             None => {
-                let (arena, idx) = compact(&mut w, &flow, self.cfg.arena_capacity);
+                let (arena, idx) = compact(w, &flow, self.cfg.arena_capacity);
                 (arena, idx, true)
             }
         };
@@ -580,9 +628,9 @@ impl Dpcls {
         );
         if compacted {
             // Every subtable rebuilt from `flows` against the new arena.
-            let snap = rebuild_all(&w, arena, self.cfg.per_port, &cur);
-            self.publish(&mut w, snap);
-            return Ok(Inserted::New(flow, idx));
+            let snap = rebuild_all(w, arena, self.cfg.per_port, &cur);
+            self.publish(w, snap);
+            return Inserted::New(flow, idx);
         }
         match st {
             Some(st) if st.has_room() => {
@@ -596,21 +644,25 @@ impl Dpcls {
             Some(st) => {
                 let new = grow(st, Some((flow.hash, idx)));
                 let snap = replace_subtable(&cur, port, st, Some(new));
-                self.publish(&mut w, snap);
+                self.publish(w, snap);
             }
             None => {
                 let new = Arc::new(Subtable::new(&flow.mask, 4));
                 new.insert(flow.hash, idx);
                 let snap = add_subtable(&cur, port, new);
-                self.publish(&mut w, snap);
+                self.publish(w, snap);
             }
         }
-        Ok(Inserted::New(flow, idx))
+        Inserted::New(flow, idx)
     }
 
     /// Removes the flow `ufid` (marks it dead first); returns it.
     pub fn remove(&self, ufid: Ufid) -> Option<Arc<DpFlow>> {
         let mut w = self.lock();
+        self.remove_locked(&mut w, ufid)
+    }
+
+    fn remove_locked(&self, w: &mut Writer, ufid: Ufid) -> Option<Arc<DpFlow>> {
         let loc = w.flows.remove(&ufid)?;
         loc.flow.mark_dead();
         let cur = w.cur.clone();
@@ -623,15 +675,21 @@ impl Dpcls {
             st.remove(loc.flow.hash, loc.idx);
             if st.is_empty() {
                 let snap = replace_subtable(&cur, loc.port, st, None);
-                self.publish(&mut w, snap);
+                self.publish(w, snap);
             }
+        }
+        if w.flows.capacity() > 64 && w.flows.len() * 4 < w.flows.capacity() {
+            // Keep the index proportional to the live flows after a mass expiry.
+            let n = w.flows.len() * 2;
+            w.flows.shrink_to(n);
         }
         Some(loc.flow)
     }
 
-    /// Every installed flow (a copy; never blocks lookups).
+    /// Every installed flow: a lock-free walk of the published snapshot's arena
+    /// ([`Dpcls::dump`]); never blocks an install or a lookup.
     pub fn flows(&self) -> Vec<Arc<DpFlow>> {
-        self.lock().flows.values().map(|l| l.flow.clone()).collect()
+        self.dump().collect()
     }
 
     fn publish(&self, w: &mut Writer, snap: Snapshot) {

@@ -57,8 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
-use datapath::megaflow::FlowStatsSnapshot;
-use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig, PmdStats, Ufid};
+use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig, PmdStats, TerseFlow};
 use netdev::Port;
 use netdev::null::NullPort;
 use netdev::replay::{FrameSet, ReplayPort};
@@ -172,29 +171,11 @@ fn bridge() -> anyhow::Result<Bridge> {
     Ok(b)
 }
 
-/// One flow as a terse dump gives it (OVS `dpctl/dump-flows --terse`-like: no key, mask or
-/// actions): its id and counters.
-#[derive(Debug, Clone, Copy)]
-pub struct TerseFlow {
-    /// The flow's id.
-    pub ufid: Ufid,
-    /// Its counters.
-    pub stats: FlowStatsSnapshot,
-}
-
-/// A terse dump of every flow of `dpcls`. The datapath's best dump API today is
-/// `Dpcls::flows()` (a copy of every flow handle under the writer lock). The snapshot-based
-/// `Dpcls::dump_terse()` being written on branch `dpflow` (no lock; a `TerseFlow` with the
-/// same two fields) replaces this body, and its `TerseFlow` this file's.
+/// A terse dump of every flow of `dpcls` (ufid and stats, what a revalidator reads): the
+/// datapath's lock-free walk of the published arena ([`Dpcls::dump_terse`]), which never
+/// blocks an install.
 pub fn terse_dump(dpcls: &Dpcls) -> Vec<TerseFlow> {
-    let flows = dpcls.flows();
-    flows
-        .iter()
-        .map(|f| TerseFlow {
-            ufid: f.ufid,
-            stats: f.stats.snapshot(),
-        })
-        .collect()
+    dpcls.dump_terse()
 }
 
 /// Resident set size of this process, bytes (0 if unknown).

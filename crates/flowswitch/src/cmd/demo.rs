@@ -153,7 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     flows.iter().map(|f| &**f).collect()
                 )],
                 now_ms,
-                &|f| datapath::dpctl::actions_text(&actions, f.actions),
+                &|f| datapath::dpctl::flow_actions_text(&actions, f),
                 &datapath::dpctl::KeyFormat::default(),
             )
         )?;
@@ -216,11 +216,11 @@ mod tests {
         let mut key = FlowKey::ZERO;
         extract(&udp, &PacketMeta::port(1), &mut key);
         let (mask, id) = up.upcall(&key, &actions).expect("upcall");
-        assert_eq!(actions.get(id), Some(&[DpAction::Output(2)][..]));
+        assert_eq!(actions.get(id).as_deref(), Some(&[DpAction::Output(2)][..]));
         assert!(key.eq_masked(&key, &mask));
         let icmp = testutil::packets::icmp4_echo([10, 0, 0, 1], [10, 0, 0, 2], 7, 1, true);
         extract(&icmp, &PacketMeta::port(1), &mut key);
         let (_, id) = up.upcall(&key, &actions).expect("upcall");
-        assert_eq!(actions.get(id), Some(&[DpAction::Drop][..]));
+        assert_eq!(actions.get(id).as_deref(), Some(&[DpAction::Drop][..]));
     }
 }

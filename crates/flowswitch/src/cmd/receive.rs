@@ -226,7 +226,7 @@ impl Replayer {
                 if terse {
                     datapath::dpctl::format_flow_stats(&mut l, &f.stats.snapshot(), now_ms);
                 } else {
-                    let actions = datapath::dpctl::actions_text(&self.actions, f.actions);
+                    let actions = datapath::dpctl::actions_text(&self.actions, f.actions());
                     l += &datapath::dpctl::format_dp_flow(f, now_ms, &actions, &fmt);
                 }
                 l
