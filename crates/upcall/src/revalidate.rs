@@ -34,7 +34,26 @@
 //!    immutable and equality is stricter: either costs at most a re-upcall.) Otherwise it
 //!    is removed with `Dpcls::remove`, which marks it dead first, so the EMC and SMC (which
 //!    check the flag on every hit) stop using it at once. A megaflow with `recirc_id != 0`
-//!    cannot be re-translated yet (no frozen state here) and is removed.
+//!    is re-translated from its frozen state (which its ukey keeps alive, below).
+//! 4. Removals, then the pool's grace-period maintenance ([`ofproto::recirc::RecircPool::
+//!    run`]) at the pass's time.
+//!
+//! # Recirculation ids (OVS `ofproto-dpif-rid.c`)
+//!
+//! Every tracked megaflow's ukey holds a reference ([`Ukey::recircs`]) to each recirculation
+//! id its actions use and to the id it matches. On adoption the references are taken afresh
+//! from the installed megaflow itself (its `recirc_id` and its actions' `recirc(id)`), so a
+//! megaflow installed without a ukey, or by a racing upcall, holds exactly what it uses; a
+//! megaflow naming an id that is no longer known (freed after its grace) is stale and is
+//! removed at once (`removed_failed`). Whenever the revalidator lets go of a megaflow (idle
+//! expiry, changed or failed decision, the megaflow gone from the dump, the revalidator
+//! dropped), its ukey goes and the ids are released; the last release of an id starts its
+//! grace (`ofproto::recirc`: freed at the second maintenance run after it, ≥ 250 ms and a
+//! full pass later), so a packet still recirculating with it resumes in its own state or, once
+//! freed, fails its upcall — never resumes in another state. Because second-pass megaflows
+//! hold the id they match, an id is never freed while a megaflow still matches it (OVS's
+//! choice too: the alternative, deleting second-pass megaflows when their id is freed, would
+//! need an index by id and would throw away valid megaflows of a live connection).
 //!
 //! Every pass therefore leaves the datapath in the state ARCHITECTURE.md invariant 3 asks
 //! for: once a flow mod (or a MAC-table change) has been applied and a pass has run, every
@@ -80,7 +99,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
+use datapath::{ActionTable, DpAction, DpFlow, Dpcls, Ufid};
+use flow::field::FieldId;
+use ofproto::recirc::RecircRef;
 use ofproto::{Bridge, xlate_ro};
 
 use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, UkeyStore, dp_actions_of, dp_mask};
@@ -279,14 +300,17 @@ impl Revalidator {
         let flows = self.dpcls.flows();
         st.flows = flows.len();
         let live: HashSet<Ufid> = flows.iter().map(|f| f.ufid).collect();
+        // A megaflow gone from the dump: its ukey goes (and its recirculation ids with it).
         self.tracked.retain(|u, _| live.contains(u));
+        // New megaflows naming a recirculation id no longer known (removed in step 4).
+        let mut stale = Vec::new();
         {
             let mut store = self.ukeys.lock();
             for f in &flows {
                 if self.tracked.contains_key(&f.ufid) {
                     continue;
                 }
-                let (ukey, validated) = match store.remove(&(f.key, f.mask)) {
+                let (mut ukey, validated) = match store.remove(&(f.key, f.mask)) {
                     Some(u) if f.matches(&u.key) => {
                         st.adopted += 1;
                         (u, true)
@@ -296,6 +320,12 @@ impl Revalidator {
                         (keyless(f), false)
                     }
                 };
+                // The ids the megaflow uses and matches, referenced from the megaflow itself
+                // (before the upcall's references in `ukey` go).
+                match hold_recircs(&self.shared, f, &self.actions) {
+                    Some(refs) => ukey.recircs = refs,
+                    None => stale.push(f.ufid),
+                }
                 self.tracked.insert(
                     f.ufid,
                     Tracked {
@@ -365,12 +395,14 @@ impl Revalidator {
             });
         }
         let idle_set: HashSet<Ufid> = idle.iter().copied().collect();
+        st.removed_failed += stale.len();
+        let stale_set: HashSet<Ufid> = stale.iter().copied().collect();
 
         // 3. Revalidation, a chunk per lock hold.
         let mut changed = Vec::new();
         let todo: Vec<&Arc<DpFlow>> = flows
             .iter()
-            .filter(|f| !idle_set.contains(&f.ufid))
+            .filter(|f| !idle_set.contains(&f.ufid) && !stale_set.contains(&f.ufid))
             .collect();
         for chunk in todo.chunks(self.cfg.chunk.max(1)) {
             let br = self.shared.read();
@@ -393,8 +425,11 @@ impl Revalidator {
                 match verdict(&self.shared, &br, f, &t.ukey, &self.actions, now) {
                     Verdict::Keep(u) => {
                         let learned = std::mem::take(&mut t.ukey.learned);
+                        let recircs = std::mem::take(&mut t.ukey.recircs);
                         t.ukey = *u;
                         t.ukey.learned = learned;
+                        // Same actions and match: the same recirculation ids.
+                        t.ukey.recircs = recircs;
                         t.validated = true;
                     }
                     Verdict::Changed => {
@@ -412,7 +447,7 @@ impl Revalidator {
 
         // 4. Removals (classifier lock only), then their last stats (one bridge write).
         let mut gone = Vec::new();
-        for u in idle.iter().chain(changed.iter()) {
+        for u in idle.iter().chain(changed.iter()).chain(stale.iter()) {
             self.dpcls.remove(*u);
             if let Some(t) = self.tracked.remove(u) {
                 gone.push(t);
@@ -436,6 +471,10 @@ impl Revalidator {
                 }
             });
         }
+        // The removed megaflows' recirculation ids are released (after `Dpcls::remove`);
+        // then the grace-period maintenance frees the ids released long enough ago.
+        drop(gone);
+        self.shared.recirc().run(now);
         self.totals.add(&st);
         st
     }
@@ -485,8 +524,35 @@ fn keyless(f: &DpFlow) -> Ukey {
         mac_deps: Vec::new(),
         rules: Vec::new(),
         learned: Vec::new(),
+        recircs: Vec::new(),
         pass: 0,
     }
+}
+
+/// References to the recirculation ids megaflow `f` matches (`recirc_id`) and uses in its
+/// actions (`recirc(id)`), or `None` if one of them is not known any more (freed after its
+/// grace): the megaflow is stale.
+fn hold_recircs(
+    shared: &SharedBridge,
+    f: &DpFlow,
+    actions: &ActionTable,
+) -> Option<Vec<RecircRef>> {
+    let mut ids: Vec<u32> = actions
+        .get(f.actions)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|a| match a {
+            DpAction::Recirc(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
+    ids.push(FieldId::RecircId.get(&f.key) as u32);
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .filter(|&id| id != 0)
+        .map(|id| shared.recirc().try_ref(id))
+        .collect()
 }
 
 /// Whether megaflow `f`, decided as `ukey` says, is still what the tables decide.
@@ -667,10 +733,9 @@ mod tests {
             let Some(input) = self.shared.xlate_in(&key, self.now(), true) else {
                 return;
             };
+            // `out` holds its recirculation ids while the recursion below resumes them (as
+            // the upcall's would: the same states, so the same ids).
             let out = xlate_ro(&self.shared.read(), &input);
-            // Its recirculations resume as the upcall's would (same ids: nothing was
-            // allocated on the bridge in between).
-            self.shared.record_frozen(&out);
             let Ok(acts) = dp_actions_of(&out) else {
                 return;
             };
