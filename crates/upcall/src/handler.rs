@@ -44,13 +44,14 @@
 //! # Lock order
 //!
 //! No two of these locks are ever held at once: the bridge writers' lock (inside
-//! [`SharedBridge::write`]), the ukey-store lock, the change-signal lock, the frozen-state
-//! lock, and the datapath classifier's writer lock (taken by `Dpcls::insert` and
-//! `Dpcls::remove`). Each is taken, used and released on its own. The MAC-table and
-//! recirculation-id locks are leaves: taken inside a translation or a write operation, for one
-//! lookup or update, never while taking another. The recirculation-id lock is also taken
-//! whenever a ukey is dropped or cloned (its [`Ukey::recircs`]), which may happen under the
-//! ukey-store lock; as a leaf it cannot deadlock.
+//! [`SharedBridge::write`]), the ukey-store lock, the change-signal lock and the datapath
+//! classifier's writer lock (taken by `Dpcls::insert` and `Dpcls::remove`). Each is taken,
+//! used and released on its own. The MAC-table and recirculation-id locks are leaves: taken
+//! inside a translation or a write operation, for one lookup or update, never while taking
+//! another. The recirculation-id lock (which also guards the frozen states: there is no
+//! separate frozen-state lock) is also taken whenever a ukey is dropped or cloned (its
+//! [`Ukey::recircs`]), which may happen under the ukey-store lock; as a leaf it cannot
+//! deadlock.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

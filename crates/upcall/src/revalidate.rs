@@ -479,6 +479,46 @@ impl Revalidator {
         st
     }
 
+    /// Deletes every megaflow of the classifier and drops the ukeys waiting for adoption (OVS
+    /// `revalidator_purge`, as `dpctl/del-flows` does), crediting the megaflows' last stats
+    /// to their rules at `now_ms`. Their recirculation ids are released (freed after the
+    /// grace by later passes; the ukeys are dropped outside the ukey-store lock). Returns the
+    /// number of megaflows deleted.
+    pub fn flush(&mut self, now_ms: u64) -> usize {
+        let flows = self.dpcls.flows();
+        for f in &flows {
+            self.dpcls.remove(f.ufid);
+        }
+        let mut last = Vec::new();
+        // Megaflows not adopted yet are credited through their upcall's ukey, if any.
+        let mut pending = std::mem::take(&mut *self.ukeys.lock());
+        for f in &flows {
+            let (rules, packets, bytes) = match self.tracked.remove(&f.ufid) {
+                Some(t) => (t.ukey.rules.clone(), t.packets, t.bytes),
+                None => match pending.remove(&(f.key, f.mask)) {
+                    Some(u) => (u.rules.clone(), 0, 0),
+                    None => continue,
+                },
+            };
+            let s = f.stats.snapshot();
+            let dp = s.packets.saturating_sub(packets);
+            if dp > 0 {
+                last.push((rules, dp, s.bytes.saturating_sub(bytes)));
+            }
+        }
+        // Megaflows gone from the classifier already.
+        self.tracked.clear();
+        drop(pending);
+        if !last.is_empty() {
+            self.shared.write(move |br| {
+                for (rules, dp, db) in &last {
+                    br.credit(rules, *dp, *db, now_ms);
+                }
+            });
+        }
+        flows.len()
+    }
+
     /// Runs passes on a thread of its own: after every change signalled on the shared bridge
     /// (flow mods through it, MAC-table changes by upcalls) and at least every `period`,
     /// with time from the bridge's clock.
