@@ -1,5 +1,6 @@
 //! A bridge: ports (OpenFlow number, name, datapath number, VLAN mode), 255 OpenFlow tables,
-//! flow mods, timeouts, MAC learning and recirculation ids.
+//! flow mods, timeouts, MAC learning and recirculation ids (pooled and reference counted on
+//! a datapath's bridge: [`crate::recirc`]).
 //!
 //! Flow-mod semantics follow OpenFlow 1.0 as OVS implements it (`ofproto.c`):
 //! - **add** replaces a rule with the identical match and priority in the same table; the old
@@ -16,14 +17,14 @@
 //! A flow mod is validated completely before anything changes, so a bad one leaves every
 //! table untouched and returns a [`FlowModError`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use flow::FlowKey;
 use flow::ofp::{Action, FlowSpec, OfPort};
 
 use crate::mac::MacLearning;
+use crate::recirc::{RecircIds, RecircPool};
 use crate::table::{Backend, FlowTable, OfRule, RuleHandle, loose_match};
 
 /// Number of OpenFlow tables (0..=254).
@@ -204,27 +205,6 @@ pub struct Expired {
     pub reason: &'static str,
 }
 
-/// Recirculation ids: the next fresh one and, when pooled, one per frozen state.
-#[derive(Debug)]
-pub(crate) struct RecircIds {
-    pub(crate) next: u32,
-    /// Recirculation ids by frozen state (table, metadata at the freeze), when pooled: a
-    /// datapath needs one id per state for as long as its flows live (OVS
-    /// `recirc_alloc_id_ctx`), so that re-translating a flow gives the same actions and a
-    /// recirculated packet finds its state. Off by default: `ofproto/trace` compares ids with
-    /// OVS's, which allocates per translation there.
-    pub(crate) pool: Option<HashMap<(u8, FlowKey), u32>>,
-}
-
-impl RecircIds {
-    /// A fresh id (never 0).
-    pub(crate) fn fresh(&mut self) -> u32 {
-        let id = self.next;
-        self.next = self.next.wrapping_add(1).max(1);
-        id
-    }
-}
-
 /// An OpenFlow bridge.
 ///
 /// The tables, ports and version are plain data owned by the bridge; the MAC table and the
@@ -254,10 +234,7 @@ impl Bridge {
             ports: BTreeMap::new(),
             mac: MacLearning::default(),
             version: 0,
-            recirc: Arc::new(Mutex::new(RecircIds {
-                next: 1,
-                pool: None,
-            })),
+            recirc: Arc::new(Mutex::new(RecircIds::new())),
         }
     }
 
@@ -305,15 +282,23 @@ impl Bridge {
     }
 
     /// Pools recirculation ids by frozen state from now on (a datapath's bridge; see
-    /// `RecircIds`). Ids already handed out are not pooled. Translations then allocate a
-    /// state's id when they freeze it, so concurrent translations agree on it.
+    /// [`crate::recirc`]): one reference-counted id per frozen state, held by the megaflows
+    /// that use or match it, freed after a grace period once none does. Ids already handed
+    /// out are not pooled. Translations then take a reference to a state's id when they
+    /// freeze it (`XlateOut::recirc_refs`), so concurrent translations agree on it.
     pub fn pool_recirc_ids(&self) {
-        self.recirc_ids().pool.get_or_insert_with(HashMap::new);
+        self.recirc_ids().start_pool();
     }
 
-    /// Number of pooled frozen states.
+    /// Number of pooled frozen states known (live, or released and waiting out their grace).
     pub fn pooled_recirc_ids(&self) -> usize {
-        self.recirc_ids().pool.as_ref().map_or(0, HashMap::len)
+        self.recirc_pool().stats().known()
+    }
+
+    /// A handle on the recirculation ids (shared with every replica): frozen states by id,
+    /// references, grace-period maintenance, counters.
+    pub fn recirc_pool(&self) -> RecircPool {
+        RecircPool::new(self.recirc.clone())
     }
 
     /// The bridge `testutil::ovs::OvsSandbox::start(n)` builds: `br0` with its LOCAL port

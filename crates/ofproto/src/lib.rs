@@ -7,7 +7,10 @@
 //!   (OVS `ofproto-dpif-xlate.c`), including `NORMAL`;
 //! - [`odp`]: datapath actions and their OVS text form;
 //! - [`trace`]: the `ofproto/trace` report;
-//! - [`mac`]: the MAC learning table.
+//! - [`mac`]: the MAC learning table;
+//! - [`recirc`]: recirculation ids and frozen states — on a datapath's bridge one
+//!   reference-counted id per frozen state, released when the last megaflow using or matching
+//!   it goes, reusable only after a grace period (OVS `ofproto-dpif-rid.c`).
 //!
 //! Time is always passed in (milliseconds on the caller's clock); nothing here reads a clock or
 //! does I/O. Panic contract: no flow mod, key or packet makes anything here panic; bad flow
@@ -17,6 +20,7 @@
 pub mod bridge;
 pub mod mac;
 pub mod odp;
+pub mod recirc;
 pub mod table;
 pub mod trace;
 pub mod xlate;

@@ -44,6 +44,7 @@ use flow::{FlowKey, FlowMask};
 
 use crate::bridge::{Bridge, Port, VlanMode};
 use crate::odp::OdpAction;
+use crate::recirc::RecircRef;
 use crate::table::RuleHandle;
 use crate::trace::{NodeKind, Tracer};
 
@@ -66,6 +67,9 @@ pub enum XlateError {
     TooManyResubmits,
     /// Too many datapath actions.
     TooManyActions,
+    /// A freeze found no recirculation id to give its state (the pooled ids are exhausted:
+    /// [`crate::recirc::RecircError`]).
+    NoRecircId,
 }
 
 impl XlateError {
@@ -75,6 +79,7 @@ impl XlateError {
             XlateError::RecursionTooDeep => "Recursion too deep",
             XlateError::TooManyResubmits => "Too many resubmits",
             XlateError::TooManyActions => "Too many datapath actions",
+            XlateError::NoRecircId => "No recirculation id available",
         }
     }
 }
@@ -158,6 +163,11 @@ pub struct XlateOut {
     pub table_version: u64,
     /// Recirculations frozen by this translation.
     pub frozen: Vec<Frozen>,
+    /// On a pooled bridge, one reference to each distinct recirculation id in `frozen`
+    /// (taken when the state was frozen): whoever keeps the decision keeps these (the
+    /// upcall moves them into the megaflow's ukey); dropping them releases the ids (see
+    /// [`crate::recirc`]). Empty on an unpooled bridge.
+    pub recirc_refs: Vec<RecircRef>,
     /// MACs learned (applied to the bridge when side effects are on).
     pub learned: Vec<(u64, u16, OfPort)>,
 }
@@ -189,6 +199,7 @@ struct Ctx<'a> {
     learned: Vec<(u64, u16, OfPort)>,
     mac_deps: Vec<(u64, u16)>,
     frozen: Vec<Frozen>,
+    recirc_refs: Vec<RecircRef>,
     /// Next fresh unpooled recirculation id, read from the bridge at the first freeze (so a
     /// translation that freezes nothing never takes the recirculation-id lock).
     next_recirc: Option<u32>,
@@ -199,7 +210,9 @@ struct Ctx<'a> {
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
-/// the bridge's MAC table; new recirculation ids are recorded. Needs only `&Bridge`: what it
+/// the bridge's MAC table. Recirculation ids: on a pooled bridge each frozen state's id is
+/// referenced (allocated if new) and the references returned in `XlateOut::recirc_refs`;
+/// unpooled, the fresh-id counter moves past the ids used. Needs only `&Bridge`: what it
 /// changes (MAC table, recirculation ids) is shared state with its own lock, so translations
 /// run concurrently on a published bridge.
 pub fn xlate(br: &Bridge, input: &XlateIn) -> XlateOut {
@@ -210,9 +223,11 @@ pub fn xlate(br: &Bridge, input: &XlateIn) -> XlateOut {
         }
     }
     if !out.frozen.is_empty() {
-        // Pooled ids were taken in `freeze`; unpooled ones (trace) are numbered from `next`.
+        // Pooled ids were taken in `freeze` (the counter moved then, and must not move here:
+        // it skips known ids instead); unpooled ones (trace) are numbered from `next`.
         let mut ids = br.recirc_ids();
-        for f in &out.frozen {
+        let unpooled = ids.pool.is_none();
+        for f in out.frozen.iter().filter(|_| unpooled) {
             if f.id >= ids.next {
                 ids.next = f.id.wrapping_add(1).max(1);
             }
@@ -222,8 +237,9 @@ pub fn xlate(br: &Bridge, input: &XlateIn) -> XlateOut {
 }
 
 /// Translates without changing the bridge's tables or MAC table (learning is reported in
-/// `learned`, not applied). On a bridge that pools recirculation ids, a frozen state new to
-/// the pool is given its id here (as OVS's translation allocates it).
+/// `learned`, not applied). On a bridge that pools recirculation ids, each frozen state's id
+/// is referenced here (a state new to the pool is given its id, as OVS's translation
+/// allocates it) and the references returned in `recirc_refs`.
 pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
     let mut ctx = Ctx {
         br,
@@ -242,6 +258,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         learned: Vec::new(),
         mac_deps: Vec::new(),
         frozen: Vec::new(),
+        recirc_refs: Vec::new(),
         next_recirc: None,
         rule_cookie: 0,
         vlan_written: [(0, false); 2],
@@ -272,6 +289,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         mac_generation: br.mac.generation(),
         table_version: br.version,
         frozen: ctx.frozen,
+        recirc_refs: ctx.recirc_refs,
         learned: ctx.learned,
     }
 }
@@ -904,16 +922,20 @@ impl Ctx<'_> {
             Some(f) => f.id,
             None => {
                 let mut ids = self.br.recirc_ids();
-                match ids.pool.as_ref().map(|p| p.get(&(table, meta)).copied()) {
-                    Some(Some(id)) => id,
-                    Some(None) => {
-                        // A new pooled state: its id is taken now, under the lock, so a
-                        // concurrent translation of the same state finds it.
-                        let id = ids.fresh();
-                        if let Some(p) = ids.pool.as_mut() {
-                            p.insert((table, meta), id);
-                        }
+                // A pooled state's id is referenced (or allocated) now, under the lock, so a
+                // concurrent translation of the same state finds it.
+                match ids.alloc(table, &meta) {
+                    Some(Ok(id)) => {
+                        drop(ids);
+                        self.recirc_refs
+                            .push(RecircRef::counted(self.br.recirc.clone(), id));
                         id
+                    }
+                    Some(Err(e)) => {
+                        drop(ids);
+                        self.report(NodeKind::Error, || e.to_string());
+                        self.error = Some(XlateError::NoRecircId);
+                        0
                     }
                     None => {
                         let id = *self.next_recirc.get_or_insert(ids.next);

@@ -42,14 +42,30 @@
 //! the PMD removes it again; see [`crate::revalidate`], "Races"). Every outcome is counted
 //! in [`crate::udpif::UpcallCounters`].
 //!
+//! # Frozen states and recirculation ids
+//!
+//! The bridge pools one reference-counted recirculation id per frozen state
+//! (`ofproto::recirc`; this handle: [`SharedBridge::recirc`]). A ukey holds references
+//! ([`Ukey::recircs`]) to the ids its megaflow uses in its actions — taken by the translation
+//! (`XlateOut::recirc_refs`) — and to the id it matches: an upcall for a recirculated packet
+//! ([`SharedBridge::resume_in`]) reads the frozen state and references its id in one step, so
+//! a second-pass megaflow keeps its id, and no megaflow is left matching an id once it is
+//! freed. An upcall for an unknown id (never given, or freed after its grace) fails, counted
+//! by the PMD as `upcall_failed`; a released id not freed yet still resumes in its own state.
+//! The revalidator holds the ukeys of installed megaflows and drops them (releasing the ids)
+//! when it deletes the megaflows; it also runs the pool's grace-period maintenance.
+//!
 //! # Lock order
 //!
 //! No two of these locks are ever held at once: the bridge writers' lock (inside
-//! [`SharedBridge::write`]), the ukey-store lock, the change-signal lock, the frozen-state
-//! lock, and the datapath classifier's writer lock (taken by `Dpcls::insert` and
-//! `Dpcls::remove`). Each is taken, used and released on its own. The MAC-table and
-//! recirculation-id locks are leaves: taken inside a translation or a write operation, for one
-//! lookup or update, never while taking another.
+//! [`SharedBridge::write`]), the ukey-store lock, the change-signal lock and the datapath
+//! classifier's writer lock (taken by `Dpcls::insert` and `Dpcls::remove`). Each is taken,
+//! used and released on its own. The MAC-table and recirculation-id locks are leaves: taken
+//! inside a translation or a write operation, for one lookup or update, never while taking
+//! another. The recirculation-id lock (which also guards the frozen states: there is no
+//! separate frozen-state lock) is also taken whenever a ukey is dropped or cloned (its
+//! [`Ukey::recircs`]), which may happen under the ukey-store lock; as a leaf it cannot
+//! deadlock.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
@@ -65,8 +81,9 @@ use datapath::{ActionTable, DpAction, DpFlow, Upcall, UpcallError};
 use flow::field::FieldId;
 use flow::ofp::OfPort;
 use flow::{FlowKey, FlowMask};
+use ofproto::recirc::{RecircPool, RecircRef};
 use ofproto::table::RuleHandle;
-use ofproto::xlate::Frozen;
+use ofproto::xlate::XlateError;
 use ofproto::{Bridge, FlowModCommand, FlowModError, XlateIn, XlateOut, xlate};
 
 /// Where MAC-learning and flow-mod time comes from.
@@ -86,9 +103,9 @@ pub struct SharedBridge {
     clock: Clock,
     changes: Mutex<u64>,
     changed: Condvar,
-    /// Frozen translation states by recirculation id (OVS `recirc_id_node`): where a
-    /// recirculated packet resumes, and the metadata it resumes with.
-    frozen: Mutex<HashMap<u32, Frozen>>,
+    /// The bridge's recirculation ids (shared by both copies): frozen translation states by
+    /// id (OVS `recirc_id_node`), reference counted (`ofproto::recirc`).
+    recirc: RecircPool,
 }
 
 impl SharedBridge {
@@ -106,48 +123,55 @@ impl SharedBridge {
         // A datapath's bridge: one recirculation id per frozen state.
         bridge.pool_recirc_ids();
         let replica = bridge.replica();
+        let recirc = bridge.recirc_pool();
         Arc::new(SharedBridge {
             bridge: DoubleBuffer::new(bridge, replica),
             clock,
             changes: Mutex::new(0),
             changed: Condvar::new(),
-            frozen: Mutex::new(HashMap::new()),
+            recirc,
         })
     }
 
-    /// Remembers the recirculations `out` froze, so their packets can resume.
-    pub fn record_frozen(&self, out: &XlateOut) {
-        if out.frozen.is_empty() {
-            return;
-        }
-        let mut m = self.frozen.lock().unwrap_or_else(|e| e.into_inner());
-        for f in &out.frozen {
-            m.insert(f.id, f.clone());
-        }
+    /// The bridge's recirculation ids: frozen states, references, grace-period maintenance
+    /// (the revalidator runs it once per pass), counters.
+    pub fn recirc(&self) -> &RecircPool {
+        &self.recirc
     }
 
     /// The translation input for a datapath key: table 0 on the first pass; for a
     /// recirculated packet (`recirc_id != 0`) the frozen state's table, with the metadata
     /// the datapath does not carry (`metadata`, registers) restored from it. `None` for an
-    /// unknown recirculation id.
+    /// unknown recirculation id (never given, or freed after its grace). Takes no reference:
+    /// for a caller that holds one already (the revalidator's ukey of a second-pass megaflow)
+    /// or that keeps nothing; an upcall uses [`Self::resume_in`].
     pub fn xlate_in(&self, key: &FlowKey, now_ms: u64, side_effects: bool) -> Option<XlateIn> {
         let rid = FieldId::RecircId.get(key) as u32;
-        let (key, table) = if rid == 0 {
-            (*key, 0)
+        let state = if rid == 0 {
+            None
         } else {
-            let m = self.frozen.lock().unwrap_or_else(|e| e.into_inner());
-            let f = m.get(&rid)?;
-            let mut k = *key;
-            k.w[FROZEN_WORDS].copy_from_slice(&f.key.w[FROZEN_WORDS]);
-            (k, f.table)
+            Some(self.recirc.state(rid)?)
         };
-        Some(XlateIn {
-            key,
-            now_ms,
-            side_effects,
-            trace: false,
-            table,
-        })
+        Some(resume_input(key, state, now_ms, side_effects))
+    }
+
+    /// [`Self::xlate_in`] plus, for a recirculated packet, a reference to its recirculation
+    /// id taken in the same step as the state is read (reviving a released id that is not
+    /// freed yet): the megaflow the upcall installs matches that id, and its ukey keeps it
+    /// alive (OVS `ukey->key_recirc_id`). `None` for an unknown id.
+    pub fn resume_in(
+        &self,
+        key: &FlowKey,
+        now_ms: u64,
+        side_effects: bool,
+    ) -> Option<(XlateIn, Option<RecircRef>)> {
+        let rid = FieldId::RecircId.get(key) as u32;
+        if rid == 0 {
+            return Some((resume_input(key, None, now_ms, side_effects), None));
+        }
+        let (table, meta, r) = self.recirc.resume(rid)?;
+        let input = resume_input(key, Some((table, meta)), now_ms, side_effects);
+        Some((input, Some(r)))
     }
 
     /// The current time (ms).
@@ -260,6 +284,28 @@ impl SharedBridge {
     }
 }
 
+/// The translation input for `key`, resumed in frozen state `state` (table, metadata) if any.
+fn resume_input(
+    key: &FlowKey,
+    state: Option<(u8, FlowKey)>,
+    now_ms: u64,
+    side_effects: bool,
+) -> XlateIn {
+    let mut k = *key;
+    let mut table = 0;
+    if let Some((t, meta)) = state {
+        k.w[FROZEN_WORDS].copy_from_slice(&meta.w[FROZEN_WORDS]);
+        table = t;
+    }
+    XlateIn {
+        key: k,
+        now_ms,
+        side_effects,
+        trace: false,
+        table,
+    }
+}
+
 /// What an upcall decided, kept for the revalidator (OVS `struct udpif_key`).
 #[derive(Debug, Clone)]
 pub struct Ukey {
@@ -275,12 +321,18 @@ pub struct Ukey {
     pub rules: Vec<(u8, RuleHandle)>,
     /// MACs the translation learned (refreshed while the megaflow hits, OVS `XC_NORMAL`).
     pub learned: Vec<(u64, u16, OfPort)>,
+    /// References to the recirculation ids the megaflow uses in its actions (`recirc(id)`)
+    /// and the one it matches (`recirc_id`, if not 0): they keep those ids and their frozen
+    /// states alive for as long as the ukey lives (OVS `ukey->recircs`,
+    /// `ukey->key_recirc_id`); dropping the ukey releases them (`ofproto::recirc`).
+    pub recircs: Vec<RecircRef>,
     /// Revalidation pass during which it was recorded (for collecting unadopted ukeys).
     pub(crate) pass: u64,
 }
 
 impl Ukey {
-    /// The record of translation `out` of `key`.
+    /// The record of translation `out` of `key` (holding no recirculation id: the caller
+    /// moves `out.recirc_refs` into [`Ukey::recircs`] if the ukey is to keep them).
     pub fn from_xlate(key: &FlowKey, out: &XlateOut, learned: Vec<(u64, u16, OfPort)>) -> Ukey {
         Ukey {
             key: *key,
@@ -289,6 +341,7 @@ impl Ukey {
             mac_deps: out.mac_deps.clone(),
             rules: out.rules.clone(),
             learned,
+            recircs: Vec::new(),
             pass: 0,
         }
     }
@@ -501,17 +554,27 @@ impl Upcall for OfprotoUpcall {
     ) -> Result<(FlowMask, datapath::ActionsId), UpcallError> {
         self.last = None;
         let counters = &self.udpif.counters;
-        let Some(input) = self.shared.xlate_in(key, self.shared.now_ms(), true) else {
+        let Some((input, key_recirc)) = self.shared.resume_in(key, self.shared.now_ms(), true)
+        else {
             UpcallCounters::bump(&counters.unknown_recirc);
-            return Err(UpcallError::Failed("unknown recirculation id".into()));
+            return Err(UpcallError::Failed(format!(
+                "unknown recirculation id {:#x}",
+                FieldId::RecircId.get(key)
+            )));
         };
-        let (out, mac_changed) = {
+        let (mut out, mac_changed) = {
             let br = self.shared.read();
             let g = br.mac.generation();
             let out = xlate(&br, &input);
             let changed = br.mac.generation() != g;
             (out, changed)
         };
+        if matches!(out.error, Some(XlateError::NoRecircId)) {
+            // Out of recirculation ids: a resource, not a property of the flow — answer
+            // nothing rather than install a drop megaflow that would outlive the shortage.
+            UpcallCounters::bump(&counters.recirc_ids_exhausted);
+            return Err(UpcallError::Failed("recirculation ids exhausted".into()));
+        }
         let (dp, slow) = dp_answer(&out);
         let answer = match actions.intern(&dp) {
             None => {
@@ -528,13 +591,14 @@ impl Upcall for OfprotoUpcall {
                 let m = dp_mask(&out.mask);
                 if self.revalidated {
                     let learned = out.learned.clone();
-                    self.udpif.ukeys.record(
-                        key.masked(&m),
-                        m,
-                        Ukey::from_xlate(key, &out, learned),
-                    );
+                    let mut ukey = Ukey::from_xlate(key, &out, learned);
+                    // The megaflow's recirculation ids live as long as its ukey.
+                    ukey.recircs = std::mem::take(&mut out.recirc_refs);
+                    ukey.recircs.extend(key_recirc);
+                    self.udpif.ukeys.record(key.masked(&m), m, ukey);
                 }
-                self.shared.record_frozen(&out);
+                // Without a ukey (no revalidator), the references go with `out`: the ids
+                // are released but, with no revalidator pass to run the grace, never freed.
                 self.last = Some(Answer {
                     table_version: out.table_version,
                     mac_generation: out.mac_generation,

@@ -6,11 +6,14 @@
 //! * [`handler`]: the upcall handler — a datapath miss translated through the OpenFlow tables
 //!   ([`handler::OfprotoUpcall`], the `datapath::Upcall` the PMDs call), the bridge shared by
 //!   the handler, the control path and the revalidators ([`handler::SharedBridge`]: lock-free
-//!   reads, double-buffered writes, frozen translation states by recirculation id) and the
-//!   ukeys ([`handler::Ukey`], OVS's `udpif_key`).
+//!   reads, double-buffered writes, frozen translation states by recirculation id through the
+//!   bridge's reference-counted pool, `ofproto::recirc`) and the ukeys ([`handler::Ukey`],
+//!   OVS's `udpif_key`, holding references to the recirculation ids their megaflows use and
+//!   match).
 //! * [`revalidate`]: the revalidator — dumps the datapath's megaflows, pushes their stats up
 //!   to the OpenFlow rules, expires idle ones and re-translates them after flow mods and MAC
-//!   moves, fixing or deleting those whose answer changed.
+//!   moves, fixing or deleting those whose answer changed; deleting a megaflow releases its
+//!   recirculation ids, and each pass runs their grace-period maintenance.
 //! * [`dp_actions`]: the conversion of xlate's datapath actions (`ofproto::OdpAction`, OVS's
 //!   `Datapath actions:` vocabulary) into the actions the PMD executes (`datapath::DpAction`).
 //! * [`ct_adapter`]: the `conntrack` tracker as the PMD's `datapath::ConnTracker` (one shared

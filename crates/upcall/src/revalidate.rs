@@ -34,7 +34,26 @@
 //!    immutable and equality is stricter: either costs at most a re-upcall.) Otherwise it
 //!    is removed with `Dpcls::remove`, which marks it dead first, so the EMC and SMC (which
 //!    check the flag on every hit) stop using it at once. A megaflow with `recirc_id != 0`
-//!    cannot be re-translated yet (no frozen state here) and is removed.
+//!    is re-translated from its frozen state (which its ukey keeps alive, below).
+//! 4. Removals, then the pool's grace-period maintenance ([`ofproto::recirc::RecircPool::
+//!    run`]) at the pass's time.
+//!
+//! # Recirculation ids (OVS `ofproto-dpif-rid.c`)
+//!
+//! Every tracked megaflow's ukey holds a reference ([`Ukey::recircs`]) to each recirculation
+//! id its actions use and to the id it matches. On adoption the references are taken afresh
+//! from the installed megaflow itself (its `recirc_id` and its actions' `recirc(id)`), so a
+//! megaflow installed without a ukey, or by a racing upcall, holds exactly what it uses; a
+//! megaflow naming an id that is no longer known (freed after its grace) is stale and is
+//! removed at once (`removed_failed`). Whenever the revalidator lets go of a megaflow (idle
+//! expiry, changed or failed decision, the megaflow gone from the dump, the revalidator
+//! dropped), its ukey goes and the ids are released; the last release of an id starts its
+//! grace (`ofproto::recirc`: freed at the second maintenance run after it, ≥ 250 ms and a
+//! full pass later), so a packet still recirculating with it resumes in its own state or, once
+//! freed, fails its upcall — never resumes in another state. Because second-pass megaflows
+//! hold the id they match, an id is never freed while a megaflow still matches it (OVS's
+//! choice too: the alternative, deleting second-pass megaflows when their id is freed, would
+//! need an index by id and would throw away valid megaflows of a live connection).
 //!
 //! Every pass therefore leaves the datapath in the state ARCHITECTURE.md invariant 3 asks
 //! for: once a flow mod (or a MAC-table change) has been applied and a pass has run, every
@@ -92,7 +111,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use datapath::{ActionTable, DpFlow, Dpcls, Ufid};
+use datapath::{ActionTable, DpAction, DpFlow, Dpcls, Ufid};
+use flow::field::FieldId;
+use ofproto::recirc::RecircRef;
 use ofproto::{Bridge, xlate_ro};
 
 use crate::fasthash::MixBuild;
@@ -359,18 +380,21 @@ impl Revalidator {
                 .collect()
         };
         st.flows = flows.len();
-        // A megaflow gone from the classifier was marked dead by whoever removed it.
+        // A megaflow gone from the classifier was marked dead by whoever removed it: its
+        // ukey goes (and its recirculation ids with it).
         self.tracked.retain(|_, t| !t.flow.is_dead());
         let new: Vec<&Arc<DpFlow>> = flows
             .iter()
             .filter(|f| !self.tracked.contains_key(&f.ufid))
             .collect();
+        // New megaflows naming a recirculation id no longer known (removed in step 4).
+        let mut stale = Vec::new();
         // Adoption a chunk per hold of the ukey-store lock, so that handlers recording
         // ukeys never wait for a whole dump's worth of adoptions.
         for chunk in new.chunks(ADOPT_CHUNK) {
             let mut store = self.udpif.ukeys.lock();
             for f in chunk {
-                let (ukey, validated) = match store.remove(&UkeyId::of_flow(f)) {
+                let (mut ukey, validated) = match store.remove(&UkeyId::of_flow(f)) {
                     Some(u) if f.matches(&u.key) => {
                         st.adopted += 1;
                         (u, true)
@@ -380,6 +404,12 @@ impl Revalidator {
                         (keyless(f), false)
                     }
                 };
+                // The ids the megaflow uses and matches, referenced from the megaflow itself
+                // (before the upcall's references in `ukey` go).
+                match hold_recircs(&self.shared, f, &self.actions) {
+                    Some(refs) => ukey.recircs = refs,
+                    None => stale.push(f.ufid),
+                }
                 self.tracked.insert(
                     f.ufid,
                     Tracked {
@@ -457,7 +487,8 @@ impl Revalidator {
         }
         if kill_them_all {
             // Every flow not already idle goes (their stats are pushed below, at removal).
-            let already: HashSet<Ufid, MixBuild> = idle.iter().copied().collect();
+            let already: HashSet<Ufid, MixBuild> =
+                idle.iter().chain(stale.iter()).copied().collect();
             idle.extend(
                 flows
                     .iter()
@@ -477,12 +508,14 @@ impl Revalidator {
             });
         }
         let idle_set: HashSet<Ufid, MixBuild> = idle.iter().copied().collect();
+        st.removed_failed += stale.len();
+        let stale_set: HashSet<Ufid, MixBuild> = stale.iter().copied().collect();
 
         // 3. Revalidation, a chunk per lock hold.
         let mut changed = Vec::new();
         let todo: Vec<&Arc<DpFlow>> = flows
             .iter()
-            .filter(|f| !idle_set.contains(&f.ufid))
+            .filter(|f| !idle_set.contains(&f.ufid) && !stale_set.contains(&f.ufid))
             .collect();
         for chunk in todo.chunks(self.cfg.chunk.max(1)) {
             let br = self.shared.read();
@@ -505,8 +538,11 @@ impl Revalidator {
                 match verdict(&self.shared, &br, f, &t.ukey, &self.actions, now) {
                     Verdict::Keep(u) => {
                         let learned = std::mem::take(&mut t.ukey.learned);
+                        let recircs = std::mem::take(&mut t.ukey.recircs);
                         t.ukey = *u;
                         t.ukey.learned = learned;
+                        // Same actions and match: the same recirculation ids.
+                        t.ukey.recircs = recircs;
                         t.validated = true;
                     }
                     Verdict::Changed => {
@@ -524,7 +560,7 @@ impl Revalidator {
 
         // 4. Removals (classifier lock only), then their last stats (one bridge write).
         let mut gone = Vec::new();
-        for u in idle.iter().chain(changed.iter()) {
+        for u in idle.iter().chain(changed.iter()).chain(stale.iter()) {
             self.dpcls.remove(*u);
             if let Some(t) = self.tracked.remove(u) {
                 gone.push(t);
@@ -548,6 +584,12 @@ impl Revalidator {
                 }
             });
         }
+        // The removed megaflows' recirculation ids are released (after `Dpcls::remove`);
+        // then the leader's grace-period maintenance frees the ids released long enough ago.
+        drop(gone);
+        if leader {
+            self.shared.recirc().run(now);
+        }
         // The flow count the handlers compare with the limit, and the limit itself.
         let removed = st.removed_idle + st.removed_changed + st.removed_failed;
         let dump_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -568,6 +610,46 @@ impl Revalidator {
         );
         self.totals.add(&st);
         st
+    }
+
+    /// Deletes every megaflow of the classifier and drops the ukeys waiting for adoption (OVS
+    /// `revalidator_purge`, as `dpctl/del-flows` does), crediting the megaflows' last stats
+    /// to their rules at `now_ms`. Their recirculation ids are released (freed after the
+    /// grace by later passes; the ukeys are dropped outside the ukey-store lock). Returns the
+    /// number of megaflows deleted.
+    pub fn flush(&mut self, now_ms: u64) -> usize {
+        let flows = self.dpcls.flows();
+        for f in &flows {
+            self.dpcls.remove(f.ufid);
+        }
+        let mut last = Vec::new();
+        // Megaflows not adopted yet are credited through their upcall's ukey, if any.
+        let mut pending = std::mem::take(&mut *self.udpif.ukeys.lock());
+        for f in &flows {
+            let (rules, packets, bytes) = match self.tracked.remove(&f.ufid) {
+                Some(t) => (t.ukey.rules.clone(), t.packets, t.bytes),
+                None => match pending.remove(&UkeyId::of_flow(f)) {
+                    Some(u) => (u.rules.clone(), 0, 0),
+                    None => continue,
+                },
+            };
+            let s = f.stats.snapshot();
+            let dp = s.packets.saturating_sub(packets);
+            if dp > 0 {
+                last.push((rules, dp, s.bytes.saturating_sub(bytes)));
+            }
+        }
+        // Megaflows gone from the classifier already.
+        self.tracked.clear();
+        drop(pending);
+        if !last.is_empty() {
+            self.shared.write(move |br| {
+                for (rules, dp, db) in &last {
+                    br.credit(rules, *dp, *db, now_ms);
+                }
+            });
+        }
+        flows.len()
     }
 
     /// Runs passes on a thread of its own: after every change signalled on the shared bridge
@@ -614,8 +696,36 @@ fn keyless(f: &DpFlow) -> Ukey {
         mac_deps: Vec::new(),
         rules: Vec::new(),
         learned: Vec::new(),
+        recircs: Vec::new(),
         pass: 0,
     }
+}
+
+/// References to the recirculation ids megaflow `f` matches (`recirc_id`) and uses in its
+/// actions (`recirc(id)`), or `None` if one of them is not known any more (freed after its
+/// grace): the megaflow is stale.
+fn hold_recircs(
+    shared: &SharedBridge,
+    f: &DpFlow,
+    actions: &ActionTable,
+) -> Option<Vec<RecircRef>> {
+    let mut ids: Vec<u32> = actions
+        .get(f.actions())
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|a| match a {
+            DpAction::Recirc(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
+    ids.push(FieldId::RecircId.get(&f.key) as u32);
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .filter(|&id| id != 0)
+        .map(|id| shared.recirc().try_ref(id))
+        .collect()
 }
 
 /// Whether megaflow `f`, decided as `ukey` says, is still what the tables decide.
@@ -945,10 +1055,9 @@ mod tests {
             let Some(input) = self.shared.xlate_in(&key, self.now(), true) else {
                 return;
             };
+            // `out` holds its recirculation ids while the recursion below resumes them (as
+            // the upcall's would: the same states, so the same ids).
             let out = xlate_ro(&self.shared.read(), &input);
-            // Its recirculations resume as the upcall's would (same ids: nothing was
-            // allocated on the bridge in between).
-            self.shared.record_frozen(&out);
             let (acts, _) = dp_answer(&out);
             for a in &acts {
                 match *a {

@@ -157,6 +157,9 @@ pub struct UpcallCounters {
     pub unknown_recirc: AtomicU64,
     /// Upcalls not answered because the datapath's action table was full.
     pub actions_full: AtomicU64,
+    /// Upcalls not answered because no recirculation id was free (`ofproto::recirc`'s
+    /// limit): nothing installed, the next packet tries again.
+    pub recirc_ids_exhausted: AtomicU64,
 }
 
 /// A point-in-time copy of [`UpcallCounters`].
@@ -171,6 +174,7 @@ pub struct UpcallCountersSnapshot {
     pub refused_actions: u64,
     pub unknown_recirc: u64,
     pub actions_full: u64,
+    pub recirc_ids_exhausted: u64,
 }
 
 impl UpcallCounters {
@@ -190,6 +194,7 @@ impl UpcallCounters {
             refused_actions: self.refused_actions.load(Relaxed),
             unknown_recirc: self.unknown_recirc.load(Relaxed),
             actions_full: self.actions_full.load(Relaxed),
+            recirc_ids_exhausted: self.recirc_ids_exhausted.load(Relaxed),
         }
     }
 }
@@ -286,7 +291,8 @@ impl Udpif {
         }
         s += &format!(
             "  upcalls: answered {} installed {} flow-limit {} revoked-stale {} \
-             xlate-error {} refused-actions {} unknown-recirc {} actions-full {}\n",
+             xlate-error {} refused-actions {} unknown-recirc {} actions-full {} \
+             recirc-ids-exhausted {}\n",
             c.answered,
             c.installed,
             c.flow_limit_hits,
@@ -294,7 +300,8 @@ impl Udpif {
             c.xlate_errors,
             c.refused_actions,
             c.unknown_recirc,
-            c.actions_full
+            c.actions_full,
+            c.recirc_ids_exhausted
         );
         s
     }
