@@ -312,12 +312,17 @@ fn exhausted_ids_fail_the_upcall_not_the_switch() {
     let mut up = sw.reval.upcall();
     let k = second_pass_key(&udp([10, 0, 0, 2]), 0);
     match up.upcall(&k, &sw.actions) {
-        Err(UpcallError::Failed(why)) => assert!(why.contains("NoRecircId"), "{why}"),
+        Err(UpcallError::Failed(why)) => assert!(why.contains("ids exhausted"), "{why}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(sw.send([udp([10, 0, 0, 2])]), []);
     assert_eq!(sw.pmd.stats().upcall_failed, 1);
     assert_eq!(pool.stats().exhausted, 2);
+    assert_eq!(
+        sw.reval.udpif().counters.snapshot().recirc_ids_exhausted,
+        2,
+        "counted by the handler"
+    );
     sw.pass_after(1);
     sw.pass_after(DEFAULT_MAX_IDLE_MS + 1);
     sw.pass_after(RECIRC_GRACE_MS);
