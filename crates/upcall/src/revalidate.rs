@@ -25,8 +25,11 @@
 //! 3. Revalidation: a megaflow whose decision was made at the current table version, and
 //!    none of whose consulted MAC entries changed since ([`ofproto::mac::MacTable::
 //!    changed_since`]), is still right and is skipped (OVS's `reval_seq` check, made
-//!    per-MAC). Any other is translated again (side effects off) from its key; it is kept
-//!    only if the datapath actions are the same and the new mask, as the PMD installs it
+//!    per-MAC). Any other is translated again from its key as the upcall translates it, with
+//!    side effects seen but not applied (NORMAL looks the destination up after learning the
+//!    source, so a frame sent to its own source MAC is dropped even while the MAC table does
+//!    not hold that entry yet; the pass learns nothing); it is kept only if the datapath
+//!    actions are the same and the new mask, as the PMD installs it
 //!    ([`crate::handler::dp_mask`]), *equals* the installed one — so every kept megaflow is
 //!    exactly what an upcall would install now, and live megaflows never overlap. (OVS keeps
 //!    a flow whose installed mask is at least as specific as the new one, and rewrites the
@@ -739,7 +742,12 @@ fn verdict(
     actions: &ActionTable,
     now: u64,
 ) -> Verdict {
-    let Some(input) = shared.xlate_in(&ukey.key, now, false) else {
+    // The translation an upcall for `ukey.key` makes (`OfprotoUpcall::upcall`): side effects
+    // on, so that NORMAL sees the source MAC it learns before it looks the destination up
+    // (a side-effect-free translation is a flow-only trace and may differ: a frame sent to
+    // its own source floods there, and is dropped by the upcall). `xlate_ro` applies none of
+    // them: the MAC table is refreshed from traffic only (step 2), never from a pass.
+    let Some(input) = shared.xlate_in(&ukey.key, now, true) else {
         return Verdict::Failed;
     };
     let out = xlate_ro(br, &input);
@@ -1527,6 +1535,128 @@ mod tests {
         assert_eq!(macs, [(0x0200_0000_000a, OfPort(1))]);
     }
 
+    /// A frame whose destination MAC is its own source, through NORMAL: the upcall learns the
+    /// source on the input port before it looks the destination up, so it drops the frame
+    /// ("learned port is input port"). A pass that re-translates the frame's megaflow after a
+    /// flow mod must decide as that upcall would — seeing the learning, not applying it — and
+    /// not flood because the MAC table does not hold the entry yet (the megaflow was made by a
+    /// rule without NORMAL, so nothing was learned). The mask is the same before and after
+    /// (the rule matches both MACs, NORMAL reads both), so only the actions tell.
+    #[test]
+    fn revalidation_sees_the_source_normal_learns() {
+        const RULE: &str = "priority=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0a";
+        for (emc, smc) in TIERS {
+            let mut h = Harness::new(
+                bridge(&format!("{RULE},actions=FLOOD")),
+                emc,
+                smc,
+                RevalidatorConfig::default(),
+            );
+            let to_self = eth(0x0a, 0x0a, 1);
+            let (got, want) = h.send_check(1, &to_self);
+            assert_eq!(got, want);
+            assert_eq!(ports_of(&got), [2, 3, 4, 100]);
+            h.revalidate();
+            h.shared
+                .flow_mod_text(
+                    FlowModCommand::ModifyStrict,
+                    &format!("{RULE},actions=NORMAL"),
+                )
+                .expect("mod");
+            let st = h.revalidate();
+            assert_eq!((st.flows, st.revalidated), (1, 1), "{st:?}");
+            for _ in 0..2 {
+                let (got, want) = h.send_check(1, &to_self);
+                assert!(want.is_empty(), "NORMAL drops: learned port is input port");
+                assert_eq!(got, want, "emc {emc} smc {smc}");
+                h.revalidate();
+            }
+            // Nothing was learned by the pass; the upcall that followed it learned the MAC.
+            let br = h.shared.read();
+            let macs: Vec<(u64, OfPort)> =
+                br.mac.entries().iter().map(|e| (e.0, e.2.port)).collect();
+            assert_eq!(macs, [(0x0200_0000_000a, OfPort(1))]);
+        }
+    }
+
+    /// The same case on real OVS (dummy datapath): the flood megaflow is gone after
+    /// `revalidator/wait` (OVS's pass learns from a megaflow with packets and rewrites it to
+    /// `drop`; ours learns nothing and removes it, so the next packet's upcall learns and
+    /// installs the drop), and a fresh upcall drops too.
+    #[test]
+    fn revalidation_sees_the_source_normal_learns_as_ovs() {
+        testutil::skip_without_ovs!();
+        const RULE: &str = "priority=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0a";
+        let to_self = eth(0x0a, 0x0a, 1);
+        let sb = testutil::ovs::OvsSandbox::start(4).expect("sandbox");
+        sb.add_flow(&format!("{RULE},actions=FLOOD")).expect("flow");
+        let any = |_: &str| true;
+        let actions_of = |line: &str| {
+            let mut a: Vec<String> = line
+                .rsplit_once("actions:")
+                .map_or("", |(_, a)| a)
+                .split(',')
+                .map(str::to_string)
+                .collect();
+            a.sort();
+            a
+        };
+        sb.dp_receive(1, &to_self).expect("receive");
+        let flood = sb
+            .dp_wait_flow(any, Duration::from_secs(10))
+            .expect("megaflow");
+        assert_eq!(actions_of(&flood), ["100", "2", "3", "4"], "{flood}");
+        // A packet through the megaflow (OVS's pass learns only from a megaflow with
+        // packets since its last pass).
+        sb.dp_receive(1, &to_self).expect("receive");
+        sb.dp_wait_flow(|l| l.contains("packets:1,"), Duration::from_secs(10))
+            .expect("megaflow hit");
+        sb.ofctl(&["mod-flows", "br0", &format!("{RULE},actions=NORMAL")])
+            .expect("mod-flows");
+        sb.appctl(&["revalidator/wait"]).expect("wait");
+        let theirs = sb.dp_dump_flows(&[]).expect("dump");
+        assert!(
+            !theirs.is_empty() && theirs.iter().all(|l| l.ends_with("actions:drop")),
+            "{theirs:?}"
+        );
+        sb.dp_purge().expect("purge");
+        sb.dp_receive(1, &to_self).expect("receive");
+        let fresh = sb
+            .dp_wait_flow(any, Duration::from_secs(10))
+            .expect("megaflow");
+        assert!(fresh.ends_with("actions:drop"), "{fresh}");
+
+        let mut h = Harness::new(
+            bridge(&format!("{RULE},actions=FLOOD")),
+            false,
+            false,
+            RevalidatorConfig::default(),
+        );
+        assert_eq!(ports_of(&h.send(1, &to_self)), [2, 3, 4, 100]);
+        h.revalidate();
+        h.shared
+            .flow_mod_text(
+                FlowModCommand::ModifyStrict,
+                &format!("{RULE},actions=NORMAL"),
+            )
+            .expect("mod");
+        h.revalidate();
+        assert_eq!(h.pmd.dpcls().len(), 0, "the flood megaflow is removed");
+        // The first upcall's install is revoked: its own learning changed the MAC entry its
+        // decision consulted (the destination is the source); the second one sticks.
+        for _ in 0..2 {
+            assert!(h.send(1, &to_self).is_empty());
+        }
+        let ours: Vec<String> = h
+            .pmd
+            .dpcls()
+            .flows()
+            .iter()
+            .map(|f| datapath::dpctl::flow_actions_text(&h.actions, f))
+            .collect();
+        assert_eq!(ours, ["drop"]);
+    }
+
     // ---------------------------------------------------------------------------------------
     // The property: random pipelines × random packets × interleaved flow mods.
 
@@ -1811,5 +1941,16 @@ mod tests {
         assert_eq!(sum.reval.unkeyed, 0);
         // Random pipelines use ct(table=N): recirculated passes are covered too.
         assert!(sum.recirculations > 0, "{sum:?}");
+    }
+
+    /// A case the property once drew: after `table=5,priority=0` became `output:1,NORMAL`, a
+    /// double-tagged frame whose source equals its destination (table 0 copies it) kept its
+    /// flood megaflow, because the pass re-translated it without NORMAL's own learning
+    /// (see `revalidation_sees_the_source_normal_learns`).
+    #[test]
+    fn interleaved_normal_to_own_source_seed() {
+        for (emc, smc) in TIERS {
+            interleaved(0x0eda_5b29_9543_b022, emc, smc, true).expect("coherent");
+        }
     }
 }
