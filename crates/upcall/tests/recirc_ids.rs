@@ -233,7 +233,10 @@ fn released_id_resumes_its_own_state_or_fails() {
     let (_, aid) = up
         .upcall(&second_pass_key(&a, x), &sw.actions)
         .expect("resumes");
-    assert_eq!(sw.actions.get(aid).as_deref(), Some(&[DpAction::Output(2)][..]));
+    assert_eq!(
+        sw.actions.get(aid).as_deref(),
+        Some(&[DpAction::Output(2)][..])
+    );
     // The counter comes round to `x`: skipped, b's state gets another id.
     pool.set_next(x);
     assert_eq!(sw.send([b.clone()]), [(3, 1)]);
