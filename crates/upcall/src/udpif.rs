@@ -50,6 +50,8 @@ pub struct FlowLimit {
     ceiling: AtomicUsize,
     current: AtomicUsize,
     n_flows: AtomicUsize,
+    /// [`FlowLimit::pin`]ned: the passes leave the current limit alone.
+    pinned: AtomicBool,
 }
 
 impl FlowLimit {
@@ -60,6 +62,7 @@ impl FlowLimit {
             ceiling: AtomicUsize::new(ceiling),
             current: AtomicUsize::new(ceiling.min(INITIAL_FLOW_LIMIT)),
             n_flows: AtomicUsize::new(0),
+            pinned: AtomicBool::new(false),
         }
     }
 
@@ -96,6 +99,16 @@ impl FlowLimit {
         self.current.store(limit.clamp(1, self.ceiling()), Relaxed);
     }
 
+    /// Sets ceiling and current limit to `limit` and stops the passes from adjusting it (not an
+    /// OVS setting: what a benchmark that must hold N megaflows uses, so that it measures
+    /// learning, not the dynamic limit's reaction to its own dump times). 0 is refused.
+    pub fn pin(&self, limit: usize) -> Result<(), String> {
+        self.set_ceiling(limit)?;
+        self.current.store(limit, Relaxed);
+        self.pinned.store(true, Relaxed);
+        Ok(())
+    }
+
     /// Whether a new megaflow may be installed now.
     pub fn allows_install(&self) -> bool {
         self.n_flows() < self.current()
@@ -114,6 +127,9 @@ impl FlowLimit {
     /// OVS's rule after a dump of `n_flows` flows that took `dump_ms` (see the module doc);
     /// returns the new current limit.
     pub fn adjust(&self, dump_ms: u64, n_flows: usize) -> usize {
+        if self.pinned.load(Relaxed) {
+            return self.current();
+        }
         let duration = dump_ms.max(1) as usize;
         let mut limit = self.current();
         if duration > 2000 {
@@ -351,5 +367,8 @@ mod tests {
         assert!(l.allows_install());
         l.set_current(0);
         assert_eq!(l.current(), 1);
+        l.pin(5).unwrap();
+        assert_eq!((l.ceiling(), l.current(), l.adjust(5_000, 100)), (5, 5, 5));
+        assert!(l.pin(0).is_err());
     }
 }

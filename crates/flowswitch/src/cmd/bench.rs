@@ -230,8 +230,11 @@ pub fn pmd_over_bridge(
 ) -> anyhow::Result<(Pmd, Arc<Dpcls>, RevalidatorPool)> {
     let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
     let actions = Arc::new(ActionTable::new(1 << 16));
-    let udpif = Arc::new(Udpif::new(flow_limit.max(DEFAULT_FLOW_LIMIT)));
-    udpif.limit.set_current(udpif.limit.ceiling());
+    let udpif = Arc::new(Udpif::default());
+    udpif
+        .limit
+        .pin(flow_limit.max(DEFAULT_FLOW_LIMIT))
+        .map_err(|e| anyhow::anyhow!("flow limit: {e}"))?;
     let revalidators = RevalidatorPool::spawn_with(
         udpif,
         SharedBridge::new(bridge),

@@ -5,7 +5,8 @@
 //! ```text
 //!  ReplayPort "in0" (N distinct frames, each once) → one Pmd pinned to --core
 //!    (EMC → dpcls → miss → OfprotoUpcall: xlate through the bridge, ukey, install) → NullPort "out0"
-//!  one revalidator thread beside it (adopts ukeys, pushes stats, flow limit raised to N)
+//!  one revalidator thread beside it (adopts ukeys, pushes stats; flow limit pinned at N,
+//!  the per-port upcall rate limit off: every frame is a new flow)
 //! ```
 //!
 //! # The frames and the rules
@@ -236,6 +237,9 @@ fn learn(frames: &FrameSet, core: usize, dump_core: Option<usize>) -> anyhow::Re
     let n = frames.len() as u64;
     let cfg = PmdConfig {
         core_id: u32::try_from(core).unwrap_or(u32::MAX),
+        // The per-port upcall rate limit (a guard against floods of new flows) is off: this
+        // benchmark measures how fast upcalls can learn, every frame being a new flow.
+        upcall_rate: 0,
         ..PmdConfig::default()
     };
     let input = ReplayPort::from_frame_set("in0", frames.clone()).with_limit(n);
@@ -250,8 +254,11 @@ fn learn(frames: &FrameSet, core: usize, dump_core: Option<usize>) -> anyhow::Re
     // once).
     let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
     let actions = Arc::new(ActionTable::new(1 << 16));
-    let udpif = Arc::new(Udpif::new((n as usize).max(DEFAULT_FLOW_LIMIT)));
-    udpif.limit.set_current(udpif.limit.ceiling());
+    let udpif = Arc::new(Udpif::default());
+    udpif
+        .limit
+        .pin((n as usize).max(DEFAULT_FLOW_LIMIT))
+        .map_err(|e| anyhow::anyhow!("flow limit: {e}"))?;
     let revalidators = RevalidatorPool::spawn_with(
         udpif,
         SharedBridge::new(bridge()?),
