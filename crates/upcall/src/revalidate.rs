@@ -982,20 +982,8 @@ mod tests {
             let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
             let actions = Arc::new(ActionTable::new(1 << 12));
             let reval = Revalidator::new(shared.clone(), dpcls.clone(), actions.clone(), cfg);
-            let pcfg = PmdConfig {
-                emc,
-                smc,
-                emc_insert_inv_prob: 1,
-                pool_size: 128,
-                ..PmdConfig::default()
-            };
-            let mut pmd = Pmd::new(pcfg, dpcls, actions.clone(), Box::new(reval.upcall()));
-            let mut ports = Vec::new();
-            for no in DP_PORTS {
-                let p = MemPort::new(format!("p{no}"));
-                ports.push((no, p.handle()));
-                pmd.add_port(no, Box::new(p), true).expect("port");
-            }
+            let (pmd, ports) =
+                pmd_on_dp_ports((emc, smc, 128), dpcls, &actions, Box::new(reval.upcall()));
             Harness {
                 pmd,
                 reval,
@@ -1132,6 +1120,31 @@ mod tests {
     }
 
     const TIERS: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
+
+    /// A PMD over `dpcls` and `actions` asking `up` on a miss — (EMC, SMC, pool size) as
+    /// given, every flow entering the EMC at once — with a memory port on every datapath port.
+    fn pmd_on_dp_ports(
+        (emc, smc, pool_size): (bool, bool, usize),
+        dpcls: Arc<Dpcls>,
+        actions: &Arc<ActionTable>,
+        up: Box<dyn datapath::Upcall>,
+    ) -> (Pmd, Vec<(u32, MemHandle)>) {
+        let cfg = PmdConfig {
+            emc,
+            smc,
+            emc_insert_inv_prob: 1,
+            pool_size,
+            ..PmdConfig::default()
+        };
+        let mut pmd = Pmd::new(cfg, dpcls, actions.clone(), up);
+        let mut ports = Vec::new();
+        for no in DP_PORTS {
+            let p = MemPort::new(format!("p{no}"));
+            ports.push((no, p.handle()));
+            pmd.add_port(no, Box::new(p), true).expect("port");
+        }
+        (pmd, ports)
+    }
 
     mod limit;
 

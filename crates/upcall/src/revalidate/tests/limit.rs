@@ -162,24 +162,7 @@ fn install_after_a_change_is_revoked() {
             flow_mod: Some("priority=10,udp,actions=output:3".into()),
         };
         let dpcls = h.pmd.dpcls().clone();
-        let mut pmd = Pmd::new(
-            PmdConfig {
-                emc,
-                smc,
-                emc_insert_inv_prob: 1,
-                pool_size: 128,
-                ..PmdConfig::default()
-            },
-            dpcls,
-            h.actions.clone(),
-            Box::new(racing),
-        );
-        let mut ports = Vec::new();
-        for no in DP_PORTS {
-            let p = MemPort::new(format!("p{no}"));
-            ports.push((no, p.handle()));
-            pmd.add_port(no, Box::new(p), true).expect("port");
-        }
+        let (pmd, ports) = pmd_on_dp_ports((emc, smc, 128), dpcls, &h.actions, Box::new(racing));
         h.pmd = pmd;
         h.ports = ports;
         let f = udp(5);
@@ -219,18 +202,12 @@ fn pool_wait_and_purge() {
         )
         .expect("spawn");
         assert_eq!(pool.len(), n);
-        let cfg = PmdConfig {
-            emc_insert_inv_prob: 1,
-            pool_size: 128,
-            ..PmdConfig::default()
-        };
-        let mut pmd = Pmd::new(cfg, dpcls.clone(), actions, Box::new(pool.upcall()));
-        let mut handles = Vec::new();
-        for no in DP_PORTS {
-            let p = MemPort::new(format!("p{no}"));
-            handles.push((no, p.handle()));
-            pmd.add_port(no, Box::new(p), true).expect("port");
-        }
+        let (mut pmd, handles) = pmd_on_dp_ports(
+            (true, false, 128),
+            dpcls.clone(),
+            &actions,
+            Box::new(pool.upcall()),
+        );
         let send = |pmd: &mut Pmd, f: &[u8]| -> Vec<u32> {
             handles[0].1.inject(f.to_vec());
             while pmd.poll_once() > 0 {}
@@ -290,18 +267,12 @@ fn racing_upcalls_flow_mods_and_revalidators_converge() {
             Duration::from_millis(5),
         )
         .expect("spawn");
-        let cfg = PmdConfig {
-            emc_insert_inv_prob: 1,
-            pool_size: 256,
-            ..PmdConfig::default()
-        };
-        let mut pmd = Pmd::new(cfg, dpcls.clone(), actions.clone(), Box::new(pool.upcall()));
-        let mut handles = Vec::new();
-        for no in DP_PORTS {
-            let p = MemPort::new(format!("p{no}"));
-            handles.push((no, p.handle()));
-            pmd.add_port(no, Box::new(p), true).expect("port");
-        }
+        let (mut pmd, handles) = pmd_on_dp_ports(
+            (true, false, 256),
+            dpcls.clone(),
+            &actions,
+            Box::new(pool.upcall()),
+        );
         let frames: Vec<Vec<u8>> = (0..64u16)
             .map(|i| {
                 let dst = [10, 0, 0, 2 + (i % 3) as u8];
