@@ -184,39 +184,55 @@ fn install_after_a_change_is_revoked() {
     }
 }
 
+/// A PMD (EMC on, SMC off) with a memory port on every datapath port, whose upcalls go to
+/// a pool of `n` revalidator threads over `shared` passing at least every `period`.
+fn pmd_under_pool(
+    shared: &Arc<SharedBridge>,
+    n: usize,
+    period: Duration,
+    pool_size: usize,
+) -> (Pmd, Vec<(u32, MemHandle)>, Arc<Dpcls>, RevalidatorPool) {
+    let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
+    let actions = Arc::new(ActionTable::new(1 << 12));
+    let pool = RevalidatorPool::spawn(
+        shared.clone(),
+        dpcls.clone(),
+        actions.clone(),
+        RevalidatorConfig::default(),
+        n,
+        period,
+    )
+    .expect("spawn");
+    let (pmd, handles) = pmd_on_dp_ports(
+        (true, false, pool_size),
+        dpcls.clone(),
+        &actions,
+        Box::new(pool.upcall()),
+    );
+    (pmd, handles, dpcls, pool)
+}
+
+/// Sends `frame` in on the first port and runs the PMD dry; the ports it went out on.
+fn send_ports(pmd: &mut Pmd, handles: &[(u32, MemHandle)], frame: &[u8]) -> Vec<u32> {
+    handles[0].1.inject(frame.to_vec());
+    while pmd.poll_once() > 0 {}
+    let mut out = Vec::new();
+    for (no, h) in handles {
+        out.extend(h.take_tx().into_iter().map(|_| *no));
+    }
+    out
+}
+
 /// Revalidator threads sharded over one datapath: `wait` returns only after a whole pass
 /// that saw the change, on every shard; `purge` empties the datapath.
 #[test]
 fn pool_wait_and_purge() {
     for n in [1, 3] {
         let shared = SharedBridge::with_manual_clock(bridge("priority=10,udp,actions=output:2"), 1);
-        let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
-        let actions = Arc::new(ActionTable::new(1 << 12));
-        let pool = RevalidatorPool::spawn(
-            shared.clone(),
-            dpcls.clone(),
-            actions.clone(),
-            RevalidatorConfig::default(),
-            n,
-            Duration::from_secs(3600),
-        )
-        .expect("spawn");
+        let (mut pmd, handles, dpcls, pool) =
+            pmd_under_pool(&shared, n, Duration::from_secs(3600), 128);
         assert_eq!(pool.len(), n);
-        let (mut pmd, handles) = pmd_on_dp_ports(
-            (true, false, 128),
-            dpcls.clone(),
-            &actions,
-            Box::new(pool.upcall()),
-        );
-        let send = |pmd: &mut Pmd, f: &[u8]| -> Vec<u32> {
-            handles[0].1.inject(f.to_vec());
-            while pmd.poll_once() > 0 {}
-            let mut out = Vec::new();
-            for (no, h) in &handles {
-                out.extend(h.take_tx().into_iter().map(|_| *no));
-            }
-            out
-        };
+        let send = |pmd: &mut Pmd, f: &[u8]| send_ports(pmd, &handles, f);
         let frames: Vec<Vec<u8>> = (0..20).map(|i| udp(2000 + i)).collect();
         for f in &frames {
             assert_eq!(send(&mut pmd, f), [2]);
@@ -256,23 +272,8 @@ fn racing_upcalls_flow_mods_and_revalidators_converge() {
     for seed in 0..6u64 {
         let mut rng = TestRng::new(seed);
         let shared = SharedBridge::with_manual_clock(bridge(&rules(&[1, 2, 3, 4]).join("\n")), 1);
-        let dpcls = Arc::new(Dpcls::new(DpclsConfig::default()));
-        let actions = Arc::new(ActionTable::new(1 << 12));
-        let pool = RevalidatorPool::spawn(
-            shared.clone(),
-            dpcls.clone(),
-            actions.clone(),
-            RevalidatorConfig::default(),
-            2,
-            Duration::from_millis(5),
-        )
-        .expect("spawn");
-        let (mut pmd, handles) = pmd_on_dp_ports(
-            (true, false, 256),
-            dpcls.clone(),
-            &actions,
-            Box::new(pool.upcall()),
-        );
+        let (mut pmd, handles, _dpcls, pool) =
+            pmd_under_pool(&shared, 2, Duration::from_millis(5), 256);
         let frames: Vec<Vec<u8>> = (0..64u16)
             .map(|i| {
                 let dst = [10, 0, 0, 2 + (i % 3) as u8];
@@ -299,11 +300,7 @@ fn racing_upcalls_flow_mods_and_revalidators_converge() {
         };
         for _ in 0..20_000 {
             let f = &frames[rng.below(frames.len() as u64) as usize];
-            handles[0].1.inject(f.clone());
-            while pmd.poll_once() > 0 {}
-            for (_, h) in &handles {
-                h.take_tx();
-            }
+            send_ports(&mut pmd, &handles, f);
         }
         stop.store(true, Ordering::Relaxed);
         mods.join().expect("flow-mod thread");
@@ -317,16 +314,10 @@ fn racing_upcalls_flow_mods_and_revalidators_converge() {
             let out = xlate_ro(&shared.read(), &input);
             let (mut want, _) = dp_answer(&out);
             want.retain(|a| *a != datapath::DpAction::Drop);
-            handles[0].1.inject(f.clone());
-            while pmd.poll_once() > 0 {}
-            let mut got = Vec::new();
-            for (no, h) in &handles {
-                got.extend(
-                    h.take_tx()
-                        .into_iter()
-                        .map(|_| datapath::DpAction::Output(*no)),
-                );
-            }
+            let got: Vec<datapath::DpAction> = send_ports(&mut pmd, &handles, f)
+                .into_iter()
+                .map(datapath::DpAction::Output)
+                .collect();
             assert_eq!(
                 got, want,
                 "seed {seed}: stale answer after revalidator/wait"
