@@ -47,6 +47,8 @@ enum Command {
     /// Send scripted frames through the whole datapath (conntrack included), one by one,
     /// like OVS's `netdev-dummy/receive`; print where each went.
     Receive(cmd::receive::Args),
+    /// Compile an OVN northbound database file into logical flows (`ovn-sbctl lflow-list` format).
+    Northd(cmd::northd::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone (EPIPE).
@@ -86,6 +88,7 @@ fn main() -> std::process::ExitCode {
         Command::Trace(a) => cmd::trace::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Receive(a) => cmd::receive::run(a),
+        Command::Northd(a) => cmd::northd::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

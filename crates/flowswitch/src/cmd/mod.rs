@@ -7,6 +7,7 @@ pub mod bench_flowmods;
 pub mod classbench;
 pub mod demo;
 pub mod gen_pcap;
+pub mod northd;
 pub mod parse_flow;
 pub mod pcap_flows;
 pub mod receive;

@@ -1,0 +1,631 @@
+//! The OVN northbound model northd compiles: typed rows read from an `OVN_Northbound`
+//! replica ([`ovsdb::Database`]), references resolved.
+//!
+//! A dangling reference or a malformed value is a [`Diag`] for that row (logged by the
+//! caller, as ovn-northd logs it); the row is skipped or the bad part dropped, and the rest of
+//! the network still compiles. Every typed row keeps its raw [`ovsdb::Row`] (`row`) so a stage
+//! can read a column this model does not name yet.
+
+use ovsdb::{Database, Row, Uuid};
+use std::collections::{BTreeMap, HashMap};
+
+/// A string→string map column.
+pub type Smap = BTreeMap<String, String>;
+
+fn smap(row: &Row, col: &str) -> Smap {
+    row.get(col)
+        .str_pairs()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn strings(row: &Row, col: &str) -> Vec<String> {
+    row.strs(col).map(str::to_owned).collect()
+}
+
+/// A problem with one NB row: reported, and the rest compiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diag {
+    /// Table of the bad row.
+    pub table: &'static str,
+    /// The row.
+    pub uuid: Uuid,
+    /// What is wrong.
+    pub msg: String,
+}
+
+impl std::fmt::Display for Diag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.table, self.uuid, self.msg)
+    }
+}
+
+/// `Logical_Switch_Port`.
+#[derive(Debug, Clone)]
+pub struct Lsp {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `type` (`""`, `router`, `localnet`, `localport`, `external`, `virtual`, …).
+    pub kind: String,
+    /// `addresses` entries as written (`"MAC IP..."`, `router`, `unknown`, `dynamic`).
+    pub addresses: Vec<String>,
+    /// `port_security` entries as written.
+    pub port_security: Vec<String>,
+    /// `options`.
+    pub options: Smap,
+    /// `enabled` (absent means enabled).
+    pub enabled: Option<bool>,
+    /// `up`.
+    pub up: Option<bool>,
+    /// `external_ids`.
+    pub external_ids: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+impl Lsp {
+    /// False only when `enabled` is explicitly false.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled != Some(false)
+    }
+}
+
+/// `Logical_Switch`.
+#[derive(Debug, Clone)]
+pub struct LogicalSwitch {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `ports`, in UUID order.
+    pub ports: Vec<Lsp>,
+    /// `acls` (UUIDs into [`Nb::acls`]).
+    pub acls: Vec<Uuid>,
+    /// `load_balancer` (UUIDs into [`Nb::lbs`]).
+    pub load_balancer: Vec<Uuid>,
+    /// `load_balancer_group` (UUIDs into [`Nb::lb_groups`]).
+    pub load_balancer_group: Vec<Uuid>,
+    /// `other_config`.
+    pub other_config: Smap,
+    /// `external_ids`.
+    pub external_ids: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `Logical_Router_Port`.
+#[derive(Debug, Clone)]
+pub struct Lrp {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `mac`.
+    pub mac: String,
+    /// `networks`.
+    pub networks: Vec<String>,
+    /// `peer`.
+    pub peer: Option<String>,
+    /// `options`.
+    pub options: Smap,
+    /// `enabled`.
+    pub enabled: Option<bool>,
+    /// `gateway_chassis` (UUIDs).
+    pub gateway_chassis: Vec<Uuid>,
+    /// `ha_chassis_group`.
+    pub ha_chassis_group: Option<Uuid>,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `Logical_Router_Static_Route`.
+#[derive(Debug, Clone)]
+pub struct StaticRoute {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `ip_prefix`.
+    pub ip_prefix: String,
+    /// `nexthop`.
+    pub nexthop: String,
+    /// `policy` (`dst-ip` when absent).
+    pub policy: Option<String>,
+    /// `output_port`.
+    pub output_port: Option<String>,
+    /// `route_table`.
+    pub route_table: String,
+    /// `options`.
+    pub options: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `Logical_Router_Policy`.
+#[derive(Debug, Clone)]
+pub struct RouterPolicy {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `priority`.
+    pub priority: i64,
+    /// `match`.
+    pub match_: String,
+    /// `action` (`allow`, `drop`, `reroute`).
+    pub action: String,
+    /// `nexthop` (deprecated single).
+    pub nexthop: Option<String>,
+    /// `nexthops`.
+    pub nexthops: Vec<String>,
+    /// `options`.
+    pub options: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `NAT`.
+#[derive(Debug, Clone)]
+pub struct Nat {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `type` (`snat`, `dnat`, `dnat_and_snat`).
+    pub kind: String,
+    /// `external_ip`.
+    pub external_ip: String,
+    /// `external_mac`.
+    pub external_mac: Option<String>,
+    /// `external_port_range`.
+    pub external_port_range: String,
+    /// `logical_ip`.
+    pub logical_ip: String,
+    /// `logical_port`.
+    pub logical_port: Option<String>,
+    /// `options`.
+    pub options: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `Logical_Router`.
+#[derive(Debug, Clone)]
+pub struct LogicalRouter {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `ports`, in UUID order.
+    pub ports: Vec<Lrp>,
+    /// `static_routes`.
+    pub static_routes: Vec<StaticRoute>,
+    /// `policies`.
+    pub policies: Vec<RouterPolicy>,
+    /// `nat`.
+    pub nat: Vec<Nat>,
+    /// `load_balancer`.
+    pub load_balancer: Vec<Uuid>,
+    /// `load_balancer_group`.
+    pub load_balancer_group: Vec<Uuid>,
+    /// `enabled`.
+    pub enabled: Option<bool>,
+    /// `options`.
+    pub options: Smap,
+    /// `external_ids`.
+    pub external_ids: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `ACL`.
+#[derive(Debug, Clone)]
+pub struct Acl {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: Option<String>,
+    /// `priority`.
+    pub priority: i64,
+    /// `direction` (`from-lport`, `to-lport`).
+    pub direction: String,
+    /// `match`.
+    pub match_: String,
+    /// `action` (`allow`, `allow-related`, `allow-stateless`, `drop`, `reject`, `pass`).
+    pub action: String,
+    /// `log`.
+    pub log: bool,
+    /// `severity`.
+    pub severity: Option<String>,
+    /// `meter`.
+    pub meter: Option<String>,
+    /// `label`.
+    pub label: i64,
+    /// `options`.
+    pub options: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `Port_Group`.
+#[derive(Debug, Clone)]
+pub struct PortGroup {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `ports` (LSP UUIDs).
+    pub ports: Vec<Uuid>,
+    /// `acls`.
+    pub acls: Vec<Uuid>,
+}
+
+/// `Address_Set`.
+#[derive(Debug, Clone)]
+pub struct AddressSet {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `addresses`.
+    pub addresses: Vec<String>,
+}
+
+/// `Load_Balancer`.
+#[derive(Debug, Clone)]
+pub struct LoadBalancer {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `vips`: `VIP[:PORT]` → `BACKEND[:PORT],...`, in key order.
+    pub vips: Vec<(String, String)>,
+    /// `protocol` (`tcp` when absent).
+    pub protocol: Option<String>,
+    /// `selection_fields`.
+    pub selection_fields: Vec<String>,
+    /// `options`.
+    pub options: Smap,
+    /// `external_ids`.
+    pub external_ids: Smap,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `Load_Balancer_Group`.
+#[derive(Debug, Clone)]
+pub struct LbGroup {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `name`.
+    pub name: String,
+    /// `load_balancer`.
+    pub load_balancer: Vec<Uuid>,
+}
+
+/// The whole northbound database, typed.
+#[derive(Debug, Clone, Default)]
+pub struct Nb {
+    /// `NB_Global.options` (first row).
+    pub global_options: Smap,
+    /// Logical switches, sorted by name then UUID.
+    pub switches: Vec<LogicalSwitch>,
+    /// Logical routers, sorted by name then UUID.
+    pub routers: Vec<LogicalRouter>,
+    /// ACLs by UUID.
+    pub acls: HashMap<Uuid, Acl>,
+    /// Port groups, sorted by name.
+    pub port_groups: Vec<PortGroup>,
+    /// Address sets, sorted by name.
+    pub address_sets: Vec<AddressSet>,
+    /// Load balancers by UUID.
+    pub lbs: HashMap<Uuid, LoadBalancer>,
+    /// Load-balancer groups by UUID.
+    pub lb_groups: HashMap<Uuid, LbGroup>,
+}
+
+impl Nb {
+    /// Reads the typed model from an `OVN_Northbound` replica; problems are returned as
+    /// diagnostics, one per bad row or reference.
+    pub fn from_db(db: &Database) -> (Nb, Vec<Diag>) {
+        let mut diags = Vec::new();
+        let mut nb = Nb::default();
+        if let Some(g) = db.table("NB_Global").rows.values().next() {
+            nb.global_options = smap(g, "options");
+        }
+        for (&uuid, r) in &db.table("ACL").rows {
+            nb.acls.insert(
+                uuid,
+                Acl {
+                    uuid,
+                    name: r.get("name").as_str().map(str::to_owned),
+                    priority: r.int("priority").unwrap_or(0),
+                    direction: r.str("direction").to_owned(),
+                    match_: r.str("match").to_owned(),
+                    action: r.str("action").to_owned(),
+                    log: r.bool("log").unwrap_or(false),
+                    severity: r.get("severity").as_str().map(str::to_owned),
+                    meter: r.get("meter").as_str().map(str::to_owned),
+                    label: r.int("label").unwrap_or(0),
+                    options: smap(r, "options"),
+                    row: r.clone(),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("Load_Balancer").rows {
+            nb.lbs.insert(
+                uuid,
+                LoadBalancer {
+                    uuid,
+                    name: r.str("name").to_owned(),
+                    vips: r
+                        .get("vips")
+                        .str_pairs()
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect(),
+                    protocol: r.get("protocol").as_str().map(str::to_owned),
+                    selection_fields: strings(r, "selection_fields"),
+                    options: smap(r, "options"),
+                    external_ids: smap(r, "external_ids"),
+                    row: r.clone(),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("Load_Balancer_Group").rows {
+            let load_balancer = refs(
+                &mut diags,
+                "Load_Balancer_Group",
+                uuid,
+                r,
+                "load_balancer",
+                |u| nb.lbs.contains_key(&u),
+            );
+            nb.lb_groups.insert(
+                uuid,
+                LbGroup {
+                    uuid,
+                    name: r.str("name").to_owned(),
+                    load_balancer,
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("Address_Set").rows {
+            nb.address_sets.push(AddressSet {
+                uuid,
+                name: r.str("name").to_owned(),
+                addresses: strings(r, "addresses"),
+            });
+        }
+        nb.address_sets
+            .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+        let lsps = &db.table("Logical_Switch_Port").rows;
+        for (&uuid, r) in &db.table("Port_Group").rows {
+            let ports = refs(&mut diags, "Port_Group", uuid, r, "ports", |u| {
+                lsps.contains_key(&u)
+            });
+            let acls = refs(&mut diags, "Port_Group", uuid, r, "acls", |u| {
+                nb.acls.contains_key(&u)
+            });
+            nb.port_groups.push(PortGroup {
+                uuid,
+                name: r.str("name").to_owned(),
+                ports,
+                acls,
+            });
+        }
+        nb.port_groups
+            .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+
+        for (&uuid, r) in &db.table("Logical_Switch").rows {
+            let mut ports = Vec::new();
+            for pu in r.uuids("ports") {
+                match lsps.get(&pu) {
+                    Some(p) => ports.push(Lsp {
+                        uuid: pu,
+                        name: p.str("name").to_owned(),
+                        kind: p.str("type").to_owned(),
+                        addresses: strings(p, "addresses"),
+                        port_security: strings(p, "port_security"),
+                        options: smap(p, "options"),
+                        enabled: p.bool("enabled"),
+                        up: p.bool("up"),
+                        external_ids: smap(p, "external_ids"),
+                        row: p.clone(),
+                    }),
+                    None => diags.push(Diag {
+                        table: "Logical_Switch",
+                        uuid,
+                        msg: format!("port {pu} does not exist"),
+                    }),
+                }
+            }
+            let acls = refs(&mut diags, "Logical_Switch", uuid, r, "acls", |u| {
+                nb.acls.contains_key(&u)
+            });
+            let load_balancer = refs(
+                &mut diags,
+                "Logical_Switch",
+                uuid,
+                r,
+                "load_balancer",
+                |u| nb.lbs.contains_key(&u),
+            );
+            let load_balancer_group = refs(
+                &mut diags,
+                "Logical_Switch",
+                uuid,
+                r,
+                "load_balancer_group",
+                |u| nb.lb_groups.contains_key(&u),
+            );
+            nb.switches.push(LogicalSwitch {
+                uuid,
+                name: r.str("name").to_owned(),
+                ports,
+                acls,
+                load_balancer,
+                load_balancer_group,
+                other_config: smap(r, "other_config"),
+                external_ids: smap(r, "external_ids"),
+                row: r.clone(),
+            });
+        }
+        nb.switches
+            .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+
+        let lrps = &db.table("Logical_Router_Port").rows;
+        let routes = &db.table("Logical_Router_Static_Route").rows;
+        let pols = &db.table("Logical_Router_Policy").rows;
+        let nats = &db.table("NAT").rows;
+        for (&uuid, r) in &db.table("Logical_Router").rows {
+            let mut lr = LogicalRouter {
+                uuid,
+                name: r.str("name").to_owned(),
+                ports: Vec::new(),
+                static_routes: Vec::new(),
+                policies: Vec::new(),
+                nat: Vec::new(),
+                load_balancer: refs(
+                    &mut diags,
+                    "Logical_Router",
+                    uuid,
+                    r,
+                    "load_balancer",
+                    |u| nb.lbs.contains_key(&u),
+                ),
+                load_balancer_group: refs(
+                    &mut diags,
+                    "Logical_Router",
+                    uuid,
+                    r,
+                    "load_balancer_group",
+                    |u| nb.lb_groups.contains_key(&u),
+                ),
+                enabled: r.bool("enabled"),
+                options: smap(r, "options"),
+                external_ids: smap(r, "external_ids"),
+                row: r.clone(),
+            };
+            for pu in r.uuids("ports") {
+                let Some(p) = lrps.get(&pu) else {
+                    diags.push(Diag {
+                        table: "Logical_Router",
+                        uuid,
+                        msg: format!("port {pu} does not exist"),
+                    });
+                    continue;
+                };
+                lr.ports.push(Lrp {
+                    uuid: pu,
+                    name: p.str("name").to_owned(),
+                    mac: p.str("mac").to_owned(),
+                    networks: strings(p, "networks"),
+                    peer: p.get("peer").as_str().map(str::to_owned),
+                    options: smap(p, "options"),
+                    enabled: p.bool("enabled"),
+                    gateway_chassis: p.uuids("gateway_chassis").collect(),
+                    ha_chassis_group: p.uuids("ha_chassis_group").next(),
+                    row: p.clone(),
+                });
+            }
+            for ru in r.uuids("static_routes") {
+                let Some(s) = routes.get(&ru) else {
+                    diags.push(Diag {
+                        table: "Logical_Router",
+                        uuid,
+                        msg: format!("static route {ru} does not exist"),
+                    });
+                    continue;
+                };
+                lr.static_routes.push(StaticRoute {
+                    uuid: ru,
+                    ip_prefix: s.str("ip_prefix").to_owned(),
+                    nexthop: s.str("nexthop").to_owned(),
+                    policy: s.get("policy").as_str().map(str::to_owned),
+                    output_port: s.get("output_port").as_str().map(str::to_owned),
+                    route_table: s.str("route_table").to_owned(),
+                    options: smap(s, "options"),
+                    row: s.clone(),
+                });
+            }
+            for pu in r.uuids("policies") {
+                let Some(s) = pols.get(&pu) else {
+                    diags.push(Diag {
+                        table: "Logical_Router",
+                        uuid,
+                        msg: format!("policy {pu} does not exist"),
+                    });
+                    continue;
+                };
+                lr.policies.push(RouterPolicy {
+                    uuid: pu,
+                    priority: s.int("priority").unwrap_or(0),
+                    match_: s.str("match").to_owned(),
+                    action: s.str("action").to_owned(),
+                    nexthop: s.get("nexthop").as_str().map(str::to_owned),
+                    nexthops: strings(s, "nexthops"),
+                    options: smap(s, "options"),
+                    row: s.clone(),
+                });
+            }
+            for nu in r.uuids("nat") {
+                let Some(s) = nats.get(&nu) else {
+                    diags.push(Diag {
+                        table: "Logical_Router",
+                        uuid,
+                        msg: format!("NAT {nu} does not exist"),
+                    });
+                    continue;
+                };
+                lr.nat.push(Nat {
+                    uuid: nu,
+                    kind: s.str("type").to_owned(),
+                    external_ip: s.str("external_ip").to_owned(),
+                    external_mac: s.get("external_mac").as_str().map(str::to_owned),
+                    external_port_range: s.str("external_port_range").to_owned(),
+                    logical_ip: s.str("logical_ip").to_owned(),
+                    logical_port: s.get("logical_port").as_str().map(str::to_owned),
+                    options: smap(s, "options"),
+                    row: s.clone(),
+                });
+            }
+            nb.routers.push(lr);
+        }
+        nb.routers
+            .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+        (nb, diags)
+    }
+
+    /// The load balancers applied to a datapath: its own and its groups', each once, in
+    /// UUID order.
+    pub fn lbs_of(&self, own: &[Uuid], groups: &[Uuid]) -> Vec<Uuid> {
+        let mut v: Vec<Uuid> = own.to_vec();
+        for g in groups {
+            if let Some(g) = self.lb_groups.get(g) {
+                v.extend_from_slice(&g.load_balancer);
+            }
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+fn refs(
+    diags: &mut Vec<Diag>,
+    table: &'static str,
+    uuid: Uuid,
+    r: &Row,
+    col: &str,
+    exists: impl Fn(Uuid) -> bool,
+) -> Vec<Uuid> {
+    let mut out = Vec::new();
+    for u in r.uuids(col) {
+        if exists(u) {
+            out.push(u);
+        } else {
+            diags.push(Diag {
+                table,
+                uuid,
+                msg: format!("{col}: {u} does not exist"),
+            });
+        }
+    }
+    out
+}
