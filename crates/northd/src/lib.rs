@@ -24,6 +24,7 @@
 pub mod addr;
 pub mod build;
 pub mod compare;
+pub mod engine;
 pub mod lflow;
 pub mod nb;
 pub mod output;
