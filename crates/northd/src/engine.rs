@@ -19,7 +19,7 @@
 use crate::build::{self, Ctx, Item};
 use crate::lflow::Lflow;
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -158,9 +158,7 @@ fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -
                         for &it in &items[at..(at + CHUNK).min(items.len())] {
                             build::build_item(ctx, it, &mut scratch);
                             for f in scratch.drain(..) {
-                                let mut h = hasher.build_hasher();
-                                f.hash(&mut h);
-                                let b = (h.finish() as usize) % buckets;
+                                let b = (hasher.hash_one(&f) as usize) % buckets;
                                 let mut set = table[b].lock().unwrap_or_else(|p| p.into_inner());
                                 n_new += usize::from(set.insert(f));
                             }

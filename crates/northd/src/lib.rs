@@ -24,8 +24,10 @@
 pub mod addr;
 pub mod build;
 pub mod compare;
+pub mod daemon;
 pub mod engine;
 pub mod lflow;
 pub mod nb;
 pub mod output;
+pub mod sb;
 pub mod stage;

@@ -1,0 +1,170 @@
+//! The northd daemon: follows the NB in a running `ovsdb-server`, compiles it, and keeps
+//! the SB in another running `ovsdb-server` equal to the result, writing only differences;
+//! answers `ovn-nbctl --wait=sb` by copying `NB_Global.nb_cfg` to `SB_Global.nb_cfg` and
+//! `NB_Global.sb_cfg` once the SB holds the result.
+//!
+//! Every NB change triggers a full recompute today (the engine's incremental mode is a
+//! plan, not built yet); changes that touch only `NB_Global` run the `nb_cfg` handshake
+//! without recomputing.
+
+use crate::build::Ctx;
+use crate::engine::{self, Strategy};
+use crate::nb::Nb;
+use crate::sb;
+use ovsdb::{MonitorSpec, Session};
+use serde_json::json;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What the daemon connects to and how it builds.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// NB target (`unix:PATH`, `tcp:HOST:PORT`).
+    pub nb: String,
+    /// SB target.
+    pub sb: String,
+    /// Build threads.
+    pub threads: usize,
+    /// Parallel strategy.
+    pub strategy: Strategy,
+    /// Stop after the first complete sync (for tests and one-shot use).
+    pub once: bool,
+}
+
+/// One compute-and-sync round's figures, for the log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Round {
+    /// Flows computed.
+    pub flows: usize,
+    /// Compute time.
+    pub compute: Duration,
+    /// Time to plan and commit the SB transactions.
+    pub sync: Duration,
+    /// Logical flows inserted.
+    pub added: usize,
+    /// Logical flows deleted.
+    pub deleted: usize,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs until an unrecoverable error (or, with `once`, after the first full sync). `log`
+/// receives one line per round and per problem.
+pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
+    let mut nb = Session::new(&cfg.nb, "OVN_Northbound", MonitorSpec::all());
+    let mut sbs = Session::new(&cfg.sb, "OVN_Southbound", MonitorSpec::all());
+    let mut dirty = true;
+    loop {
+        let _ = nb
+            .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
+            .map_err(|e| log(&format!("NB: {e}")));
+        let _ = sbs
+            .poll(Duration::ZERO)
+            .map_err(|e| log(&format!("SB: {e}")));
+        let changes = nb.take_changes();
+        if changes.iter().any(|(t, _)| t != "NB_Global") {
+            dirty = true;
+        }
+        let (Some(nbdb), Some(_)) = (nb.replica(), sbs.replica()) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        let nb_cfg = nbdb
+            .table("NB_Global")
+            .rows
+            .values()
+            .next()
+            .and_then(|r| r.int("nb_cfg"))
+            .unwrap_or(0);
+        let sb_cfg = nbdb
+            .table("NB_Global")
+            .rows
+            .values()
+            .next()
+            .and_then(|r| r.int("sb_cfg"))
+            .unwrap_or(0);
+        if dirty {
+            let round = compute_and_sync(cfg, &mut nb, &mut sbs)?;
+            log(&format!(
+                "computed {} flows in {:.1} ms, SB synced in {:.1} ms (+{} -{})",
+                round.flows,
+                round.compute.as_secs_f64() * 1e3,
+                round.sync.as_secs_f64() * 1e3,
+                round.added,
+                round.deleted
+            ));
+            dirty = false;
+        }
+        if nb_cfg != sb_cfg {
+            handshake(&mut nb, &mut sbs, nb_cfg).map_err(|e| format!("nb_cfg handshake: {e}"))?;
+        }
+        if cfg.once {
+            return Ok(());
+        }
+    }
+}
+
+fn compute_and_sync(cfg: &Config, nb: &mut Session, sbs: &mut Session) -> Result<Round, String> {
+    let t0 = Instant::now();
+    let nbdb = nb.replica().ok_or("NB not connected")?;
+    let (model, diags) = Nb::from_db(nbdb);
+    let ctx = Ctx::new(&model);
+    let flows = engine::build(&ctx, cfg.threads, cfg.strategy);
+    let want = sb::want(&ctx);
+    let compute = t0.elapsed();
+    let _ = diags;
+    let t1 = Instant::now();
+    let mut round = Round {
+        flows: flows.len(),
+        compute,
+        ..Round::default()
+    };
+    ensure_sb_global(sbs)?;
+    for _ in 0..3 {
+        let sbdb = sbs.replica().ok_or("SB not connected")?;
+        let plan = sb::plan(&ctx, &want, &flows, sbdb);
+        round.added += plan.flows_added;
+        round.deleted += plan.flows_deleted;
+        for txn in plan.txns {
+            sbs.transact(txn)
+                .map_err(|e| format!("SB transaction: {e}"))?;
+        }
+        // Our own writes come back as updates: drop them from the change list.
+        let _ = sbs.take_changes();
+        if plan.flows_ready {
+            round.sync = t1.elapsed();
+            return Ok(round);
+        }
+    }
+    Err("SB datapaths did not appear after inserting them".into())
+}
+
+fn ensure_sb_global(sbs: &mut Session) -> Result<(), String> {
+    let has = sbs
+        .replica()
+        .is_some_and(|d| !d.table("SB_Global").rows.is_empty());
+    if !has {
+        sbs.transact(vec![json!({"op": "insert", "table": "SB_Global", "row": {
+            "options": ["map", [["mac_prefix", "0a:00:00"], ["max_tunid", "16711680"], ["svc_monitor_mac", "0a:00:00:00:00:fe"]]]
+        }})])
+        .map_err(|e| format!("SB_Global: {e}"))?;
+    }
+    Ok(())
+}
+
+fn handshake(nb: &mut Session, sbs: &mut Session, nb_cfg: i64) -> ovsdb::Result<()> {
+    let ts = now_ms();
+    sbs.transact(vec![
+        json!({"op": "update", "table": "SB_Global", "where": [], "row": {"nb_cfg": nb_cfg}}),
+    ])?;
+    nb.transact(vec![
+        json!({"op": "update", "table": "NB_Global", "where": [],
+        "row": {"sb_cfg": nb_cfg, "sb_cfg_timestamp": ts}}),
+    ])?;
+    let _ = nb.take_changes();
+    Ok(())
+}

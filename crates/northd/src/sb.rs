@@ -1,0 +1,604 @@
+//! The southbound side: what northd wants the SB to hold (datapath and port bindings with
+//! tunnel keys, multicast groups, port groups, address sets, logical flows with datapath
+//! groups), and the transactions that move a running SB from what it holds to that —
+//! only the differences.
+//!
+//! Identity: a datapath binding is the NB row it comes from (`external_ids:logical-switch`
+//! or `logical-router`); a port binding is its `logical_port`; a multicast group is
+//! (datapath, name); port groups and address sets are their names; a logical flow is
+//! (datapaths, pipeline, table, priority, match, actions). Tunnel keys already in the SB
+//! are kept; new ones take the lowest free value.
+//!
+//! Writes come in batches: first one transaction for bindings, groups and sets (flows
+//! refer to datapaths by UUID), then logical flows and their datapath groups in
+//! transactions of at most [`FLOW_BATCH`] flows.
+
+use crate::build::{Ctx, DpKind};
+use crate::lflow::Lflow;
+use crate::nb::Smap;
+use crate::stage::Stage;
+use ovsdb::{Database, Row, Uuid};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// A logical flow's identity in the SB: stage, priority, match, actions, datapaths.
+type FlowKey<'a> = (Stage, u16, &'a str, &'a str, Vec<Uuid>);
+
+/// Logical flows inserted per transaction.
+pub const FLOW_BATCH: usize = 20_000;
+
+/// Multicast group keys (OVN's fixed assignments).
+const MC_FLOOD: (&str, i64) = ("_MC_flood", 32768);
+const MC_UNKNOWN: (&str, i64) = ("_MC_unknown", 32769);
+const MC_MROUTER_FLOOD: (&str, i64) = ("_MC_mrouter_flood", 32770);
+const MC_FLOOD_L2: (&str, i64) = ("_MC_flood_l2", 32772);
+
+/// A port binding as northd wants it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SbPort {
+    /// `logical_port`.
+    pub name: String,
+    /// Datapath index (into [`Ctx::datapaths`]).
+    pub dp: usize,
+    /// `type`.
+    pub kind: String,
+    /// `options`.
+    pub options: Smap,
+    /// `mac`.
+    pub mac: Vec<String>,
+    /// `port_security`.
+    pub port_security: Vec<String>,
+    /// `external_ids`.
+    pub external_ids: Smap,
+}
+
+/// The SB contents northd derives from the NB (tunnel keys are assigned when syncing).
+#[derive(Debug, Clone, Default)]
+pub struct SbWant {
+    /// Per datapath: `external_ids`.
+    pub dp_external_ids: Vec<Smap>,
+    /// Port bindings.
+    pub ports: Vec<SbPort>,
+    /// Multicast groups: (datapath, name, key, port names).
+    pub mcast: Vec<(usize, &'static str, i64, Vec<String>)>,
+    /// Port groups: SB name (`<dp key>_<name>` is made at sync) → (datapath, ports).
+    pub port_groups: Vec<(usize, String, Vec<String>)>,
+    /// Address sets: name → addresses.
+    pub address_sets: BTreeMap<String, Vec<String>>,
+}
+
+/// Derives the SB bindings, groups and sets from the NB.
+pub fn want(ctx: &Ctx<'_>) -> SbWant {
+    let nb = ctx.nb;
+    let mut w = SbWant::default();
+    for d in &ctx.datapaths {
+        let mut e = Smap::new();
+        e.insert("name".into(), d.name.clone());
+        match d.kind {
+            DpKind::Switch(_) => {
+                e.insert("logical-switch".into(), d.uuid.to_string());
+            }
+            DpKind::Router(i) => {
+                e.insert("logical-router".into(), d.uuid.to_string());
+                for k in ["always_learn_from_arp_request", "snat-ct-zone"] {
+                    if let Some(v) = nb.routers[i].options.get(k) {
+                        e.insert(k.into(), v.clone());
+                    }
+                }
+            }
+        }
+        w.dp_external_ids.push(e);
+    }
+    for (i, sw) in nb.switches.iter().enumerate() {
+        let dp = ctx.switch_dp(i).0 as usize;
+        let (mut flood, mut unknown, mut mrouter, mut l2) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (j, p) in sw.ports.iter().enumerate() {
+            let mut options = p.options.clone();
+            let mut kind = p.kind.clone();
+            if let Some((ri, rj)) = ctx.lsp_router_peer[i][j] {
+                let r = &nb.routers[ri];
+                options.clear();
+                options.insert("peer".into(), r.ports[rj].name.clone());
+                kind = "patch".into();
+                if let Some(ch) = r.options.get("chassis") {
+                    options.insert("l3gateway-chassis".into(), ch.clone());
+                    kind = "l3gateway".into();
+                }
+                if r.options.get("mcast_relay").map(String::as_str) == Some("true") {
+                    mrouter.push(p.name.clone());
+                }
+            } else {
+                l2.push(p.name.clone());
+            }
+            if p.is_enabled() {
+                flood.push(p.name.clone());
+            }
+            if p.addresses.iter().any(|a| a == "unknown") {
+                unknown.push(p.name.clone());
+            }
+            w.ports.push(SbPort {
+                name: p.name.clone(),
+                dp,
+                kind,
+                options,
+                mac: p.addresses.clone(),
+                port_security: p.port_security.clone(),
+                external_ids: p.external_ids.clone(),
+            });
+        }
+        for (g, ports) in [
+            (MC_FLOOD, flood),
+            (MC_UNKNOWN, unknown),
+            (MC_MROUTER_FLOOD, mrouter),
+            (MC_FLOOD_L2, l2),
+        ] {
+            if !ports.is_empty() {
+                w.mcast.push((dp, g.0, g.1, ports));
+            }
+        }
+    }
+    for (i, r) in nb.routers.iter().enumerate() {
+        let dp = ctx.router_dp(i).0 as usize;
+        for (j, p) in r.ports.iter().enumerate() {
+            let mut options = Smap::new();
+            let mut kind = "patch".to_owned();
+            if let Some((si, sj)) = ctx.lrp_switch_peer[i][j] {
+                options.insert("peer".into(), nb.switches[si].ports[sj].name.clone());
+            }
+            if let Some(ch) = r.options.get("chassis") {
+                options.insert("l3gateway-chassis".into(), ch.clone());
+                kind = "l3gateway".into();
+            }
+            let mut mac = p.mac.clone();
+            for n in &p.networks {
+                mac.push(' ');
+                mac.push_str(n);
+            }
+            w.ports.push(SbPort {
+                name: p.name.clone(),
+                dp,
+                kind,
+                options,
+                mac: vec![mac],
+                port_security: Vec::new(),
+                external_ids: Smap::new(),
+            });
+        }
+    }
+    // Port groups: one SB group per datapath the group has ports on; and the
+    // `<pg>_ip4`/`<pg>_ip6` address sets of the group's port addresses.
+    for pg in &nb.port_groups {
+        let mut per_dp: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
+        for u in &pg.ports {
+            let Some(&(i, j)) = ctx.lsp_by_uuid.get(u) else {
+                continue;
+            };
+            let p = &nb.switches[i].ports[j];
+            per_dp
+                .entry(ctx.switch_dp(i).0 as usize)
+                .or_default()
+                .push(p.name.clone());
+            for a in &p.addresses {
+                if let Some(la) = crate::addr::parse_lsp_addresses(a) {
+                    v4.extend(la.ipv4.iter().map(|n| n.addr.to_string()));
+                    v6.extend(la.ipv6.iter().map(|n| n.addr.to_string()));
+                }
+            }
+        }
+        for (dp, ports) in per_dp {
+            w.port_groups.push((dp, pg.name.clone(), ports));
+        }
+        w.address_sets
+            .insert(format!("{}_ip4", pg.name), v4.into_iter().collect());
+        w.address_sets
+            .insert(format!("{}_ip6", pg.name), v6.into_iter().collect());
+    }
+    for a in &nb.address_sets {
+        w.address_sets.insert(a.name.clone(), a.addresses.clone());
+    }
+    w
+}
+
+fn smap_json(m: &Smap) -> Value {
+    json!([
+        "map",
+        m.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
+    ])
+}
+
+fn set_json(v: &[String]) -> Value {
+    json!(["set", v])
+}
+
+fn smap_of(r: &Row, col: &str) -> Smap {
+    r.get(col)
+        .str_pairs()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn uuid_json(u: Uuid) -> Value {
+    json!(["uuid", u.to_string()])
+}
+
+fn where_uuid(u: Uuid) -> Value {
+    json!([["_uuid", "==", uuid_json(u)]])
+}
+
+/// Lowest free keys from `start`, skipping `used`.
+fn next_free(used: &mut HashSet<i64>, start: i64) -> i64 {
+    let mut k = start;
+    while used.contains(&k) {
+        k += 1;
+    }
+    used.insert(k);
+    k
+}
+
+/// The transactions that bring an SB replica to `want` plus `flows`; each inner vector is
+/// one transaction's operations. The first holds bindings, groups and sets; later ones
+/// hold logical flows. Datapaths new to the SB make a second round necessary for their
+/// flows: `flows_ready` is false then, and the caller syncs again after the first
+/// transaction has been applied to the replica.
+pub struct SyncPlan {
+    /// Operations per transaction.
+    pub txns: Vec<Vec<Value>>,
+    /// False when flows for new datapaths still wait for their UUIDs.
+    pub flows_ready: bool,
+    /// Flows inserted, flows deleted (counts).
+    pub flows_added: usize,
+    /// Flows deleted.
+    pub flows_deleted: usize,
+}
+
+impl std::fmt::Debug for SyncPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncPlan")
+            .field("txns", &self.txns.len())
+            .field("flows_ready", &self.flows_ready)
+            .field("flows_added", &self.flows_added)
+            .field("flows_deleted", &self.flows_deleted)
+            .finish()
+    }
+}
+
+/// Plans the SB transactions (see [`SyncPlan`]).
+pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: &[Lflow], sb: &Database) -> SyncPlan {
+    let mut base = Vec::new();
+    // Datapaths, keyed by NB UUID.
+    let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::new();
+    let mut used_dp_keys = HashSet::new();
+    for (&u, r) in &sb.table("Datapath_Binding").rows {
+        let nb = r
+            .map_get("external_ids", "logical-switch")
+            .or_else(|| r.map_get("external_ids", "logical-router"));
+        let key = r.int("tunnel_key").unwrap_or(0);
+        match nb.and_then(Uuid::parse) {
+            Some(n) if !sb_dp.contains_key(&n) => {
+                sb_dp.insert(n, (u, key));
+                used_dp_keys.insert(key);
+            }
+            _ => base
+                .push(json!({"op": "delete", "table": "Datapath_Binding", "where": where_uuid(u)})),
+        }
+    }
+    let wanted_nb: HashSet<Uuid> = ctx.datapaths.iter().map(|d| d.uuid).collect();
+    for (n, (u, _)) in &sb_dp {
+        if !wanted_nb.contains(n) {
+            base.push(
+                json!({"op": "delete", "table": "Datapath_Binding", "where": where_uuid(*u)}),
+            );
+        }
+    }
+    // Per datapath: the value to refer to it by (existing UUID or named-uuid) and its key.
+    let mut dp_ref: Vec<Value> = Vec::with_capacity(ctx.datapaths.len());
+    let mut dp_uuid: Vec<Option<Uuid>> = Vec::with_capacity(ctx.datapaths.len());
+    let mut dp_key: Vec<i64> = Vec::with_capacity(ctx.datapaths.len());
+    for (i, d) in ctx.datapaths.iter().enumerate() {
+        let row = json!({"external_ids": smap_json(&want.dp_external_ids[i])});
+        match sb_dp.get(&d.uuid) {
+            Some(&(u, key)) => {
+                if sb
+                    .row("Datapath_Binding", u)
+                    .map(|r| smap_of(r, "external_ids"))
+                    != Some(want.dp_external_ids[i].clone())
+                {
+                    base.push(json!({"op": "update", "table": "Datapath_Binding", "where": where_uuid(u), "row": row}));
+                }
+                dp_ref.push(uuid_json(u));
+                dp_uuid.push(Some(u));
+                dp_key.push(key);
+            }
+            None => {
+                let key = next_free(&mut used_dp_keys, 1);
+                let name = format!("dp{i}");
+                let mut row = row;
+                row["tunnel_key"] = json!(key);
+                base.push(json!({"op": "insert", "table": "Datapath_Binding", "uuid-name": name, "row": row}));
+                dp_ref.push(json!(["named-uuid", name]));
+                dp_uuid.push(None);
+                dp_key.push(key);
+            }
+        }
+    }
+    // Port bindings, keyed by logical_port.
+    let mut sb_pb: HashMap<&str, (Uuid, &Row)> = HashMap::new();
+    for (&u, r) in &sb.table("Port_Binding").rows {
+        if sb_pb.insert(r.str("logical_port"), (u, r)).is_some() {
+            base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(u)}));
+        }
+    }
+    let mut used_port_keys: HashMap<usize, HashSet<i64>> = HashMap::new();
+    for p in &want.ports {
+        if let Some((_, r)) = sb_pb.get(p.name.as_str())
+            && r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
+        {
+            used_port_keys
+                .entry(p.dp)
+                .or_default()
+                .insert(r.int("tunnel_key").unwrap_or(0));
+        }
+    }
+    let wanted_ports: HashSet<&str> = want.ports.iter().map(|p| p.name.as_str()).collect();
+    for (name, (u, _)) in &sb_pb {
+        if !wanted_ports.contains(name) {
+            base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
+        }
+    }
+    let mut port_ref: HashMap<&str, Value> = HashMap::new();
+    for (n, p) in want.ports.iter().enumerate() {
+        let row = json!({
+            "datapath": dp_ref[p.dp],
+            "type": p.kind,
+            "options": smap_json(&p.options),
+            "mac": set_json(&p.mac),
+            "port_security": set_json(&p.port_security),
+            "external_ids": smap_json(&p.external_ids),
+        });
+        let existing = sb_pb.get(p.name.as_str()).filter(|(_, r)| {
+            r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
+        });
+        match existing {
+            Some(&(u, r)) => {
+                let same = r.str("type") == p.kind
+                    && smap_of(r, "options") == p.options
+                    && r.strs("mac")
+                        .eq(p.mac.iter().map(String::as_str).collect::<BTreeSet<_>>())
+                    && r.strs("port_security").eq(p
+                        .port_security
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<BTreeSet<_>>())
+                    && smap_of(r, "external_ids") == p.external_ids;
+                if !same {
+                    base.push(json!({"op": "update", "table": "Port_Binding", "where": where_uuid(u), "row": row}));
+                }
+                port_ref.insert(&p.name, uuid_json(u));
+            }
+            None => {
+                if let Some((u, _)) = sb_pb.get(p.name.as_str()) {
+                    // Moved to another datapath: replace the binding.
+                    base.push(
+                        json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}),
+                    );
+                }
+                let key = next_free(used_port_keys.entry(p.dp).or_default(), 1);
+                let name = format!("pb{n}");
+                let mut row = row;
+                row["logical_port"] = json!(p.name);
+                row["tunnel_key"] = json!(key);
+                base.push(
+                    json!({"op": "insert", "table": "Port_Binding", "uuid-name": name, "row": row}),
+                );
+                port_ref.insert(&p.name, json!(["named-uuid", name]));
+            }
+        }
+    }
+    // Multicast groups: rewritten when their ports differ.
+    let mut sb_mc: HashMap<(Uuid, &str), (Uuid, &Row)> = HashMap::new();
+    for (&u, r) in &sb.table("Multicast_Group").rows {
+        if let Some(d) = r.get("datapath").keys.first().and_then(|a| a.as_uuid()) {
+            sb_mc.insert((d, r.str("name")), (u, r));
+        }
+    }
+    let mut wanted_mc = HashSet::new();
+    for (dp, name, key, ports) in &want.mcast {
+        let refs: Vec<Value> = ports
+            .iter()
+            .filter_map(|p| port_ref.get(p.as_str()).cloned())
+            .collect();
+        let row = json!({"datapath": dp_ref[*dp], "name": name, "tunnel_key": key, "ports": ["set", refs]});
+        match dp_uuid[*dp].and_then(|d| sb_mc.get(&(d, *name))) {
+            Some(&(u, r)) => {
+                wanted_mc.insert(u);
+                let have: BTreeSet<Uuid> = r.uuids("ports").collect();
+                let all_known = refs.iter().all(|v| v[0] == "uuid");
+                let want_set: BTreeSet<Uuid> = refs
+                    .iter()
+                    .filter_map(|v| v[1].as_str().and_then(Uuid::parse))
+                    .collect();
+                if !all_known || have != want_set || r.int("tunnel_key") != Some(*key) {
+                    base.push(json!({"op": "update", "table": "Multicast_Group", "where": where_uuid(u), "row": row}));
+                }
+            }
+            None => base.push(json!({"op": "insert", "table": "Multicast_Group", "row": row})),
+        }
+    }
+    for (u, _) in sb_mc.values() {
+        if !wanted_mc.contains(u) {
+            base.push(json!({"op": "delete", "table": "Multicast_Group", "where": where_uuid(*u)}));
+        }
+    }
+    // Port groups and address sets, by name.
+    let mut pgs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (dp, name, ports) in &want.port_groups {
+        pgs.insert(format!("{}_{}", dp_key[*dp], name), ports.clone());
+    }
+    sync_named(&mut base, sb, "Port_Group", "ports", &pgs);
+    sync_named(
+        &mut base,
+        sb,
+        "Address_Set",
+        "addresses",
+        &want.address_sets,
+    );
+
+    // Logical flows.
+    let mut txns = Vec::new();
+    let flows_ready = dp_uuid.iter().all(Option::is_some);
+    let (mut flows_added, mut flows_deleted) = (0, 0);
+    if flows_ready {
+        let dpu: Vec<Uuid> = dp_uuid.iter().map(|u| u.unwrap_or_default()).collect();
+        // Group our flows by everything but the datapath.
+        let mut grouped: HashMap<(Stage, u16, &str, &str), Vec<Uuid>> = HashMap::new();
+        for f in flows {
+            grouped
+                .entry((f.stage, f.priority, &f.match_, &f.actions))
+                .or_default()
+                .push(dpu[f.dp.0 as usize]);
+        }
+        // The SB's flows, same key.
+        let groups = &sb.table("Logical_DP_Group").rows;
+        let mut existing: HashMap<FlowKey<'_>, Vec<Uuid>> = HashMap::new();
+        let mut group_by_set: HashMap<Vec<Uuid>, Uuid> = HashMap::new();
+        for (&g, r) in groups {
+            let mut v: Vec<Uuid> = r.uuids("datapaths").collect();
+            v.sort();
+            group_by_set.insert(v, g);
+        }
+        let mut deletes = Vec::new();
+        for (&u, r) in &sb.table("Logical_Flow").rows {
+            let stage = Stage::ALL.iter().copied().find(|s| {
+                s.table() as i64 == r.int("table_id").unwrap_or(-1)
+                    && s.pipeline().name() == r.str("pipeline")
+                    && r.map_get("external_ids", "stage-name") == Some(s.name())
+            });
+            let mut dps: Vec<Uuid> = if let Some(d) = r
+                .get("logical_datapath")
+                .keys
+                .first()
+                .and_then(|a| a.as_uuid())
+            {
+                vec![d]
+            } else if let Some(g) = r
+                .get("logical_dp_group")
+                .keys
+                .first()
+                .and_then(|a| a.as_uuid())
+            {
+                groups
+                    .get(&g)
+                    .map(|gr| gr.uuids("datapaths").collect())
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            dps.sort();
+            match (stage, u16::try_from(r.int("priority").unwrap_or(-1))) {
+                (Some(st), Ok(p)) => existing
+                    .entry((st, p, r.str("match"), r.str("actions"), dps))
+                    .or_default()
+                    .push(u),
+                _ => deletes.push(u),
+            }
+        }
+        let mut inserts = Vec::new();
+        let mut new_groups: HashMap<Vec<Uuid>, String> = HashMap::new();
+        let mut group_ops = Vec::new();
+        for ((stage, prio, m, a), mut dps) in grouped {
+            dps.sort();
+            dps.dedup();
+            if let Some(mut us) = existing.remove(&(stage, prio, m, a, dps.clone())) {
+                // Keep one; duplicates go.
+                us.pop();
+                deletes.extend(us);
+                continue;
+            }
+            let mut row = json!({
+                "pipeline": stage.pipeline().name(),
+                "table_id": stage.table(),
+                "priority": prio,
+                "match": m,
+                "actions": a,
+                "external_ids": ["map", [["stage-name", stage.name()]]],
+            });
+            if dps.len() == 1 {
+                row["logical_datapath"] = uuid_json(dps[0]);
+            } else if let Some(&g) = group_by_set.get(&dps) {
+                row["logical_dp_group"] = uuid_json(g);
+            } else {
+                let n = new_groups.len();
+                let name = new_groups.entry(dps.clone()).or_insert_with(|| {
+                    let name = format!("g{n}");
+                    group_ops.push(json!({"op": "insert", "table": "Logical_DP_Group", "uuid-name": name,
+                        "row": {"datapaths": ["set", dps.iter().map(|&d| uuid_json(d)).collect::<Vec<_>>()]}}));
+                    name
+                });
+                row["logical_dp_group"] = json!(["named-uuid", name.clone()]);
+            }
+            inserts.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
+        }
+        for us in existing.into_values() {
+            deletes.extend(us);
+        }
+        flows_added = inserts.len();
+        flows_deleted = deletes.len();
+        // New groups go with the first batch of flows that may use them: all flows that
+        // use a new group must be in that group's transaction, so put every flow that
+        // names a new group into the first flow transaction.
+        let (named, plain): (Vec<Value>, Vec<Value>) = inserts.into_iter().partition(|op| {
+            op["row"]["logical_dp_group"].get(0).and_then(Value::as_str) == Some("named-uuid")
+        });
+        let mut first: Vec<Value> = group_ops;
+        first.extend(named);
+        first.extend(
+            deletes
+                .into_iter()
+                .map(|u| json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(u)})),
+        );
+        base.extend(first);
+        for chunk in plain.chunks(FLOW_BATCH) {
+            txns.push(chunk.to_vec());
+        }
+    }
+    txns.insert(0, base);
+    txns.retain(|t| !t.is_empty());
+    SyncPlan {
+        txns,
+        flows_ready,
+        flows_added,
+        flows_deleted,
+    }
+}
+
+fn sync_named(
+    ops: &mut Vec<Value>,
+    sb: &Database,
+    table: &str,
+    col: &str,
+    want: &BTreeMap<String, Vec<String>>,
+) {
+    let mut seen = HashSet::new();
+    for (&u, r) in &sb.table(table).rows {
+        let name = r.str("name");
+        match want.get(name) {
+            Some(v) if seen.insert(name.to_owned()) => {
+                let have: BTreeSet<&str> = r.strs(col).collect();
+                let w: BTreeSet<&str> = v.iter().map(String::as_str).collect();
+                if have != w {
+                    ops.push(json!({"op": "update", "table": table, "where": where_uuid(u), "row": {col: set_json(v)}}));
+                }
+            }
+            _ => ops.push(json!({"op": "delete", "table": table, "where": where_uuid(u)})),
+        }
+    }
+    for (name, v) in want {
+        if !seen.contains(name) {
+            ops.push(
+                json!({"op": "insert", "table": table, "row": {"name": name, col: set_json(v)}}),
+            );
+        }
+    }
+}
