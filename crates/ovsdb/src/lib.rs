@@ -9,7 +9,7 @@
 //! * [`db`]: an in-memory replica ([`Database`]) that applies row updates: whole rows,
 //!   RFC 7047 `update` notifications and the `update2`/file-format *diffs*.
 //! * [`file`]: the on-disk log `ovsdb-server` keeps (`OVSDB JSON <len> <sha1>` records: the
-//!   schema, then one transaction per record), read into a [`Database`].
+//!   schema, then one transaction per record), read into a [`Database`] and written from one.
 //!
 //! What it does not own: what the tables mean (the `northd` and `vswitchd` crates), sockets
 //! in the data model (the JSON-RPC session lives apart from the replica so the replica can
