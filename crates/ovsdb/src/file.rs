@@ -92,12 +92,14 @@ pub fn parse_report(bytes: &[u8]) -> Result<Parsed> {
     })
 }
 
-/// One record, header and body, as written.
-fn record(body: &[u8]) -> Vec<u8> {
-    let sha = sha1_smol::Sha1::from(body).digest().to_string();
+/// One record as `ovsdb-server` writes it: the header, then the JSON and a newline — the
+/// newline is part of the body the length and SHA-1 cover.
+fn record(json: &[u8]) -> Vec<u8> {
+    let mut body = json.to_vec();
+    body.push(b'\n');
+    let sha = sha1_smol::Sha1::from(&body).digest().to_string();
     let mut out = format!("{MAGIC} {} {sha}\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
-    out.push(b'\n');
+    out.extend_from_slice(&body);
     out
 }
 
@@ -132,7 +134,9 @@ pub fn to_bytes(schema_json: &Value, db: &Database, date_ms: u64) -> Result<Vec<
     }
     txn.insert("_date".to_owned(), Value::from(date_ms));
     let mut out = record(serde_json::to_string(schema_json)?.as_bytes());
-    out.extend(record(serde_json::to_string(&Value::Object(txn))?.as_bytes()));
+    out.extend(record(
+        serde_json::to_string(&Value::Object(txn))?.as_bytes(),
+    ));
     Ok(out)
 }
 
@@ -286,7 +290,7 @@ mod tests {
         let first_nl = bytes.iter().position(|&b| b == b'\n').unwrap();
         let header = std::str::from_utf8(&bytes[..first_nl]).unwrap();
         let len: usize = header.split(' ').nth(2).unwrap().parse().unwrap();
-        first_nl + 1 + len + 1
+        first_nl + 1 + len
     }
 
     #[test]
@@ -311,6 +315,35 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A file as `ovsdb-server` 3.1 wrote it (`ovsdb-tool create`, then one transaction).
+    #[test]
+    fn reads_a_file_written_by_ovsdb_server() {
+        let schema = r#"{"name":"T","version":"1.0.0","tables":{"A":{"columns":{"x":{"type":"integer"}},"isRoot":true}}}"#;
+        let txn =
+            r#"{"_date":1,"A":{"00000000-0000-0000-0000-000000000001":{"x":5}},"_is_diff":true}"#;
+        let mut bytes = Vec::new();
+        for j in [schema, txn] {
+            let body = format!("{j}\n");
+            let sha = sha1_smol::Sha1::from(body.as_bytes()).digest().to_string();
+            bytes.extend(format!("OVSDB JSON {} {sha}\n{body}", body.len()).bytes());
+        }
+        let p = parse_report(&bytes).unwrap();
+        assert_eq!((p.records, p.stopped), (2, None));
+        let row = p.db.row("A", Uuid::from_u128(1)).unwrap();
+        assert_eq!(row.int("x"), Some(5));
+        let again = to_bytes(&serde_json::from_str(schema).unwrap(), &p.db, 1).unwrap();
+        let text = String::from_utf8(again).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(
+            lines[0],
+            format!("OVSDB JSON {} {}", lines[1].len() + 1, {
+                let b = format!("{}\n", lines[1]);
+                sha1_smol::Sha1::from(b.as_bytes()).digest().to_string()
+            })
+        );
+    }
+
     #[test]
     fn writer_refuses_a_foreign_schema() {
         let (mut sj, db) = sample();
@@ -333,7 +366,11 @@ mod tests {
 
         // A SHA-1 that does not match the bytes.
         let mut bad = bytes.clone();
-        bad[header_end - 1] = if bad[header_end - 1] == b'0' { b'1' } else { b'0' };
+        bad[header_end - 1] = if bad[header_end - 1] == b'0' {
+            b'1'
+        } else {
+            b'0'
+        };
         let p = parse_report(&bad).unwrap();
         assert_eq!(p.db, empty);
         assert!(p.stopped.unwrap().contains("SHA-1"));
