@@ -12,6 +12,8 @@
 //!   run by the stage modules.
 //! * [`output`]: `lflow-list` text, printed and parsed; [`compare`]: ours against
 //!   ovn-northd's, stage by stage.
+//! * [`topology`]: synthetic ovn-kubernetes-like NB databases for tests and benchmarks
+//!   (the twin of `gen_ovnk.py`).
 //!
 //! Not here: sockets (the `ovsdb` crate's client), the datapath (northd never touches
 //! packets).
@@ -31,3 +33,4 @@ pub mod nb;
 pub mod output;
 pub mod sb;
 pub mod stage;
+pub mod topology;

@@ -64,10 +64,26 @@ impl Row {
     pub fn map_get(&self, col: &str, key: &str) -> Option<&str> {
         self.get(col).get(key).and_then(|a| a.as_str())
     }
+
+    /// The row as the JSON object `ovsdb-server` writes for an insert: the columns whose
+    /// value differs from the column type's default, in column-name order (columns not in
+    /// `ts` are left out).
+    pub fn to_json(&self, ts: &TableSchema) -> Value {
+        let mut o = serde_json::Map::new();
+        for (c, d) in &self.cols {
+            let Some(ct) = ts.columns.get(c) else {
+                continue;
+            };
+            if *d != Datum::default_of(ct) {
+                o.insert(c.clone(), d.to_json());
+            }
+        }
+        Value::Object(o)
+    }
 }
 
 /// One table's rows.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Table {
     /// Rows by UUID.
     pub rows: HashMap<Uuid, Row>,
@@ -83,7 +99,7 @@ pub enum UpdateKind {
 }
 
 /// A database replica.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Database {
     /// The schema.
     pub schema: DatabaseSchema,
@@ -113,6 +129,34 @@ impl Database {
     /// Looks a row up.
     pub fn row(&self, table: &str, uuid: Uuid) -> Option<&Row> {
         self.tables.get(table)?.rows.get(&uuid)
+    }
+
+    /// Inserts (or replaces) a whole row: columns missing from `row` take their default,
+    /// columns the table does not have are an error, as is a value that does not fit its
+    /// column's type.
+    pub fn insert_row(&mut self, table: &str, uuid: Uuid, row: Row) -> Result<()> {
+        let ts = self
+            .schema
+            .tables
+            .get(table)
+            .ok_or_else(|| Error::syntax(format!("unknown table {table:?}")))?;
+        let mut full = Row::defaults(ts);
+        for (c, d) in row.cols {
+            let ct = ts
+                .columns
+                .get(&c)
+                .ok_or_else(|| Error::syntax(format!("unknown column {table}.{c}")))?;
+            // Round-trip through JSON: the one place values are checked against a type.
+            let d = Datum::from_json(&d.to_json(), ct)
+                .map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
+            full.cols.insert(c, d);
+        }
+        self.tables
+            .entry(table.to_owned())
+            .or_default()
+            .rows
+            .insert(uuid, full);
+        Ok(())
     }
 
     /// Applies one row update: `None` deletes; otherwise the listed columns are set (a new

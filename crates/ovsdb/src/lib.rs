@@ -15,7 +15,7 @@
 //! * [`session`]: a [`client::Client`] that reconnects with exponential backoff and rebuilds its
 //!   replica from scratch after each reconnect.
 //! * [`file`]: the on-disk log `ovsdb-server` keeps (`OVSDB JSON <len> <sha1>` records: the
-//!   schema, then one transaction per record), read into a [`Database`].
+//!   schema, then one transaction per record), read into a [`Database`] and written from one.
 //!
 //! What it does not own: what the tables mean (the `northd` and `vswitchd` crates), sockets
 //! in the data model (the JSON-RPC session lives apart from the replica so the replica can
