@@ -49,6 +49,8 @@ enum Command {
     Receive(cmd::receive::Args),
     /// Compile an OVN northbound database file into logical flows (`ovn-sbctl lflow-list` format).
     Northd(cmd::northd::Args),
+    /// Write an ovn-kubernetes-like OVN northbound database file (the OVN benchmark's topology).
+    GenNb(cmd::gen_nb::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone (EPIPE).
@@ -89,6 +91,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Receive(a) => cmd::receive::run(a),
         Command::Northd(a) => cmd::northd::run(a),
+        Command::GenNb(a) => cmd::gen_nb::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -10,15 +10,16 @@
 //!   each flow into a shared table split into `buckets` mutex-guarded hash sets, chosen by
 //!   the flow's hash; counts kept per thread and summed at the end.
 //! * [`Strategy::PerThread`]: each thread fills its own vector (no sharing at all while
-//!   building), sorts and dedups it; the sorted runs are then merged. Nothing is locked
-//!   except the atomic item cursor.
+//!   building) and merges equal flows in it; the sorted runs are then merged. Nothing is
+//!   locked except the atomic item cursor.
 //!
-//! Both produce exactly [`build::build_serial`]'s result (sorted, duplicates once) — a test
-//! checks it.
+//! Both produce exactly [`build::build_serial`]'s result (one flow per key on the union of
+//! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::Lflow;
-use std::collections::HashSet;
+use crate::lflow::{DpId, Dps, Lflow, merge_same};
+use crate::stage::Stage;
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -86,9 +87,7 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
                             build::build_item(ctx, it, &mut out);
                         }
                     }
-                    out.sort_unstable();
-                    out.dedup();
-                    out
+                    merge_same(out)
                 })
             })
             .collect();
@@ -96,51 +95,13 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    merge_sorted(runs)
-}
-
-/// Merges sorted, deduplicated runs into one sorted, deduplicated vector.
-fn merge_sorted(mut runs: Vec<Vec<Lflow>>) -> Vec<Lflow> {
-    while runs.len() > 1 {
-        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
-        let mut it = runs.into_iter();
-        while let Some(a) = it.next() {
-            match it.next() {
-                Some(b) => next.push(merge_two(a, b)),
-                None => next.push(a),
-            }
-        }
-        runs = next;
-    }
-    runs.pop().unwrap_or_default()
-}
-
-fn merge_two(a: Vec<Lflow>, b: Vec<Lflow>) -> Vec<Lflow> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
-    loop {
-        let take_a = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) => match x.cmp(y) {
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Greater => false,
-                std::cmp::Ordering::Equal => {
-                    b.next();
-                    true
-                }
-            },
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        let v = if take_a { a.next() } else { b.next() };
-        out.extend(v);
-    }
-    out
+    // Each run is sorted: the stable sort in `merge_same` merges them as runs.
+    merge_same(runs.into_iter().flatten().collect())
 }
 
 fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {
-    let table: Vec<Mutex<HashSet<Lflow>>> =
-        (0..buckets).map(|_| Mutex::new(HashSet::new())).collect();
+    type Table = HashMap<(Stage, u16, String, String), Vec<DpId>>;
+    let table: Vec<Mutex<Table>> = (0..buckets).map(|_| Mutex::new(HashMap::new())).collect();
     let hasher = std::collections::hash_map::RandomState::new();
     let cursor = AtomicUsize::new(0);
     let counted: usize = std::thread::scope(|s| {
@@ -158,9 +119,18 @@ fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -
                         for &it in &items[at..(at + CHUNK).min(items.len())] {
                             build::build_item(ctx, it, &mut scratch);
                             for f in scratch.drain(..) {
-                                let b = (hasher.hash_one(&f) as usize) % buckets;
-                                let mut set = table[b].lock().unwrap_or_else(|p| p.into_inner());
-                                n_new += usize::from(set.insert(f));
+                                let key = (f.stage, f.priority, f.match_, f.actions);
+                                let b = (hasher.hash_one(&key) as usize) % buckets;
+                                let mut map = table[b].lock().unwrap_or_else(|p| p.into_inner());
+                                match map.entry(key) {
+                                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                                        e.get_mut().extend_from_slice(f.dps.as_slice())
+                                    }
+                                    std::collections::hash_map::Entry::Vacant(e) => {
+                                        n_new += 1;
+                                        e.insert(f.dps.as_slice().to_vec());
+                                    }
+                                }
                             }
                         }
                     }
@@ -174,39 +144,22 @@ fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -
     });
     let mut out = Vec::with_capacity(counted);
     for b in table {
-        out.extend(b.into_inner().unwrap_or_else(|p| p.into_inner()));
-    }
-    out.sort_unstable();
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lflow::DpId;
-    use crate::stage::Stage;
-
-    fn f(dp: u32, p: u16, m: &str) -> Lflow {
-        Lflow {
-            dp: DpId(dp),
-            stage: Stage::LsInAcl,
-            priority: p,
-            match_: m.into(),
-            actions: "next;".into(),
+        for ((stage, priority, match_, actions), mut dps) in
+            b.into_inner().unwrap_or_else(|p| p.into_inner())
+        {
+            dps.sort_unstable();
+            dps.dedup();
+            if let Some(dps) = Dps::from_sorted(dps) {
+                out.push(Lflow {
+                    stage,
+                    priority,
+                    match_,
+                    actions,
+                    dps,
+                });
+            }
         }
     }
-
-    #[test]
-    fn merge_matches_sort_dedup() {
-        let runs = vec![
-            vec![f(0, 1, "a"), f(0, 2, "b"), f(1, 1, "a")],
-            vec![f(0, 2, "b"), f(2, 0, "z")],
-            vec![],
-            vec![f(0, 0, "a"), f(1, 1, "a")],
-        ];
-        let mut want: Vec<Lflow> = runs.iter().flatten().cloned().collect();
-        want.sort_unstable();
-        want.dedup();
-        assert_eq!(merge_sorted(runs), want);
-    }
+    out.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
+    out
 }

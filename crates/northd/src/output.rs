@@ -1,44 +1,38 @@
 //! `ovn-sbctl lflow-list` text: printing ours and reading ovn-northd's (for comparison).
 
 use crate::build::Ctx;
-use crate::lflow::Lflow;
+use crate::lflow::{DpId, Lflow};
 use crate::stage::{Pipeline, Stage};
 use std::fmt::Write;
 
 /// Prints flows as `ovn-sbctl lflow-list` does: datapaths by name (then id), ingress before
 /// egress, tables ascending, priorities descending, then match and actions.
 pub fn lflow_list(ctx: &Ctx<'_>, flows: &[Lflow]) -> String {
-    let mut v: Vec<&Lflow> = flows.iter().collect();
-    v.sort_by(|a, b| {
-        let (da, db) = (
-            &ctx.datapaths[a.dp.0 as usize],
-            &ctx.datapaths[b.dp.0 as usize],
-        );
+    let mut v: Vec<(DpId, &Lflow)> = flows
+        .iter()
+        .flat_map(|f| f.dps.as_slice().iter().map(move |&d| (d, f)))
+        .collect();
+    let sort_key = |(d, f): &(DpId, &Lflow)| {
+        let dp = &ctx.datapaths[d.0 as usize];
         (
-            &da.name,
-            da.uuid,
-            a.stage.pipeline(),
-            a.stage.table(),
-            std::cmp::Reverse(a.priority),
-            &a.match_,
-            &a.actions,
+            dp.name.clone(),
+            dp.uuid,
+            f.stage.pipeline(),
+            f.stage.table(),
+            std::cmp::Reverse(f.priority),
         )
-            .cmp(&(
-                &db.name,
-                db.uuid,
-                b.stage.pipeline(),
-                b.stage.table(),
-                std::cmp::Reverse(b.priority),
-                &b.match_,
-                &b.actions,
-            ))
+    };
+    v.sort_by(|a, b| {
+        sort_key(a)
+            .cmp(&sort_key(b))
+            .then_with(|| (&a.1.match_, &a.1.actions).cmp(&(&b.1.match_, &b.1.actions)))
     });
     let mut s = String::new();
     let mut cur: Option<(u32, Pipeline)> = None;
-    for f in v {
-        let key = (f.dp.0, f.stage.pipeline());
+    for (dp, f) in v {
+        let key = (dp.0, f.stage.pipeline());
         if cur != Some(key) {
-            let d = &ctx.datapaths[f.dp.0 as usize];
+            let d = &ctx.datapaths[dp.0 as usize];
             let _ = writeln!(
                 s,
                 "Datapath: \"{}\" ({})  Pipeline: {}",
@@ -121,12 +115,14 @@ pub fn parse_lflow_list(text: &str) -> Result<Vec<TextFlow>, String> {
 pub fn to_text_flows(ctx: &Ctx<'_>, flows: &[Lflow]) -> Vec<TextFlow> {
     flows
         .iter()
-        .map(|f| TextFlow {
-            dp: ctx.datapaths[f.dp.0 as usize].name.clone(),
-            stage: f.stage,
-            priority: f.priority,
-            match_: f.match_.clone(),
-            actions: f.actions.clone(),
+        .flat_map(|f| {
+            f.dps.as_slice().iter().map(move |d| TextFlow {
+                dp: ctx.datapaths[d.0 as usize].name.clone(),
+                stage: f.stage,
+                priority: f.priority,
+                match_: f.match_.clone(),
+                actions: f.actions.clone(),
+            })
         })
         .collect()
 }

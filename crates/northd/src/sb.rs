@@ -457,7 +457,7 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: &[Lflow], sb: &Database) -> Syn
             grouped
                 .entry((f.stage, f.priority, &f.match_, &f.actions))
                 .or_default()
-                .push(dpu[f.dp.0 as usize]);
+                .extend(f.dps.as_slice().iter().map(|d| dpu[d.0 as usize]));
         }
         // The SB's flows, same key.
         let groups = &sb.table("Logical_DP_Group").rows;

@@ -68,6 +68,9 @@ pub enum Target {
     /// Megaflow learning through real upcalls (N distinct frames, each once, one pinned
     /// PMD), terse dumps, deletes, installs during a dump loop, bytes per flow (issue #13).
     Control(super::bench_control::ControlArgs),
+    /// northd full recompute of the OVN benchmark topology: node counts × threads ×
+    /// parallel strategies, interleaved (issue #14).
+    Northd(super::bench_northd::NorthdArgs),
 }
 
 /// On or off.
@@ -769,6 +772,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Target::Flowmods(a) => super::bench_flowmods::run(a),
         Target::Firewall(a) => super::bench_firewall::run(a),
         Target::Control(a) => super::bench_control::run(a),
+        Target::Northd(a) => super::bench_northd::run(a),
     }
 }
 

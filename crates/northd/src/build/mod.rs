@@ -24,10 +24,10 @@ pub mod ls_l2;
 pub mod ls_stateful;
 
 use crate::addr::{LportAddresses, parse_lrp_networks};
-use crate::lflow::{DpId, Lflow, Sink};
+use crate::lflow::{DpId, Dps, Lflow, Sink, merge_same};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +77,89 @@ pub struct Ctx<'a> {
     pub switch_lbs: Vec<Vec<Uuid>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
     pub router_lbs: Vec<Vec<Uuid>>,
+    /// Load-balancer classes of switches: switches that apply the same load-balancer
+    /// groups share one class (the groups' LBs built once for all of them), and each switch
+    /// with LBs of its own has a class of one for those.
+    pub switch_lb_classes: Vec<LbClass>,
+    /// Load-balancer classes of routers, likewise, also split by the router properties
+    /// the LB flows depend on ([`router_lb_flavor`]).
+    pub router_lb_classes: Vec<LbClass>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
+}
+
+/// Datapaths that get the same flows for a set of load balancers.
+#[derive(Debug, Clone)]
+pub struct LbClass {
+    /// A member (switch or router index) the builders read datapath properties from.
+    pub rep: usize,
+    /// All members' datapaths.
+    pub dps: Dps,
+    /// The load balancers.
+    pub lbs: Vec<Uuid>,
+}
+
+/// The router properties a load balancer's flows depend on: routers that differ here get
+/// their LB flows built separately.
+pub fn router_lb_flavor(r: &LogicalRouter) -> String {
+    let o = |k: &str| r.options.get(k).map(String::as_str).unwrap_or("");
+    let has_gw_port = r.ports.iter().any(|p| {
+        !p.gateway_chassis.is_empty()
+            || p.ha_chassis_group.is_some()
+            || p.options.contains_key("redirect-chassis")
+    });
+    format!(
+        "gw={} gwport={} force_snat={} lb_force_snat_ip={} skip_snat={}",
+        r.options.contains_key("chassis"),
+        has_gw_port,
+        o("lb_force_snat_ip").is_empty(),
+        o("lb_force_snat_ip"),
+        o("lb_skip_snat")
+    )
+}
+
+fn lb_classes<T>(
+    rows: &[T],
+    dp: impl Fn(usize) -> DpId,
+    own: impl Fn(&T) -> &[Uuid],
+    groups: impl Fn(&T) -> &[Uuid],
+    flavor: impl Fn(&T) -> String,
+    nb: &Nb,
+) -> Vec<LbClass> {
+    let mut by_key: BTreeMap<(Vec<Uuid>, String), Vec<usize>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let mut g = groups(r).to_vec();
+        g.sort();
+        g.dedup();
+        if !g.is_empty() {
+            by_key.entry((g, flavor(r))).or_default().push(i);
+        }
+        if !own(r).is_empty() {
+            let mut lbs = own(r).to_vec();
+            lbs.sort();
+            lbs.dedup();
+            out.push(LbClass {
+                rep: i,
+                dps: Dps::One(dp(i)),
+                lbs,
+            });
+        }
+    }
+    for ((g, _), members) in by_key {
+        let lbs = nb.lbs_of(&[], &g);
+        if lbs.is_empty() {
+            continue;
+        }
+        let dps = Dps::from_sorted(members.iter().map(|&i| dp(i)).collect())
+            .unwrap_or(Dps::One(dp(members[0])));
+        out.push(LbClass {
+            rep: members[0],
+            dps,
+            lbs,
+        });
+    }
+    out
 }
 
 impl<'a> Ctx<'a> {
@@ -191,6 +272,23 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
             .collect();
+        let switch_lb_classes = lb_classes(
+            &nb.switches,
+            |i| DpId(i as u32),
+            |s| &s.load_balancer,
+            |s| &s.load_balancer_group,
+            |_| String::new(),
+            nb,
+        );
+        let n_sw = nb.switches.len();
+        let router_lb_classes = lb_classes(
+            &nb.routers,
+            |i| DpId((n_sw + i) as u32),
+            |r| &r.load_balancer,
+            |r| &r.load_balancer_group,
+            router_lb_flavor,
+            nb,
+        );
         Ctx {
             nb,
             datapaths,
@@ -206,6 +304,8 @@ impl<'a> Ctx<'a> {
                 .collect(),
             switch_lbs,
             router_lbs,
+            switch_lb_classes,
+            router_lb_classes,
             diags,
         }
     }
@@ -250,7 +350,7 @@ pub enum Item {
     SwitchPort(usize, usize),
     /// One ACL on one switch.
     SwitchAcl(usize, Uuid),
-    /// One load balancer on one switch.
+    /// One load balancer on a class of switches (index into [`Ctx::switch_lb_classes`]).
     SwitchLb(usize, Uuid),
     /// A router's own flows.
     RouterDp(usize),
@@ -262,7 +362,7 @@ pub enum Item {
     RouterPolicy(usize, usize),
     /// One NAT rule (index into the router's `nat`).
     RouterNat(usize, usize),
-    /// One load balancer on one router.
+    /// One load balancer on a class of routers (index into [`Ctx::router_lb_classes`]).
     RouterLb(usize, Uuid),
 }
 
@@ -273,7 +373,6 @@ pub fn items(ctx: &Ctx<'_>) -> Vec<Item> {
         v.push(Item::SwitchDp(i));
         v.extend((0..s.ports.len()).map(|j| Item::SwitchPort(i, j)));
         v.extend(ctx.switch_acls[i].iter().map(|&a| Item::SwitchAcl(i, a)));
-        v.extend(ctx.switch_lbs[i].iter().map(|&l| Item::SwitchLb(i, l)));
     }
     for (i, r) in ctx.nb.routers.iter().enumerate() {
         v.push(Item::RouterDp(i));
@@ -281,7 +380,12 @@ pub fn items(ctx: &Ctx<'_>) -> Vec<Item> {
         v.extend((0..r.static_routes.len()).map(|j| Item::RouterRoute(i, j)));
         v.extend((0..r.policies.len()).map(|j| Item::RouterPolicy(i, j)));
         v.extend((0..r.nat.len()).map(|j| Item::RouterNat(i, j)));
-        v.extend(ctx.router_lbs[i].iter().map(|&l| Item::RouterLb(i, l)));
+    }
+    for (c, class) in ctx.switch_lb_classes.iter().enumerate() {
+        v.extend(class.lbs.iter().map(|&l| Item::SwitchLb(c, l)));
+    }
+    for (c, class) in ctx.router_lb_classes.iter().enumerate() {
+        v.extend(class.lbs.iter().map(|&l| Item::RouterLb(c, l)));
     }
     v
 }
@@ -304,11 +408,12 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
                 ls_stateful::switch_acl(ctx, i, acl, &mut Sink::new(ctx.switch_dp(i), out));
             }
         }
-        Item::SwitchLb(i, l) => {
+        Item::SwitchLb(c, l) => {
+            let class = &ctx.switch_lb_classes[c];
             if let Some(lb) = ctx.nb.lbs.get(&l) {
-                let mut s = Sink::new(ctx.switch_dp(i), out);
-                ls_stateful::switch_lb(ctx, i, lb, &mut s);
-                ls_l2::switch_lb(ctx, i, lb, &mut s);
+                let mut s = Sink::group(class.dps.clone(), out);
+                ls_stateful::switch_lb(ctx, class.rep, lb, &mut s);
+                ls_l2::switch_lb(ctx, class.rep, lb, &mut s);
             }
         }
         Item::RouterDp(i) => {
@@ -332,24 +437,23 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
             lr_nat::router_nat(ctx, i, j, &mut s);
             lr_routing::router_nat(ctx, i, j, &mut s);
         }
-        Item::RouterLb(i, l) => {
+        Item::RouterLb(c, l) => {
+            let class = &ctx.router_lb_classes[c];
             if let Some(lb) = ctx.nb.lbs.get(&l) {
-                let mut s = Sink::new(ctx.router_dp(i), out);
-                lr_nat::router_lb(ctx, i, lb, &mut s);
-                lr_routing::router_lb(ctx, i, lb, &mut s);
+                let mut s = Sink::group(class.dps.clone(), out);
+                lr_nat::router_lb(ctx, class.rep, lb, &mut s);
+                lr_routing::router_lb(ctx, class.rep, lb, &mut s);
             }
         }
     }
 }
 
-/// Builds every flow on one thread; duplicates (the same flow from two items) kept once,
-/// sorted.
+/// Builds every flow on one thread; the same flow from several items becomes one flow on
+/// the union of their datapaths ([`merge_same`]); sorted.
 pub fn build_serial(ctx: &Ctx<'_>) -> Vec<Lflow> {
     let mut out = Vec::new();
     for it in items(ctx) {
         build_item(ctx, it, &mut out);
     }
-    out.sort_unstable();
-    out.dedup();
-    out
+    merge_same(out)
 }
