@@ -1,18 +1,750 @@
 //! Logical router NAT and load-balancing stages: unSNAT, defrag, LB affinity, DNAT, ECMP
 //! stateful; egress chk_dnat_local, unDNAT, post-unDNAT, SNAT, post-SNAT.
+//!
+//! Two router flavours matter here:
+//!
+//! * gateway routers (`options:chassis` set): NAT in one zone, `ct_snat`/`ct_dnat`, force-SNAT
+//!   options (`lb_force_snat_ip`, `dnat_force_snat_ip`), SNAT priorities `plen + 1`;
+//! * distributed routers with one distributed gateway port GW: NAT flows pinned to GW with
+//!   `is_chassis_resident("cr-GW")` (or the NAT's `logical_port` when it is distributed),
+//!   `*_in_czone` actions, SNAT priorities `plen + 1 + 128`.
+//!
+//! A distributed router without a gateway port gets no NAT flows (its load balancers still get
+//! DNAT flows).
+//!
+//! Not yet: NAT `gateway_port` with several distributed gateway ports; LB health checks
+//! (`ip_port_mappings`/service monitors); `controller_event` empty-LB events; ECMP symmetric
+//! reply (`lr_in_defrag`/`lr_in_ecmp_stateful` priority 100); `lb_force_snat_ip` on
+//! distributed routers; `options:lb_skip_snat`-style router options beyond those named here.
 
 use super::Ctx;
+use crate::addr::{parse_ipv4_net, parse_ipv6_net};
 use crate::lflow::Sink;
-use crate::nb::LoadBalancer;
+use crate::nb::{LoadBalancer, LogicalRouter, Lrp, Nat};
+use crate::stage::Stage;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+/// Bit set in `lr_out_chk_dnat_local` when the DNAT IP is local.
+const DST_NAT_LOCAL: &str = "reg9[4]";
+
+fn is_gateway_router(r: &LogicalRouter) -> bool {
+    r.options.get("chassis").is_some_and(|c| !c.is_empty())
+}
+
+fn is_dgp(p: &Lrp) -> bool {
+    !p.gateway_chassis.is_empty()
+        || p.ha_chassis_group.is_some()
+        || p.options
+            .get("redirect-chassis")
+            .is_some_and(|c| !c.is_empty())
+}
+
+/// The router's distributed gateway port when it has exactly one.
+fn gateway_port(r: &LogicalRouter) -> Option<&Lrp> {
+    let mut it = r.ports.iter().filter(|p| is_dgp(p));
+    let first = it.next()?;
+    // Not yet: several gateway ports (NAT `gateway_port` column picks one).
+    it.next().is_none().then_some(first)
+}
+
+/// True when some load balancer applied to router `rt` has a VIP.
+fn has_lb_vips(ctx: &Ctx<'_>, rt: usize) -> bool {
+    ctx.router_lbs[rt]
+        .iter()
+        .any(|u| ctx.nb.lbs.get(u).is_some_and(|lb| !lb.vips.is_empty()))
+}
+
+fn ipv(ip: IpAddr) -> &'static str {
+    if ip.is_ipv4() { "ip4" } else { "ip6" }
+}
 
 /// A router's own flows in these stages.
-pub fn router_dp(_ctx: &Ctx<'_>, _rt: usize, _out: &mut Sink<'_>) {}
+pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
+    use Stage::*;
+    let r = ctx.router(rt);
+    for st in [
+        LrInUnsnat,
+        LrInDefrag,
+        LrInLbAffCheck,
+        LrInDnat,
+        LrInLbAffLearn,
+        LrInEcmpStateful,
+        LrOutUndnat,
+        LrOutPostUndnat,
+        LrOutSnat,
+        LrOutPostSnat,
+    ] {
+        out.add(st, 0, "1", "next;");
+    }
+    out.add(
+        LrOutChkDnatLocal,
+        0,
+        "1",
+        format!("{DST_NAT_LOCAL} = 0; next;"),
+    );
+    out.add(LrOutSnat, 120, "nd_ns", "next;");
 
-/// One router port's flows in these stages.
-pub fn router_port(_ctx: &Ctx<'_>, _rt: usize, _port: usize, _out: &mut Sink<'_>) {}
+    let gr = is_gateway_router(r);
+    let has_lb = has_lb_vips(ctx, rt);
+    let has_nat = !r.nat.is_empty();
+    if has_lb {
+        for (m, a) in [
+            (
+                "ct.est && !ct.rel && !ct.new && ct_mark.natted && ct_mark.force_snat == 1",
+                "flags.force_snat_for_lb = 1; next;",
+            ),
+            (
+                "ct.est && !ct.rel && !ct.new && ct_mark.natted && ct_mark.skip_snat == 1",
+                "flags.skip_snat_for_lb = 1; next;",
+            ),
+            (
+                "ct.rel && !ct.est && !ct.new && ct_mark.force_snat == 1",
+                "flags.force_snat_for_lb = 1; ct_commit_nat;",
+            ),
+            (
+                "ct.rel && !ct.est && !ct.new && ct_mark.skip_snat == 1",
+                "flags.skip_snat_for_lb = 1; ct_commit_nat;",
+            ),
+        ] {
+            out.add(LrInDnat, 70, m, a);
+        }
+        out.add(
+            LrInDnat,
+            50,
+            "ct.est && !ct.rel && !ct.new && ct_mark.natted",
+            "next;",
+        );
+        out.add(
+            LrInDnat,
+            50,
+            "ct.rel && !ct.est && !ct.new",
+            "ct_commit_nat;",
+        );
+    }
+    if gr && (has_nat || has_lb) {
+        out.add(LrOutUndnat, 100, "nd || nd_rs || nd_ra", "next;");
+        out.add(LrOutUndnat, 50, "ip", "flags.loopback = 1; ct_dnat;");
+        out.add(
+            LrOutPostUndnat,
+            50,
+            "ip && ct.new",
+            "ct_commit { } ; next; ",
+        );
+    }
+    if has_nat && (gr || gateway_port(r).is_some()) {
+        out.add(
+            LrOutChkDnatLocal,
+            50,
+            "ip && ct_mark.natted == 1",
+            format!("{DST_NAT_LOCAL} = 1; next;"),
+        );
+    }
+    if gr {
+        for (opt, flag) in [
+            ("lb_force_snat_ip", "force_snat_for_lb"),
+            ("dnat_force_snat_ip", "force_snat_for_dnat"),
+        ] {
+            let Some(v) = r.options.get(opt) else {
+                continue;
+            };
+            if v == "router_ip" {
+                continue;
+            }
+            for ip in first_v4_v6(v.split_whitespace()) {
+                let f = ipv(ip);
+                out.add(
+                    LrInUnsnat,
+                    110,
+                    format!("{f} && {f}.dst == {ip}"),
+                    "ct_snat;",
+                );
+                out.add(
+                    LrOutSnat,
+                    100,
+                    format!("flags.{flag} == 1 && {f}"),
+                    format!("ct_snat({ip});"),
+                );
+            }
+        }
+    }
+}
+
+/// The first IPv4 and the first IPv6 address among `words` (bad ones skipped).
+fn first_v4_v6<'a>(words: impl Iterator<Item = &'a str>) -> Vec<IpAddr> {
+    let (mut v4, mut v6) = (None, None);
+    for w in words {
+        match w.parse::<IpAddr>() {
+            Ok(ip @ IpAddr::V4(_)) if v4.is_none() => v4 = Some(ip),
+            Ok(ip @ IpAddr::V6(_)) if v6.is_none() => v6 = Some(ip),
+            _ => {}
+        }
+    }
+    v4.into_iter().chain(v6).collect()
+}
+
+/// One router port's flows in these stages: the per-port force-SNAT flows of a gateway
+/// router with `options:lb_force_snat_ip=router_ip` (only for ports attached to a peer).
+pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
+    let r = ctx.router(rt);
+    if !is_gateway_router(r)
+        || r.options.get("lb_force_snat_ip").map(String::as_str) != Some("router_ip")
+    {
+        return;
+    }
+    let p = ctx.lrp(rt, port);
+    if ctx.lrp_switch_peer[rt][port].is_none() && p.peer.is_none() {
+        return;
+    }
+    let Some(nets) = &ctx.lrp_networks[rt][port] else {
+        return;
+    };
+    let v4 = nets.ipv4.first().map(|n| IpAddr::V4(n.addr));
+    let v6 = nets.ipv6.first().map(|n| IpAddr::V6(n.addr));
+    for ip in v4.into_iter().chain(v6) {
+        let f = ipv(ip);
+        out.add(
+            Stage::LrInUnsnat,
+            110,
+            format!("inport == \"{}\" && {f}.dst == {ip}", p.name),
+            "ct_snat;",
+        );
+        out.add(
+            Stage::LrOutSnat,
+            110,
+            format!(
+                "flags.force_snat_for_lb == 1 && {f} && outport == \"{}\"",
+                p.name
+            ),
+            format!("ct_snat({ip});"),
+        );
+    }
+}
+
+/// A NAT rule's addresses, parsed.
+struct NatAddrs {
+    ext: IpAddr,
+    /// The logical IP as printed in matches (`A` or `NET/PLEN`).
+    logical: String,
+    /// The logical IP alone (for DNAT targets).
+    logical_ip: IpAddr,
+    plen: u8,
+}
+
+fn parse_nat(n: &Nat) -> Option<NatAddrs> {
+    let ext: IpAddr = n.external_ip.parse().ok()?;
+    match ext {
+        IpAddr::V4(_) => {
+            let l = parse_ipv4_net(&n.logical_ip)?;
+            if n.kind != "snat" && l.plen != 32 {
+                return None;
+            }
+            let logical = if l.plen == 32 {
+                l.addr.to_string()
+            } else {
+                format!("{}/{}", l.network(), l.plen)
+            };
+            Some(NatAddrs {
+                ext,
+                logical,
+                logical_ip: IpAddr::V4(l.addr),
+                plen: l.plen,
+            })
+        }
+        IpAddr::V6(_) => {
+            let l = parse_ipv6_net(&n.logical_ip)?;
+            if n.kind != "snat" && l.plen != 128 {
+                return None;
+            }
+            let logical = if l.plen == 128 {
+                l.addr.to_string()
+            } else {
+                format!("{}/{}", l.network(), l.plen)
+            };
+            Some(NatAddrs {
+                ext,
+                logical,
+                logical_ip: IpAddr::V6(l.addr),
+                plen: l.plen,
+            })
+        }
+    }
+}
+
+/// The name of the address set a NAT column (`allowed_ext_ips`, `exempted_ext_ips`) refers to.
+fn nat_address_set<'a>(ctx: &Ctx<'a>, n: &Nat, col: &str) -> Option<&'a str> {
+    let u = n.row.uuids(col).next()?;
+    ctx.nb
+        .address_sets
+        .iter()
+        .find(|a| a.uuid == u)
+        .map(|a| a.name.as_str())
+}
 
 /// One NAT rule's flows.
-pub fn router_nat(_ctx: &Ctx<'_>, _rt: usize, _nat: usize, _out: &mut Sink<'_>) {}
+pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
+    use Stage::*;
+    let r = ctx.router(rt);
+    let n = &r.nat[nat];
+    let (is_snat, is_dnat) = match n.kind.as_str() {
+        "snat" => (true, false),
+        "dnat" => (false, true),
+        "dnat_and_snat" => (true, true),
+        _ => return,
+    };
+    let Some(a) = parse_nat(n) else {
+        return;
+    };
+    let gr = is_gateway_router(r);
+    let gw = if gr { None } else { gateway_port(r) };
+    if !gr && gw.is_none() {
+        return;
+    }
+    let stateless =
+        n.kind == "dnat_and_snat" && n.options.get("stateless").map(String::as_str) == Some("true");
+    let f = ipv(a.ext);
+    let ext = a.ext;
+    let lip = &a.logical;
+    let range = if n.external_port_range.is_empty() {
+        String::new()
+    } else {
+        format!(",{}", n.external_port_range)
+    };
+    let allowed = nat_address_set(ctx, n, "allowed_ext_ips");
+    let exempted = if allowed.is_none() {
+        nat_address_set(ctx, n, "exempted_ext_ips")
+    } else {
+        None
+    };
+    let force_dnat = gr && r.options.contains_key("dnat_force_snat_ip");
+
+    let Some(gw) = gw else {
+        // Gateway router.
+        if is_snat {
+            out.add(
+                LrInUnsnat,
+                90,
+                format!("ip && {f}.dst == {ext}"),
+                if stateless { "next;" } else { "ct_snat;" },
+            );
+        }
+        if is_dnat {
+            let mut m = format!("ip && {f}.dst == {ext}");
+            if let Some(s) = allowed {
+                let _ = write!(m, " && {f}.src == ${s}");
+            }
+            let mut act = String::new();
+            if force_dnat {
+                act.push_str("flags.force_snat_for_dnat = 1; ");
+            }
+            act.push_str("flags.loopback = 1; ");
+            if stateless {
+                let _ = write!(act, "{f}.dst={}; next;", a.logical_ip);
+            } else {
+                let _ = write!(act, "ct_dnat({}{range});", a.logical_ip);
+            }
+            out.add(LrInDnat, 100, m, act);
+            if let Some(s) = exempted {
+                out.add(
+                    LrInDnat,
+                    102,
+                    format!("ip && {f}.dst == {ext} && {f}.src == ${s}"),
+                    "next;",
+                );
+            }
+        }
+        if is_snat {
+            let prio = a.plen as u16 + 1;
+            let mut m = format!("ip && {f}.src == {lip}");
+            if let Some(s) = allowed {
+                let _ = write!(m, " && {f}.dst == ${s}");
+            }
+            if stateless {
+                out.add(LrOutSnat, prio, m, format!("{f}.src={ext}; next;"));
+            } else {
+                m.push_str(" && (!ct.trk || !ct.rpl)");
+                out.add(LrOutSnat, prio, m, format!("ct_snat({ext}{range});"));
+            }
+            if let Some(s) = exempted {
+                out.add(
+                    LrOutSnat,
+                    prio + 2,
+                    format!("ip && {f}.src == {lip} && {f}.dst == ${s}"),
+                    "next;",
+                );
+            }
+        }
+        return;
+    };
+
+    // Distributed router with gateway port `gw`.
+    let gwn = &gw.name;
+    let distributed = n.kind == "dnat_and_snat"
+        && n.logical_port.is_some()
+        && n.external_mac
+            .as_deref()
+            .is_some_and(|m| crate::addr::Mac::parse(m).is_some());
+    let (resident, eth_src) = if distributed {
+        (
+            String::new(),
+            format!(
+                "eth.src = {}; ",
+                n.external_mac.as_deref().unwrap_or_default()
+            ),
+        )
+    } else {
+        (
+            format!(" && is_chassis_resident(\"cr-{gwn}\")"),
+            String::new(),
+        )
+    };
+    let chk_resident = match (distributed, &n.logical_port) {
+        (true, Some(lp)) => format!("is_chassis_resident(\"{lp}\")"),
+        _ => format!("is_chassis_resident(\"cr-{gwn}\")"),
+    };
+    out.add(
+        LrOutChkDnatLocal,
+        50,
+        format!("ip && {f}.dst == {ext} && {chk_resident}"),
+        format!("{DST_NAT_LOCAL} = 1; next;"),
+    );
+    if is_snat {
+        out.add(
+            LrInUnsnat,
+            100,
+            format!(
+                "ip && {f}.dst == {ext} && inport == \"{gwn}\" && flags.loopback == 0{resident}"
+            ),
+            if stateless {
+                "next;"
+            } else {
+                "ct_snat_in_czone;"
+            },
+        );
+        if !stateless {
+            out.add(
+                LrInUnsnat,
+                100,
+                format!(
+                    "ip && {f}.dst == {ext} && inport == \"{gwn}\" && flags.loopback == 1 && flags.use_snat_zone == 1{resident}"
+                ),
+                "ct_snat;",
+            );
+        }
+    }
+    if is_dnat {
+        let base = format!("ip && {f}.dst == {ext} && inport == \"{gwn}\"{resident}");
+        let mut m = base.clone();
+        if let Some(s) = allowed {
+            let _ = write!(m, " && {f}.src == ${s}");
+        }
+        let act = if stateless {
+            format!("{f}.dst={}; next;", a.logical_ip)
+        } else {
+            format!("ct_dnat_in_czone({}{range});", a.logical_ip)
+        };
+        out.add(LrInDnat, 100, m, act);
+        if let Some(s) = exempted {
+            out.add(LrInDnat, 102, format!("{base} && {f}.src == ${s}"), "next;");
+        }
+        out.add(
+            LrOutUndnat,
+            100,
+            format!(
+                "ip && {f}.src == {} && outport == \"{gwn}\"{resident}",
+                a.logical_ip
+            ),
+            if stateless {
+                format!("{eth_src}next;")
+            } else {
+                format!("{eth_src}ct_dnat_in_czone;")
+            },
+        );
+    }
+    if is_snat {
+        let prio = a.plen as u16 + 1 + 128;
+        let chk = if distributed {
+            format!(" && {chk_resident}")
+        } else {
+            resident.clone()
+        };
+        let base = format!("ip && {f}.src == {lip} && outport == \"{gwn}\"{chk}");
+        let mut m = base.clone();
+        if let Some(s) = allowed {
+            let _ = write!(m, " && {f}.dst == ${s}");
+        }
+        if stateless {
+            out.add(LrOutSnat, prio, m, format!("{eth_src}{f}.src={ext}; next;"));
+        } else {
+            out.add(
+                LrOutSnat,
+                prio,
+                m.clone(),
+                format!("{eth_src}ct_snat_in_czone({ext}{range});"),
+            );
+            out.add(
+                LrOutSnat,
+                prio + 1,
+                format!("{m} && {DST_NAT_LOCAL} == 1"),
+                format!("{eth_src}{DST_NAT_LOCAL} = 0; ct_snat({ext}{range});"),
+            );
+        }
+        if let Some(s) = exempted {
+            out.add(
+                LrOutSnat,
+                prio + 2,
+                format!("{base} && {f}.dst == ${s}"),
+                "next;",
+            );
+        }
+    }
+}
+
+/// A VIP or backend: address and optional L4 port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Endpoint {
+    ip: IpAddr,
+    port: Option<u16>,
+}
+
+impl Endpoint {
+    /// Parses `A`, `A:P`, `V6`, `[V6]` or `[V6]:P`.
+    fn parse(s: &str) -> Option<Endpoint> {
+        let s = s.trim();
+        if let Some(rest) = s.strip_prefix('[') {
+            let (a, tail) = rest.split_once(']')?;
+            let ip = IpAddr::V6(a.parse().ok()?);
+            let port = match tail {
+                "" => None,
+                t => Some(t.strip_prefix(':')?.parse().ok()?),
+            };
+            return Some(Endpoint { ip, port });
+        }
+        match s.matches(':').count() {
+            0 => Some(Endpoint {
+                ip: IpAddr::V4(s.parse().ok()?),
+                port: None,
+            }),
+            1 => {
+                let (a, p) = s.split_once(':')?;
+                Some(Endpoint {
+                    ip: IpAddr::V4(a.parse().ok()?),
+                    port: Some(p.parse().ok()?),
+                })
+            }
+            _ => Some(Endpoint {
+                ip: IpAddr::V6(s.parse().ok()?),
+                port: None,
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.ip, self.port) {
+            (ip, None) => write!(f, "{ip}"),
+            (IpAddr::V4(ip), Some(p)) => write!(f, "{ip}:{p}"),
+            (IpAddr::V6(ip), Some(p)) => write!(f, "[{ip}]:{p}"),
+        }
+    }
+}
+
+/// Parses a VIP's backend list; `None` when malformed or inconsistent with the VIP.
+fn parse_backends(vip: Endpoint, s: &str) -> Option<Vec<Endpoint>> {
+    let mut v = Vec::new();
+    for b in s.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+        let e = Endpoint::parse(b)?;
+        if e.ip.is_ipv4() != vip.ip.is_ipv4() || e.port.is_some() != vip.port.is_some() {
+            return None;
+        }
+        v.push(e);
+    }
+    Some(v)
+}
+
+fn join_backends(bs: &[Endpoint]) -> String {
+    let mut s = String::new();
+    for (i, b) in bs.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{b}");
+    }
+    s
+}
 
 /// One load balancer's flows on a router.
-pub fn router_lb(_ctx: &Ctx<'_>, _rt: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
+pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+    use Stage::*;
+    let r = ctx.router(rt);
+    let gr = is_gateway_router(r);
+    let gw = if gr { None } else { gateway_port(r) };
+    let proto = lb.protocol.as_deref().unwrap_or("tcp");
+    let opt_true = |k: &str| lb.options.get(k).map(String::as_str) == Some("true");
+    let skip_snat = opt_true("skip_snat");
+    let reject = opt_true("reject");
+    let force_snat = !skip_snat && gr && r.options.contains_key("lb_force_snat_ip");
+    let (flag_pre, ct_suffix) = if skip_snat {
+        ("flags.skip_snat_for_lb = 1; ", "; skip_snat")
+    } else if force_snat {
+        ("flags.force_snat_for_lb = 1; ", "; force_snat")
+    } else {
+        ("", "")
+    };
+    let affinity: u32 = lb
+        .options
+        .get("affinity_timeout")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    let resident = gw
+        .map(|g| format!(" && is_chassis_resident(\"cr-{}\")", g.name))
+        .unwrap_or_default();
+    let nat_ips = &ctx.router_nat_ips[rt];
+    let mut any = false;
+    for (k, v) in &lb.vips {
+        let Some(vip) = Endpoint::parse(k) else {
+            continue;
+        };
+        let Some(backends) = parse_backends(vip, v) else {
+            continue;
+        };
+        any = true;
+        let f = ipv(vip.ip);
+        let ip = vip.ip;
+        out.add(
+            LrInDefrag,
+            100,
+            format!("ip && {f}.dst == {ip}"),
+            "ct_dnat;",
+        );
+        let (prio, l4) = match vip.port {
+            Some(p) => (120, format!(" && {proto} && {proto}.dst == {p}")),
+            None => (110, String::new()),
+        };
+        if nat_ips.contains(&ip) {
+            out.add(
+                LrInUnsnat,
+                120,
+                format!("{f} && {f}.dst == {ip}{l4}"),
+                "next;",
+            );
+        }
+        let m = format!("ct.new && !ct.rel && {f} && {f}.dst == {ip}{l4}");
+        let bl = join_backends(&backends);
+        let act = if backends.is_empty() {
+            if reject {
+                format!(
+                    "{flag_pre}reg0 = 0; reject {{ outport <-> inport; next(pipeline=egress,table={});}};",
+                    LrOutSnat.table()
+                )
+            } else {
+                "drop;".to_owned()
+            }
+        } else {
+            format!("{flag_pre}ct_lb_mark(backends={bl}{ct_suffix});")
+        };
+        out.add(LrInDnat, prio, format!("{m}{resident}"), act);
+
+        if let (Some(vport), true) = (vip.port, affinity > 0 && !backends.is_empty()) {
+            let (reg, xreg_b) = if vip.ip.is_ipv4() {
+                ("reg0", "reg4")
+            } else {
+                ("xxreg0", "xxreg1")
+            };
+            out.add(
+                LrInLbAffCheck,
+                100,
+                m.clone(),
+                format!(
+                    "{reg} = {f}.dst; reg9[16..31] = {proto}.dst; reg9[6] = chk_lb_aff(); next;"
+                ),
+            );
+            for b in &backends {
+                let bport = b.port.unwrap_or(0);
+                out.add(
+                    LrInDnat,
+                    150,
+                    format!(
+                        "reg9[6] == 1 && ct.new && {f} && {xreg_b} == {} && reg8[0..15] == {bport}",
+                        b.ip
+                    ),
+                    format!("{reg} = {ip}; {flag_pre}ct_lb_mark(backends={b}{ct_suffix});"),
+                );
+                out.add(
+                    LrInLbAffLearn,
+                    100,
+                    format!(
+                        "reg9[6] == 0 && ct.new && {f} && {reg} == {ip} && reg9[16..31] == {vport} && {f}.dst == {} && {proto}.dst == {bport}",
+                        b.ip
+                    ),
+                    format!(
+                        "commit_lb_aff(vip = \"{vip}\", backend = \"{b}\", proto = {proto}, timeout = {affinity}); /* drop */"
+                    ),
+                );
+            }
+        }
+
+        if let Some(g) = gw
+            && !backends.is_empty()
+        {
+            let mut alts = String::new();
+            for (i, b) in backends.iter().enumerate() {
+                if i > 0 {
+                    alts.push_str(" || ");
+                }
+                match b.port {
+                    Some(p) => {
+                        let _ = write!(alts, "({f}.src == {} && {proto}.src == {p})", b.ip);
+                    }
+                    None => {
+                        let _ = write!(alts, "({f}.src == {})", b.ip);
+                    }
+                }
+            }
+            let act = if skip_snat {
+                "flags.skip_snat_for_lb = 1; next;"
+            } else if force_snat {
+                "flags.force_snat_for_lb = 1; ct_dnat;"
+            } else {
+                "ct_dnat_in_czone;"
+            };
+            out.add(
+                LrOutUndnat,
+                120,
+                format!("{f} && ({alts}) && outport == \"{}\"{resident}", g.name),
+                act,
+            );
+        }
+    }
+    if any && skip_snat {
+        out.add(LrOutSnat, 120, "flags.skip_snat_for_lb == 1 && ip", "next;");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        let e = Endpoint::parse("[fd17::100]:80").unwrap();
+        assert_eq!(e.to_string(), "[fd17::100]:80");
+        let e = Endpoint::parse("fd01:0::11").unwrap();
+        assert_eq!(e.to_string(), "fd01::11");
+        let e = Endpoint::parse("172.30.0.1:80").unwrap();
+        assert_eq!(e.port, Some(80));
+        assert!(Endpoint::parse("172.30.0.1:x").is_none());
+        let vip = Endpoint::parse("172.30.0.1:80").unwrap();
+        let bs = parse_backends(vip, "10.128.0.3:8080, 10.128.0.5:8080").unwrap();
+        assert_eq!(join_backends(&bs), "10.128.0.3:8080,10.128.0.5:8080");
+        assert!(parse_backends(vip, "10.128.0.3").is_none());
+    }
+
+    #[test]
+    fn force_ips() {
+        let v = first_v4_v6("1.1.1.1 fd00::1 2.2.2.2".split_whitespace());
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].to_string(), "fd00::1");
+    }
+}

@@ -27,7 +27,8 @@ use crate::addr::{LportAddresses, parse_lrp_networks};
 use crate::lflow::{DpId, Lflow, Sink};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::IpAddr;
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,8 @@ pub struct Ctx<'a> {
     pub switch_lbs: Vec<Vec<Uuid>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
     pub router_lbs: Vec<Vec<Uuid>>,
+    /// Per router: the `external_ip`s of its NAT rules (parsed; malformed ones left out).
+    pub router_nat_ips: Vec<HashSet<IpAddr>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -191,6 +194,16 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
             .collect();
+        let router_nat_ips = nb
+            .routers
+            .iter()
+            .map(|r| {
+                r.nat
+                    .iter()
+                    .filter_map(|n| crate::addr::parse_ip_net(&n.external_ip))
+                    .collect()
+            })
+            .collect();
         Ctx {
             nb,
             datapaths,
@@ -206,6 +219,7 @@ impl<'a> Ctx<'a> {
                 .collect(),
             switch_lbs,
             router_lbs,
+            router_nat_ips,
             diags,
         }
     }
