@@ -12,7 +12,7 @@
 //! A distributed router without a gateway port gets no NAT flows (its load balancers still get
 //! DNAT flows).
 //!
-//! Not yet: NAT `gateway_port` with several distributed gateway ports; LB health checks
+//! Not yet: LB health checks
 //! (`ip_port_mappings`/service monitors); `controller_event` empty-LB events; ECMP symmetric
 //! reply (`lr_in_defrag`/`lr_in_ecmp_stateful` priority 100); `lb_force_snat_ip` on
 //! distributed routers; `options:lb_skip_snat`-style router options beyond those named here.
@@ -32,20 +32,39 @@ fn is_gateway_router(r: &LogicalRouter) -> bool {
     r.options.get("chassis").is_some_and(|c| !c.is_empty())
 }
 
-fn is_dgp(p: &Lrp) -> bool {
-    !p.gateway_chassis.is_empty()
-        || p.ha_chassis_group.is_some()
-        || p.options
-            .get("redirect-chassis")
-            .is_some_and(|c| !c.is_empty())
+/// The router's first distributed gateway port (the one its load balancers use).
+fn gateway_port<'a>(ctx: &Ctx<'a>, rt: usize) -> Option<&'a Lrp> {
+    ctx.router_dgps[rt].first().map(|&j| ctx.lrp(rt, j))
 }
 
-/// The router's distributed gateway port when it has exactly one.
-fn gateway_port(r: &LogicalRouter) -> Option<&Lrp> {
-    let mut it = r.ports.iter().filter(|p| is_dgp(p));
-    let first = it.next()?;
-    // Not yet: several gateway ports (NAT `gateway_port` column picks one).
-    it.next().is_none().then_some(first)
+/// The distributed gateway port a NAT rule uses: its `gateway_port`, else the one whose
+/// networks hold the external IP, else the only one.
+fn nat_gateway_port<'a>(ctx: &Ctx<'a>, rt: usize, n: &Nat, ext: IpAddr) -> Option<&'a Lrp> {
+    let dgps = &ctx.router_dgps[rt];
+    if let Some(u) = n.row.uuids("gateway_port").next() {
+        return dgps.iter().map(|&j| ctx.lrp(rt, j)).find(|p| p.uuid == u);
+    }
+    if dgps.len() == 1 {
+        return Some(ctx.lrp(rt, dgps[0]));
+    }
+    dgps.iter().copied().find_map(|j| {
+        let nets = ctx.lrp_networks[rt][j].as_ref()?;
+        let hit = match ext {
+            IpAddr::V4(a) => nets.ipv4.iter().any(|n| {
+                let m = u32::from(n.mask());
+                u32::from(a) & m == u32::from(n.network())
+            }),
+            IpAddr::V6(a) => nets.ipv6.iter().any(|n| {
+                crate::addr::Ipv6Net {
+                    addr: a,
+                    plen: n.plen,
+                }
+                .network()
+                    == n.network()
+            }),
+        };
+        hit.then(|| ctx.lrp(rt, j))
+    })
 }
 
 /// True when some load balancer applied to router `rt` has a VIP.
@@ -132,7 +151,7 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
             "ct_commit { } ; next; ",
         );
     }
-    if has_nat && (gr || gateway_port(r).is_some()) {
+    if has_nat && (gr || !ctx.router_dgps[rt].is_empty()) {
         out.add(
             LrOutChkDnatLocal,
             50,
@@ -296,7 +315,11 @@ pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
         return;
     };
     let gr = is_gateway_router(r);
-    let gw = if gr { None } else { gateway_port(r) };
+    let gw = if gr {
+        None
+    } else {
+        nat_gateway_port(ctx, rt, n, a.ext)
+    };
     if !gr && gw.is_none() {
         return;
     }
@@ -579,7 +602,7 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
     use Stage::*;
     let r = ctx.router(rt);
     let gr = is_gateway_router(r);
-    let gw = if gr { None } else { gateway_port(r) };
+    let gw = if gr { None } else { gateway_port(ctx, rt) };
     let proto = lb.protocol.as_deref().unwrap_or("tcp");
     let opt_true = |k: &str| lb.options.get(k).map(String::as_str) == Some("true");
     let skip_snat = opt_true("skip_snat");
@@ -601,6 +624,25 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
         .map(|g| format!(" && is_chassis_resident(\"cr-{}\")", g.name))
         .unwrap_or_default();
     let nat_ips = &ctx.router_nat_ips[rt];
+    let controller_event = ctx
+        .nb
+        .global_options
+        .get("controller_event")
+        .is_some_and(|v| v == "true");
+    let hash = if lb.selection_fields.is_empty() {
+        String::new()
+    } else {
+        let mut f = lb.selection_fields.clone();
+        f.sort();
+        let f: Vec<String> = f
+            .iter()
+            .map(|x| match x.strip_prefix("tp_") {
+                Some(rest) => format!("{proto}_{rest}"),
+                None => x.clone(),
+            })
+            .collect();
+        format!("; hash_fields=\"{}\"", f.join(","))
+    };
     let mut any = false;
     for (k, v) in &lb.vips {
         let Some(vip) = Endpoint::parse(k) else {
@@ -623,15 +665,34 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
             None => (110, String::new()),
         };
         if nat_ips.contains(&ip) {
+            let pdst = vip
+                .port
+                .map(|p| format!(" && {proto}.dst == {p}"))
+                .unwrap_or_default();
             out.add(
                 LrInUnsnat,
                 120,
-                format!("{f} && {f}.dst == {ip}{l4}"),
+                format!("{f} && {f}.dst == {ip} && {proto}{pdst}"),
                 "next;",
             );
         }
         let m = format!("ct.new && !ct.rel && {f} && {f}.dst == {ip}{l4}");
         let bl = join_backends(&backends);
+        if backends.is_empty() && !reject && controller_event {
+            let vm = match vip.port {
+                Some(p) => format!("{f}.dst == {ip} && {proto} && {proto}.dst == {p}"),
+                None => format!("{f}.dst == {ip} && {proto}"),
+            };
+            out.add(
+                LrInDnat,
+                130,
+                vm,
+                format!(
+                    "trigger_event(event = \"empty_lb_backends\", vip = \"{vip}\", protocol = \"{proto}\", load_balancer = \"{}\");",
+                    lb.uuid
+                ),
+            );
+        }
         let act = if backends.is_empty() {
             if reject {
                 format!(
@@ -639,10 +700,10 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
                     LrOutSnat.table()
                 )
             } else {
-                "drop;".to_owned()
+                format!("{flag_pre}drop;")
             }
         } else {
-            format!("{flag_pre}ct_lb_mark(backends={bl}{ct_suffix});")
+            format!("{flag_pre}ct_lb_mark(backends={bl}{hash}{ct_suffix});")
         };
         out.add(LrInDnat, prio, format!("{m}{resident}"), act);
 

@@ -80,6 +80,9 @@ pub struct Ctx<'a> {
     pub router_lbs: Vec<Vec<Uuid>>,
     /// Per router: the `external_ip`s of its NAT rules (parsed; malformed ones left out).
     pub router_nat_ips: Vec<HashSet<IpAddr>>,
+    /// Per router: its distributed gateway ports (`gateway_chassis`, `ha_chassis_group` or
+    /// `options:redirect-chassis` set), as port indices in UUID order.
+    pub router_dgps: Vec<Vec<usize>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -204,6 +207,24 @@ impl<'a> Ctx<'a> {
                     .collect()
             })
             .collect();
+        let router_dgps = nb
+            .routers
+            .iter()
+            .map(|r| {
+                r.ports
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| {
+                        !p.gateway_chassis.is_empty()
+                            || p.ha_chassis_group.is_some()
+                            || p.options
+                                .get("redirect-chassis")
+                                .is_some_and(|c| !c.is_empty())
+                    })
+                    .map(|(j, _)| j)
+                    .collect()
+            })
+            .collect();
         Ctx {
             nb,
             datapaths,
@@ -220,6 +241,7 @@ impl<'a> Ctx<'a> {
             switch_lbs,
             router_lbs,
             router_nat_ips,
+            router_dgps,
             diags,
         }
     }
