@@ -786,6 +786,192 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::{Item, build_item};
+    use crate::nb::{LogicalSwitch, Lsp, Nb, Smap};
+    use ovsdb::{Row, Uuid};
+
+    fn uuid(n: u32) -> Uuid {
+        Uuid::parse(&format!("00000000-0000-0000-0000-{n:012}")).unwrap()
+    }
+
+    fn smap(kv: &[(&str, &str)]) -> Smap {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn lrp(n: u32, name: &str, mac: &str, net: &str) -> Lrp {
+        Lrp {
+            uuid: uuid(n),
+            name: name.into(),
+            mac: mac.into(),
+            networks: vec![net.into()],
+            peer: None,
+            options: Smap::new(),
+            enabled: None,
+            gateway_chassis: vec![],
+            ha_chassis_group: None,
+            row: Row::default(),
+        }
+    }
+
+    fn nat(n: u32, kind: &str, ext: &str, logical: &str) -> Nat {
+        Nat {
+            uuid: uuid(n),
+            kind: kind.into(),
+            external_ip: ext.into(),
+            external_mac: None,
+            external_port_range: String::new(),
+            logical_ip: logical.into(),
+            logical_port: None,
+            options: Smap::new(),
+            row: Row::default(),
+        }
+    }
+
+    fn router(n: u32, name: &str, ports: Vec<Lrp>, nat: Vec<Nat>, options: Smap) -> LogicalRouter {
+        LogicalRouter {
+            uuid: uuid(n),
+            name: name.into(),
+            ports,
+            static_routes: vec![],
+            policies: vec![],
+            nat,
+            load_balancer: vec![uuid(900)],
+            load_balancer_group: vec![],
+            enabled: None,
+            options,
+            external_ids: Smap::new(),
+            row: Row::default(),
+        }
+    }
+
+    fn lb(vip: &str, backends: &str) -> LoadBalancer {
+        LoadBalancer {
+            uuid: uuid(900),
+            name: "lb".into(),
+            vips: vec![(vip.into(), backends.into())],
+            protocol: Some("tcp".into()),
+            selection_fields: vec![],
+            options: smap(&[("reject", "true"), ("skip_snat", "false")]),
+            external_ids: Smap::new(),
+            row: Row::default(),
+        }
+    }
+
+    /// Every flow of router 0, as `stage prio match => actions` lines.
+    fn flows(nb: &Nb) -> Vec<String> {
+        let ctx = Ctx::new(nb);
+        let mut out = Vec::new();
+        for it in crate::build::items(&ctx) {
+            if matches!(
+                it,
+                Item::RouterDp(0)
+                    | Item::RouterPort(0, _)
+                    | Item::RouterNat(0, _)
+                    | Item::RouterLb(0, _)
+            ) {
+                build_item(&ctx, it, &mut out);
+            }
+        }
+        out.iter()
+            .map(|f| {
+                format!(
+                    "{} {} {} => {}",
+                    f.stage.name(),
+                    f.priority,
+                    f.match_,
+                    f.actions
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gateway_router_like_ovnk() {
+        let mut nb = Nb::default();
+        let ports = vec![
+            lrp(1, "rtoe-GR", "0a:58:ac:12:00:02", "172.18.0.2/16"),
+            lrp(2, "rtoj-GR", "0a:58:64:40:00:02", "100.64.0.2/16"),
+        ];
+        let opts = smap(&[("chassis", "c1"), ("lb_force_snat_ip", "router_ip")]);
+        nb.routers.push(router(
+            10,
+            "GR",
+            ports,
+            vec![nat(20, "snat", "172.18.0.2", "10.128.0.0/14")],
+            opts,
+        ));
+        let mut sw = LogicalSwitch {
+            uuid: uuid(30),
+            name: "ext".into(),
+            ports: vec![],
+            acls: vec![],
+            load_balancer: vec![],
+            load_balancer_group: vec![],
+            other_config: Smap::new(),
+            external_ids: Smap::new(),
+            row: Row::default(),
+        };
+        sw.ports.push(Lsp {
+            uuid: uuid(31),
+            name: "etor-GR".into(),
+            kind: "router".into(),
+            addresses: vec!["router".into()],
+            port_security: vec![],
+            options: smap(&[("router-port", "rtoe-GR")]),
+            enabled: None,
+            up: None,
+            external_ids: Smap::new(),
+            row: Row::default(),
+        });
+        nb.switches.push(sw);
+        nb.lbs
+            .insert(uuid(900), lb("172.18.0.2:30000", "10.128.0.3:8080"));
+        let f = flows(&nb);
+        for want in [
+            "lr_in_unsnat 120 ip4 && ip4.dst == 172.18.0.2 && tcp && tcp.dst == 30000 => next;",
+            "lr_in_unsnat 110 inport == \"rtoe-GR\" && ip4.dst == 172.18.0.2 => ct_snat;",
+            "lr_in_unsnat 90 ip && ip4.dst == 172.18.0.2 => ct_snat;",
+            "lr_in_dnat 120 ct.new && !ct.rel && ip4 && ip4.dst == 172.18.0.2 && tcp && tcp.dst == 30000 => flags.force_snat_for_lb = 1; ct_lb_mark(backends=10.128.0.3:8080; force_snat);",
+            "lr_out_post_undnat 50 ip && ct.new => ct_commit { } ; next; ",
+            "lr_out_snat 110 flags.force_snat_for_lb == 1 && ip4 && outport == \"rtoe-GR\" => ct_snat(172.18.0.2);",
+            "lr_out_snat 15 ip && ip4.src == 10.128.0.0/14 && (!ct.trk || !ct.rpl) => ct_snat(172.18.0.2);",
+            "lr_out_chk_dnat_local 50 ip && ct_mark.natted == 1 => reg9[4] = 1; next;",
+        ] {
+            assert!(f.iter().any(|l| l == want), "missing {want}\n{f:#?}");
+        }
+        // rtoj has no peer: no per-port force-SNAT flows.
+        assert!(!f.iter().any(|l| l.contains("outport == \"rtoj-GR\"")));
+    }
+
+    #[test]
+    fn distributed_router_with_gateway_port() {
+        let mut nb = Nb::default();
+        let mut gw = lrp(1, "ext", "00:00:00:00:0e:01", "172.32.0.1/24");
+        gw.gateway_chassis = vec![uuid(99)];
+        let ports = vec![gw, lrp(2, "in", "00:00:00:00:0e:02", "10.6.0.1/24")];
+        let mut sl = nat(21, "dnat_and_snat", "172.32.0.32", "10.6.0.32");
+        sl.options = smap(&[("stateless", "true")]);
+        let nats = vec![nat(20, "snat", "172.32.0.1", "10.6.0.0/24"), sl];
+        nb.routers.push(router(10, "dr", ports, nats, Smap::new()));
+        nb.lbs.insert(
+            uuid(900),
+            lb("172.17.0.100:80", "10.1.0.1:8080,10.1.0.2:8080"),
+        );
+        let f = flows(&nb);
+        for want in [
+            "lr_in_unsnat 100 ip && ip4.dst == 172.32.0.1 && inport == \"ext\" && flags.loopback == 1 && flags.use_snat_zone == 1 && is_chassis_resident(\"cr-ext\") => ct_snat;",
+            "lr_in_unsnat 100 ip && ip4.dst == 172.32.0.32 && inport == \"ext\" && flags.loopback == 0 && is_chassis_resident(\"cr-ext\") => next;",
+            "lr_in_dnat 100 ip && ip4.dst == 172.32.0.32 && inport == \"ext\" && is_chassis_resident(\"cr-ext\") => ip4.dst=10.6.0.32; next;",
+            "lr_out_snat 154 ip && ip4.src == 10.6.0.0/24 && outport == \"ext\" && is_chassis_resident(\"cr-ext\") && reg9[4] == 1 => reg9[4] = 0; ct_snat(172.32.0.1);",
+            "lr_out_snat 161 ip && ip4.src == 10.6.0.32 && outport == \"ext\" && is_chassis_resident(\"cr-ext\") => ip4.src=172.32.0.32; next;",
+            "lr_out_undnat 120 ip4 && ((ip4.src == 10.1.0.1 && tcp.src == 8080) || (ip4.src == 10.1.0.2 && tcp.src == 8080)) && outport == \"ext\" && is_chassis_resident(\"cr-ext\") => ct_dnat_in_czone;",
+        ] {
+            assert!(f.iter().any(|l| l == want), "missing {want}\n{f:#?}");
+        }
+        assert!(!f.iter().any(|l| l.starts_with("lr_out_post_undnat 50")));
+    }
 
     #[test]
     fn endpoints() {
