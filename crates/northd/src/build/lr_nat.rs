@@ -4,18 +4,21 @@
 //! Two router flavours matter here:
 //!
 //! * gateway routers (`options:chassis` set): NAT in one zone, `ct_snat`/`ct_dnat`, force-SNAT
-//!   options (`lb_force_snat_ip`, `dnat_force_snat_ip`), SNAT priorities `plen + 1`;
-//! * distributed routers with one distributed gateway port GW: NAT flows pinned to GW with
-//!   `is_chassis_resident("cr-GW")` (or the NAT's `logical_port` when it is distributed),
-//!   `*_in_czone` actions, SNAT priorities `plen + 1 + 128`.
+//!   options (`lb_force_snat_ip`, `dnat_force_snat_ip`; `lb_force_snat_ip=router_ip` gives
+//!   per-port flows, only on ports that have a peer), SNAT priorities `plen + 1`;
+//! * distributed routers with distributed gateway ports: each NAT rule is pinned to one gateway
+//!   port GW (its `gateway_port`, else the one whose networks hold the external IP) with
+//!   `is_chassis_resident("cr-GW")` (or of the NAT's `logical_port` when the rule is
+//!   distributed, i.e. has `logical_port` and `external_mac`), `*_in_czone` actions, SNAT
+//!   priorities `plen + 1 + 128`; load balancers use the first gateway port.
 //!
 //! A distributed router without a gateway port gets no NAT flows (its load balancers still get
-//! DNAT flows).
+//! DNAT flows). Where ovn-northd's output and the ovn-northd(8) text disagree (e.g. exempted
+//! IP priorities, force-SNAT unSNAT priority 110), this follows the output.
 //!
-//! Not yet: LB health checks
-//! (`ip_port_mappings`/service monitors); `controller_event` empty-LB events; ECMP symmetric
-//! reply (`lr_in_defrag`/`lr_in_ecmp_stateful` priority 100); `lb_force_snat_ip` on
-//! distributed routers; `options:lb_skip_snat`-style router options beyond those named here.
+//! Not yet: ECMP symmetric-reply routes (`lr_in_defrag`/`lr_in_ecmp_stateful` priority 100:
+//! they need port tunnel keys and route grouping); LB health checks (service monitor status
+//! filtering of backends).
 
 use super::Ctx;
 use crate::addr::{parse_ipv4_net, parse_ipv6_net};
@@ -607,7 +610,14 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
     let opt_true = |k: &str| lb.options.get(k).map(String::as_str) == Some("true");
     let skip_snat = opt_true("skip_snat");
     let reject = opt_true("reject");
-    let force_snat = !skip_snat && gr && r.options.contains_key("lb_force_snat_ip");
+    // `router_ip` only means something on gateway routers; explicit IPs force SNAT on any
+    // router (the SNAT flows themselves exist on gateway routers only).
+    let force_snat = !skip_snat
+        && match r.options.get("lb_force_snat_ip").map(String::as_str) {
+            None => false,
+            Some("router_ip") => gr,
+            Some(_) => true,
+        };
     let (flag_pre, ct_suffix) = if skip_snat {
         ("flags.skip_snat_for_lb = 1; ", "; skip_snat")
     } else if force_snat {
@@ -766,7 +776,7 @@ pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>
             let act = if skip_snat {
                 "flags.skip_snat_for_lb = 1; next;"
             } else if force_snat {
-                "flags.force_snat_for_lb = 1; ct_dnat;"
+                "flags.force_snat_for_lb = 1; next;"
             } else {
                 "ct_dnat_in_czone;"
             };
