@@ -27,7 +27,8 @@ use crate::addr::{LportAddresses, parse_lrp_networks};
 use crate::lflow::{DpId, Dps, Lflow, Sink, merge_same};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::net::IpAddr;
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +85,26 @@ pub struct Ctx<'a> {
     /// Load-balancer classes of routers, likewise, also split by the router properties
     /// the LB flows depend on ([`router_lb_flavor`]).
     pub router_lb_classes: Vec<LbClass>,
+    /// Per router: the `external_ip`s of its NAT rules (parsed; malformed ones left out).
+    pub router_nat_ips: Vec<HashSet<IpAddr>>,
+    /// Per router: its distributed gateway ports (`gateway_chassis`, `ha_chassis_group` or
+    /// `options:redirect-chassis` set), as port indices in UUID order.
+    pub router_dgps: Vec<Vec<usize>>,
+    /// The NAT external addresses of all routers (see [`Item::RouterLb`]).
+    pub all_nat_ips: HashSet<IpAddr>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
+}
+
+/// The address of a load-balancer VIP key (`IP`, `IP:PORT`, `[IPv6]:PORT`).
+pub fn vip_ip(key: &str) -> Option<IpAddr> {
+    if let Some(rest) = key.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    if let Ok(ip) = key.parse() {
+        return Some(ip);
+    }
+    key.rsplit_once(':')?.0.parse().ok()
 }
 
 /// Datapaths that get the same flows for a set of load balancers.
@@ -289,6 +308,35 @@ impl<'a> Ctx<'a> {
             router_lb_flavor,
             nb,
         );
+        let router_nat_ips: Vec<HashSet<IpAddr>> = nb
+            .routers
+            .iter()
+            .map(|r| {
+                r.nat
+                    .iter()
+                    .filter_map(|n| crate::addr::parse_ip_net(&n.external_ip))
+                    .collect()
+            })
+            .collect();
+        let router_dgps = nb
+            .routers
+            .iter()
+            .map(|r| {
+                r.ports
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| {
+                        !p.gateway_chassis.is_empty()
+                            || p.ha_chassis_group.is_some()
+                            || p.options
+                                .get("redirect-chassis")
+                                .is_some_and(|c| !c.is_empty())
+                    })
+                    .map(|(j, _)| j)
+                    .collect()
+            })
+            .collect();
+        let all_nat_ips = router_nat_ips.iter().flatten().copied().collect();
         Ctx {
             nb,
             datapaths,
@@ -306,6 +354,9 @@ impl<'a> Ctx<'a> {
             router_lbs,
             switch_lb_classes,
             router_lb_classes,
+            all_nat_ips,
+            router_nat_ips,
+            router_dgps,
             diags,
         }
     }
@@ -439,7 +490,22 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
         }
         Item::RouterLb(c, l) => {
             let class = &ctx.router_lb_classes[c];
-            if let Some(lb) = ctx.nb.lbs.get(&l) {
+            let Some(lb) = ctx.nb.lbs.get(&l) else { return };
+            // A VIP that is also some member's NAT address changes that member's flows:
+            // then build the LB for each member on its own.
+            let split = matches!(class.dps, Dps::Group(_))
+                && lb
+                    .vips
+                    .iter()
+                    .any(|(k, _)| vip_ip(k).is_some_and(|ip| ctx.all_nat_ips.contains(&ip)));
+            if split {
+                for &d in class.dps.as_slice() {
+                    let rt = d.0 as usize - ctx.nb.switches.len();
+                    let mut s = Sink::new(d, out);
+                    lr_nat::router_lb(ctx, rt, lb, &mut s);
+                    lr_routing::router_lb(ctx, rt, lb, &mut s);
+                }
+            } else {
                 let mut s = Sink::group(class.dps.clone(), out);
                 lr_nat::router_lb(ctx, class.rep, lb, &mut s);
                 lr_routing::router_lb(ctx, class.rep, lb, &mut s);
