@@ -1,18 +1,228 @@
 //! Logical switch stateful stages: pre-ACL/LB/stateful, ACL hints, ACLs, QoS, LB affinity,
 //! LB, hairpin, ACL-after-LB and stateful, ingress and egress.
+//!
+//! Three facts about a switch change flows datapath-wide ([`SwitchFacts`], precomputed per
+//! switch in [`Ctx::switch_facts`]): whether any ACL applies to it, whether one of them is
+//! stateful (`allow-related`), and whether a load balancer with a VIP applies to it. The
+//! per-ACL ([`acl`]) and per-VIP ([`lb`]) flows live in their own items; the port items add
+//! the conntrack bypass for router and localnet ports.
+
+mod acl;
+mod lb;
 
 use super::Ctx;
 use crate::lflow::Sink;
-use crate::nb::{Acl, LoadBalancer};
+use crate::nb::{Acl, LoadBalancer, Nb};
+use crate::stage::Stage;
+use ovsdb::Uuid;
+
+pub use lb::{Vip, parse_backends, parse_vip};
+
+/// What a switch's ACLs and load balancers imply for its datapath-wide flows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwitchFacts {
+    /// Some ACL applies (own or a port group's).
+    pub has_acls: bool,
+    /// Some applied ACL is `allow-related`.
+    pub has_stateful_acl: bool,
+    /// Some applied load balancer has a VIP.
+    pub has_lb_vip: bool,
+}
+
+impl SwitchFacts {
+    /// Computes the facts from the switch's applied ACLs and load balancers (UUIDs into
+    /// `nb.acls` / `nb.lbs`; unknown UUIDs are ignored).
+    pub fn compute(nb: &Nb, acls: &[Uuid], lbs: &[Uuid]) -> SwitchFacts {
+        let mut f = SwitchFacts::default();
+        for a in acls.iter().filter_map(|u| nb.acls.get(u)) {
+            f.has_acls = true;
+            if a.action == "allow-related" {
+                f.has_stateful_acl = true;
+                break;
+            }
+        }
+        f.has_lb_vip = lbs
+            .iter()
+            .filter_map(|u| nb.lbs.get(u))
+            .any(|lb| lb.vips.iter().any(|(k, _)| parse_vip(k).is_some()));
+        f
+    }
+
+    /// Stateful ACLs or load balancers: connections are tracked and committed.
+    pub fn stateful(self) -> bool {
+        self.has_stateful_acl || self.has_lb_vip
+    }
+}
+
+/// `NB_Global options:default_acl_drop`.
+fn default_acl_drop(ctx: &Ctx<'_>) -> bool {
+    ctx.nb
+        .global_options
+        .get("default_acl_drop")
+        .is_some_and(|v| v == "true")
+}
 
 /// A switch's own flows in these stages.
-pub fn switch_dp(_ctx: &Ctx<'_>, _sw: usize, _out: &mut Sink<'_>) {}
+pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
+    use Stage::*;
+    let f = ctx.switch_facts[sw];
 
-/// One switch port's flows in these stages.
-pub fn switch_port(_ctx: &Ctx<'_>, _sw: usize, _port: usize, _out: &mut Sink<'_>) {}
+    // Pre-ACL.
+    out.add(LsInPreAcl, 0, "1", "next;");
+    out.add(LsOutPreAcl, 0, "1", "next;");
+    out.add(LsInPreAcl, 110, "eth.dst == $svc_monitor_mac", "next;");
+    out.add(LsOutPreAcl, 110, "eth.src == $svc_monitor_mac", "next;");
+    if f.has_stateful_acl {
+        for st in [LsInPreAcl, LsOutPreAcl] {
+            out.add(
+                st,
+                110,
+                "nd || nd_rs || nd_ra || mldv1 || mldv2 || (udp && udp.src == 546 && udp.dst == 547)",
+                "next;",
+            );
+            out.add(st, 110, "eth.mcast", "next;");
+            out.add(st, 100, "ip", "reg0[0] = 1; next;");
+        }
+    }
+
+    // Pre-LB.
+    out.add(LsInPreLb, 0, "1", "next;");
+    out.add(LsOutPreLb, 0, "1", "next;");
+    out.add(LsInPreLb, 110, "eth.dst == $svc_monitor_mac", "next;");
+    out.add(LsOutPreLb, 110, "eth.src == $svc_monitor_mac", "next;");
+    for st in [LsInPreLb, LsOutPreLb] {
+        out.add(st, 110, "eth.mcast", "next;");
+        out.add(st, 110, "nd || nd_rs || nd_ra || mldv1 || mldv2", "next;");
+        out.add(st, 110, "reg0[16] == 1", "next;");
+        if f.has_lb_vip {
+            out.add(st, 100, "ip", "reg0[2] = 1; next;");
+        }
+    }
+    // Not yet: the priority-120 IGMP/MLD punt of interconnect switches with multicast
+    // snooping.
+
+    // Pre-stateful.
+    for st in [LsInPreStateful, LsOutPreStateful] {
+        out.add(st, 0, "1", "next;");
+        out.add(st, 110, "reg0[2] == 1", "ct_lb_mark;");
+        out.add(st, 100, "reg0[0] == 1", "ct_next;");
+    }
+
+    acl::switch_dp(ctx, sw, f, out);
+
+    // QoS. Not yet: the switch's `qos_rules` (DSCP marking and meters).
+    for st in [LsInQosMark, LsInQosMeter, LsOutQosMark, LsOutQosMeter] {
+        out.add(st, 0, "1", "next;");
+    }
+
+    // LB affinity, LB, hairpin.
+    for st in [
+        LsInLbAffCheck,
+        LsInLb,
+        LsInLbAffLearn,
+        LsInPreHairpin,
+        LsInNatHairpin,
+        LsInHairpin,
+    ] {
+        out.add(st, 0, "1", "next;");
+    }
+    if f.has_lb_vip {
+        out.add(
+            LsInPreHairpin,
+            100,
+            "ip && ct.trk",
+            "reg0[6] = chk_lb_hairpin(); reg0[12] = chk_lb_hairpin_reply(); next;",
+        );
+        out.add(
+            LsInNatHairpin,
+            100,
+            "ip && ct.new && ct.trk && reg0[6] == 1",
+            "ct_snat_to_vip; next;",
+        );
+        out.add(
+            LsInNatHairpin,
+            100,
+            "ip && ct.est && ct.trk && reg0[6] == 1",
+            "ct_snat;",
+        );
+        out.add(LsInNatHairpin, 90, "ip && reg0[12] == 1", "ct_snat;");
+        out.add(
+            LsInHairpin,
+            1,
+            "(reg0[6] == 1 || reg0[12] == 1)",
+            "eth.dst <-> eth.src; outport = inport; flags.loopback = 1; output;",
+        );
+    }
+    // Not yet: the ls_in_hairpin flows for switches with `vtep` ports.
+
+    // Stateful.
+    for st in [LsInStateful, LsOutStateful] {
+        out.add(st, 0, "1", "next;");
+        out.add(
+            st,
+            100,
+            "reg0[1] == 1 && reg0[13] == 0",
+            "ct_commit { ct_mark.blocked = 0; }; next;",
+        );
+        out.add(
+            st,
+            100,
+            "reg0[1] == 1 && reg0[13] == 1",
+            "ct_commit { ct_mark.blocked = 0; ct_label.label = reg3; }; next;",
+        );
+    }
+}
+
+/// `"name"` as ovn-northd quotes a port name in a match.
+pub(crate) fn quoted(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 2);
+    s.push('"');
+    for c in name.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// One switch port's flows in these stages: router ports (with an existing peer) and
+/// localnet ports skip conntrack in pre-LB, and in pre-ACL when the switch has stateful ACLs.
+pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+    let p = ctx.lsp(sw, port);
+    let skip = match p.kind.as_str() {
+        "router" => ctx.lsp_router_peer[sw][port].is_some(),
+        "localnet" => true,
+        _ => false,
+    };
+    if !skip {
+        return;
+    }
+    let f = ctx.switch_facts[sw];
+    let q = quoted(&p.name);
+    let in_match = format!("ip && inport == {q}");
+    let out_match = format!("ip && outport == {q}");
+    let out_action = if f.has_stateful_acl {
+        "next;"
+    } else {
+        "ct_clear; next;"
+    };
+    out.add(Stage::LsInPreLb, 110, in_match.clone(), "next;");
+    out.add(Stage::LsOutPreLb, 110, out_match.clone(), out_action);
+    if f.has_stateful_acl {
+        out.add(Stage::LsInPreAcl, 110, in_match, "next;");
+        out.add(Stage::LsOutPreAcl, 110, out_match, out_action);
+    }
+}
 
 /// One ACL's flows on a switch.
-pub fn switch_acl(_ctx: &Ctx<'_>, _sw: usize, _acl: &Acl, _out: &mut Sink<'_>) {}
+pub fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
+    acl::switch_acl(ctx, sw, acl, out)
+}
 
 /// One load balancer's flows on a switch.
-pub fn switch_lb(_ctx: &Ctx<'_>, _sw: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
+pub fn switch_lb(ctx: &Ctx<'_>, sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+    lb::switch_lb(ctx, sw, lb, out)
+}

@@ -77,6 +77,8 @@ pub struct Ctx<'a> {
     pub switch_lbs: Vec<Vec<Uuid>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
     pub router_lbs: Vec<Vec<Uuid>>,
+    /// Per switch: whether it has ACLs, stateful ACLs, LB VIPs (datapath-wide flow choices).
+    pub switch_facts: Vec<ls_stateful::SwitchFacts>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -181,10 +183,17 @@ impl<'a> Ctx<'a> {
                 switch_acls[i].extend(pg.acls.iter().copied());
             }
         }
-        let switch_lbs = nb
+        let switch_acls_sorted: Vec<Vec<Uuid>> = switch_acls
+            .into_iter()
+            .map(|s| s.into_iter().collect())
+            .collect();
+        let switch_lbs: Vec<Vec<Uuid>> = nb
             .switches
             .iter()
             .map(|s| nb.lbs_of(&s.load_balancer, &s.load_balancer_group))
+            .collect();
+        let switch_facts = (0..nb.switches.len())
+            .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls_sorted[i], &switch_lbs[i]))
             .collect();
         let router_lbs = nb
             .routers
@@ -200,12 +209,10 @@ impl<'a> Ctx<'a> {
             lsp_router_peer,
             lrp_switch_peer,
             lrp_networks,
-            switch_acls: switch_acls
-                .into_iter()
-                .map(|s| s.into_iter().collect())
-                .collect(),
+            switch_acls: switch_acls_sorted,
             switch_lbs,
             router_lbs,
+            switch_facts,
             diags,
         }
     }

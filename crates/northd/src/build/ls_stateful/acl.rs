@@ -1,0 +1,257 @@
+//! ACL stages: hints, the ACL tables before and after LB (ingress) and the egress ACL
+//! table; datapath defaults and each ACL's own flows.
+
+use super::{SwitchFacts, default_acl_drop};
+use crate::build::Ctx;
+use crate::lflow::Sink;
+use crate::nb::Acl;
+use crate::stage::Stage;
+
+/// ACL priorities are offset by this much in the logical tables.
+const ACL_PRI_OFFSET: i64 = 1000;
+
+/// The datapath-wide flows of the ACL hint and ACL stages.
+pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sink<'_>) {
+    use Stage::*;
+    let any = f.has_acls || f.has_lb_vip;
+    let drop = default_acl_drop(ctx);
+
+    for st in [LsInAclHint, LsOutAclHint] {
+        if any {
+            out.add(st, 0, "1", "next;");
+        } else {
+            out.add(st, u16::MAX, "1", "next;");
+        }
+        if !f.stateful() {
+            continue;
+        }
+        out.add(
+            st,
+            7,
+            "ct.new && !ct.est",
+            "reg0[7] = 1; reg0[9] = 1; next;",
+        );
+        out.add(
+            st,
+            6,
+            "!ct.new && ct.est && !ct.rpl && ct_mark.blocked == 1",
+            "reg0[7] = 1; reg0[9] = 1; next;",
+        );
+        out.add(st, 5, "!ct.trk", "reg0[8] = 1; reg0[9] = 1; next;");
+        out.add(
+            st,
+            4,
+            "!ct.new && ct.est && !ct.rpl && ct_mark.blocked == 0",
+            "reg0[8] = 1; reg0[10] = 1; next;",
+        );
+        out.add(st, 3, "!ct.est", "reg0[9] = 1; next;");
+        out.add(
+            st,
+            2,
+            "ct.est && ct_mark.blocked == 1",
+            "reg0[9] = 1; next;",
+        );
+        out.add(
+            st,
+            1,
+            "ct.est && ct_mark.blocked == 0",
+            "reg0[10] = 1; next;",
+        );
+    }
+
+    for st in [LsInAcl, LsOutAcl] {
+        if any {
+            out.add(st, 0, "1", if drop { "drop;" } else { "next;" });
+        } else {
+            out.add(st, u16::MAX, "1", "next;");
+        }
+        out.add(st, 65532, "nd || nd_ra || nd_rs || mldv1 || mldv2", "next;");
+    }
+    out.add(LsInAclAfterLb, 0, "1", "next;");
+    out.add(
+        LsInAclAfterLb,
+        65532,
+        "nd || nd_ra || nd_rs || mldv1 || mldv2",
+        "next;",
+    );
+
+    if f.stateful() {
+        for (st, ingress) in [(LsInAcl, true), (LsOutAcl, false)] {
+            out.add(
+                st,
+                1,
+                "ip && !ct.est",
+                if drop { "drop;" } else { "reg0[1] = 1; next;" },
+            );
+            out.add(
+                st,
+                1,
+                "ip && ct.est && ct_mark.blocked == 1",
+                "reg0[1] = 1; next;",
+            );
+            out.add(
+                st,
+                65532,
+                "ct.inv || (ct.est && ct.rpl && ct_mark.blocked == 1)",
+                "drop;",
+            );
+            out.add(
+                st,
+                65532,
+                "ct.est && !ct.rel && !ct.new && !ct.inv && ct.rpl && ct_mark.blocked == 0",
+                if ingress {
+                    "reg0[9] = 0; reg0[10] = 0; reg0[17] = 1; next;"
+                } else {
+                    "next;"
+                },
+            );
+            out.add(
+                st,
+                65532,
+                "!ct.est && ct.rel && !ct.new && !ct.inv && ct_mark.blocked == 0",
+                if ingress {
+                    "reg0[17] = 1; ct_commit_nat;"
+                } else {
+                    "ct_commit_nat;"
+                },
+            );
+        }
+        out.add(LsInAclAfterLb, 65532, "reg0[17] == 1", "next;");
+        // Not yet: the priority-65533 logging companions (ACL `log-related`).
+    }
+    if any {
+        out.add(LsInAcl, 34000, "eth.dst == $svc_monitor_mac", "next;");
+        out.add(LsOutAcl, 34000, "eth.src == $svc_monitor_mac", "next;");
+    }
+    // Not yet: the priority-34000 egress flows for ports with DHCP options and for
+    // switches with DNS records.
+}
+
+/// `log(...); ` for an ACL with `log` set, else empty.
+fn log_action(acl: &Acl) -> String {
+    if !acl.log {
+        return String::new();
+    }
+    let mut s = String::from("log(");
+    if let Some(n) = &acl.name {
+        s.push_str(&format!("name=\"{n}\", "));
+    }
+    s.push_str(&format!(
+        "severity={}, ",
+        acl.severity.as_deref().unwrap_or("info")
+    ));
+    let verdict = match acl.action.as_str() {
+        "drop" => "drop",
+        "reject" => "reject",
+        _ => "allow",
+    };
+    s.push_str(&format!("verdict={verdict}, "));
+    if let Some(m) = &acl.meter {
+        s.push_str(&format!("meter=\"{m}\", "));
+    }
+    s.truncate(s.len() - 2);
+    s.push_str("); ");
+    s
+}
+
+/// The reject action for an ACL in `stage`.
+fn reject_action(stage: Stage) -> String {
+    let next = if stage == Stage::LsInAcl {
+        format!(
+            "next(pipeline=egress,table={});",
+            Stage::LsOutQosMark.table()
+        )
+    } else {
+        format!(
+            "next(pipeline=ingress,table={});",
+            Stage::LsInL2Lkup.table()
+        )
+    };
+    format!(
+        "reg0 = 0; reject {{ /* eth.dst <-> eth.src; ip.dst <-> ip.src; is implicit. */ outport <-> inport; {next} }};"
+    )
+}
+
+/// One ACL's flows on a switch.
+pub(super) fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
+    let f = ctx.switch_facts[sw];
+    let stage = match acl.direction.as_str() {
+        "from-lport" => {
+            if acl
+                .options
+                .get("apply-after-lb")
+                .is_some_and(|v| v == "true")
+            {
+                Stage::LsInAclAfterLb
+            } else {
+                Stage::LsInAcl
+            }
+        }
+        "to-lport" => Stage::LsOutAcl,
+        _ => return,
+    };
+    let Ok(prio) = u16::try_from(acl.priority + ACL_PRI_OFFSET) else {
+        return;
+    };
+    let m = acl.match_.as_str();
+    let log = log_action(acl);
+    let stateful = f.stateful();
+    let label = (acl.label != 0).then_some(acl.label);
+
+    if acl.action == "allow-stateless" && stateful {
+        let pre = if acl.direction == "from-lport" {
+            Stage::LsInPreAcl
+        } else {
+            Stage::LsOutPreAcl
+        };
+        out.add(pre, prio, m, "reg0[16] = 1; next;");
+    }
+
+    match acl.action.as_str() {
+        "allow" | "allow-related" if stateful => {
+            let lbl = label
+                .map(|l| format!("reg0[13] = 1; reg3 = {l}; "))
+                .unwrap_or_default();
+            out.add(
+                stage,
+                prio,
+                format!("reg0[7] == 1 && ({m})"),
+                format!("reg0[1] = 1; {lbl}{log}next;"),
+            );
+            let commit = if label.is_some() { "reg0[1] = 1; " } else { "" };
+            out.add(
+                stage,
+                prio,
+                format!("reg0[8] == 1 && ({m})"),
+                format!("{commit}{lbl}{log}next;"),
+            );
+        }
+        "allow" | "allow-related" | "allow-stateless" => {
+            out.add(stage, prio, m, format!("{log}next;"));
+        }
+        "drop" | "reject" => {
+            let verdict = if acl.action == "reject" {
+                reject_action(stage)
+            } else {
+                "/* drop */".to_owned()
+            };
+            if stateful {
+                out.add(
+                    stage,
+                    prio,
+                    format!("reg0[9] == 1 && ({m})"),
+                    format!("{log}{verdict}"),
+                );
+                out.add(
+                    stage,
+                    prio,
+                    format!("reg0[10] == 1 && ({m})"),
+                    format!("ct_commit {{ ct_mark.blocked = 1; }}; {log}{verdict}"),
+                );
+            } else {
+                out.add(stage, prio, m, format!("{log}{verdict}"));
+            }
+        }
+        _ => {}
+    }
+}
