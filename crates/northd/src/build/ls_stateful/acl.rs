@@ -5,7 +5,7 @@ use super::{SwitchFacts, default_acl_drop};
 use crate::build::Ctx;
 use crate::lflow::Sink;
 use crate::nb::Acl;
-use crate::stage::Stage;
+use crate::stage::{Pipeline, Stage};
 
 /// ACL priorities are offset by this much in the logical tables.
 const ACL_PRI_OFFSET: i64 = 1000;
@@ -156,7 +156,7 @@ fn log_action(acl: &Acl) -> String {
 
 /// The reject action for an ACL in `stage`.
 fn reject_action(stage: Stage) -> String {
-    let next = if stage == Stage::LsInAcl {
+    let next = if stage.pipeline() == Pipeline::Ingress {
         format!(
             "next(pipeline=egress,table={});",
             Stage::LsOutQosMark.table()
@@ -229,27 +229,42 @@ pub(super) fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>
         "allow" | "allow-related" | "allow-stateless" => {
             out.add(stage, prio, m, format!("{log}next;"));
         }
-        "drop" | "reject" => {
-            let verdict = if acl.action == "reject" {
-                reject_action(stage)
-            } else {
-                "/* drop */".to_owned()
-            };
+        "reject" => {
+            let verdict = reject_action(stage);
             if stateful {
+                // ovn-northd writes these hint matches and actions its own way.
                 out.add(
                     stage,
                     prio,
-                    format!("reg0[9] == 1 && ({m})"),
+                    format!("(reg0[9] == 1) && {m}"),
                     format!("{log}{verdict}"),
                 );
                 out.add(
                     stage,
                     prio,
-                    format!("reg0[10] == 1 && ({m})"),
-                    format!("ct_commit {{ ct_mark.blocked = 1; }}; {log}{verdict}"),
+                    format!("(reg0[10] == 1) && {m}"),
+                    format!("{log}ct_commit {{ ct_mark.blocked = 1; }};  {verdict}"),
                 );
             } else {
                 out.add(stage, prio, m, format!("{log}{verdict}"));
+            }
+        }
+        "drop" => {
+            if stateful {
+                out.add(
+                    stage,
+                    prio,
+                    format!("reg0[9] == 1 && ({m})"),
+                    format!("{log}/* drop */"),
+                );
+                out.add(
+                    stage,
+                    prio,
+                    format!("reg0[10] == 1 && ({m})"),
+                    format!("ct_commit {{ ct_mark.blocked = 1; }}; {log}/* drop */"),
+                );
+            } else {
+                out.add(stage, prio, m, format!("{log}/* drop */"));
             }
         }
         _ => {}

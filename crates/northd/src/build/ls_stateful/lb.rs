@@ -34,7 +34,6 @@ impl Vip {
 /// Parses `IP`, `IP:PORT`, `IP6` or `[IP6]:PORT`. `None` when malformed (templates
 /// included).
 pub fn parse_vip(s: &str) -> Option<Vip> {
-    let s = s.trim();
     if let Some(rest) = s.strip_prefix('[') {
         let (ip, tail) = rest.split_once(']')?;
         let ip: std::net::Ipv6Addr = ip.parse().ok()?;
@@ -71,70 +70,186 @@ pub fn parse_vip(s: &str) -> Option<Vip> {
     }
 }
 
-/// Parses a `vips` value: comma-separated backends. `None` when one is malformed.
+/// Parses a `vips` value: comma-separated backends. `None` when one is malformed (a space
+/// after a comma is, as for ovn-northd, which then skips the VIP).
 pub fn parse_backends(s: &str) -> Option<Vec<Vip>> {
     s.split(',')
-        .map(str::trim)
         .filter(|b| !b.is_empty())
         .map(parse_vip)
         .collect()
 }
 
 /// One load balancer's flows on a switch.
-pub(super) fn switch_lb(_ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+pub(super) fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
     let proto = match lb.protocol.as_deref() {
         None | Some("") => "tcp",
         Some(p) => p,
     };
-    let reject_empty = lb.options.get("reject").is_some_and(|v| v == "true");
+    let opt_true = |k: &str| lb.options.get(k).is_some_and(|v| v == "true");
+    let reject_empty = opt_true("reject");
+    let event_empty = !reject_empty
+        && (opt_true("event")
+            || ctx
+                .nb
+                .global_options
+                .get("controller_event")
+                .is_some_and(|v| v == "true"));
+    let affinity = lb
+        .options
+        .get("affinity_timeout")
+        .and_then(|t| t.parse::<u32>().ok())
+        .filter(|&t| t > 0);
     let hash_fields = selection_fields(lb, proto);
     for (key, value) in &lb.vips {
         let Some(vip) = parse_vip(key) else { continue };
         let Some(backends) = parse_backends(value) else {
             continue;
         };
-        let (ipm, reg) = match vip.ip {
-            IpAddr::V4(_) => ("ip4", "reg1"),
-            IpAddr::V6(_) => ("ip6", "xxreg1"),
+        let v = VipFlows {
+            vip,
+            proto,
+            ipm: if vip.ip.is_ipv4() { "ip4" } else { "ip6" },
+            reg: if vip.ip.is_ipv4() { "reg1" } else { "xxreg1" },
+            ip: vip.ip_str(),
         };
-        let ip = vip.ip_str();
+        v.pre_stateful(out);
+        if backends.is_empty() {
+            v.empty(reject_empty, event_empty, lb, out);
+            continue;
+        }
+        let list: Vec<String> = backends.iter().map(Vip::endpoint).collect();
+        let mut a = format!("reg0[1] = 0; ct_lb_mark(backends={}", list.join(","));
+        if let Some(h) = &hash_fields {
+            a.push_str(&format!("; hash_fields=\"{h}\""));
+        }
+        a.push_str(");");
+        out.add(Stage::LsInLb, v.lb_priority(), v.lb_match(), a);
+        if let Some(t) = affinity {
+            v.affinity(&backends, t, out);
+        }
+        // Not yet: health checks (`health_check`, service monitors), template VIPs, and
+        // router LBs installed on switches (`install_ls_lb_from_router`).
+    }
+}
 
-        // Pre-stateful: load the original destination and send to conntrack.
+/// The text pieces of one VIP's flows.
+struct VipFlows<'a> {
+    vip: Vip,
+    proto: &'a str,
+    /// `ip4` / `ip6`.
+    ipm: &'static str,
+    /// Register holding the original destination (`reg1` / `xxreg1`).
+    reg: &'static str,
+    ip: String,
+}
+
+impl VipFlows<'_> {
+    /// Pre-stateful: load the original destination and send to conntrack.
+    fn pre_stateful(&self, out: &mut Sink<'_>) {
+        let (ipm, ip, reg) = (self.ipm, &self.ip, self.reg);
         let mut m = format!("reg0[2] == 1 && {ipm}.dst == {ip}");
         let mut a = format!("{reg} = {ip}; ");
-        if let Some(p) = vip.port {
-            m.push_str(&format!(" && {proto}.dst == {p}"));
+        if let Some(p) = self.vip.port {
+            m.push_str(&format!(" && {}.dst == {p}", self.proto));
             a.push_str(&format!("reg2[0..15] = {p}; "));
         }
         a.push_str("ct_lb_mark;");
         out.add(Stage::LsInPreStateful, 120, m, a);
+    }
 
-        // LB: new connections.
-        let mut m = format!("ct.new && {ipm}.dst == {ip}");
-        let prio = match vip.port {
-            Some(p) => {
-                m.push_str(&format!(" && {proto}.dst == {p}"));
-                120
-            }
-            None => 110,
-        };
-        let a = if backends.is_empty() && reject_empty {
+    fn lb_priority(&self) -> u16 {
+        if self.vip.port.is_some() { 120 } else { 110 }
+    }
+
+    /// The ls_in_lb match for new connections to the VIP.
+    fn lb_match(&self) -> String {
+        let mut m = format!("ct.new && {}.dst == {}", self.ipm, self.ip);
+        if let Some(p) = self.vip.port {
+            m.push_str(&format!(" && {}.dst == {p}", self.proto));
+        }
+        m
+    }
+
+    /// A VIP without backends: reject, or drop (and maybe an empty-LB controller event).
+    fn empty(&self, reject: bool, event: bool, lb: &LoadBalancer, out: &mut Sink<'_>) {
+        let a = if reject {
             format!(
                 "reg0 = 0; reject {{ outport <-> inport; next(pipeline=egress,table={});}};",
                 Stage::LsOutQosMark.table()
             )
         } else {
-            let list: Vec<String> = backends.iter().map(Vip::endpoint).collect();
-            let mut a = format!("reg0[1] = 0; ct_lb_mark(backends={}", list.join(","));
-            if let Some(h) = &hash_fields {
-                a.push_str(&format!("; hash_fields=\"{h}\""));
-            }
-            a.push_str(");");
-            a
+            "drop;".to_owned()
         };
-        out.add(Stage::LsInLb, prio, m, a);
-        // Not yet: empty-backend controller events (`options:event` with NB_Global
-        // `controller_event`), health checks, affinity (`options:affinity_timeout`).
+        out.add(Stage::LsInLb, self.lb_priority(), self.lb_match(), a);
+        if event {
+            let proto = self.proto;
+            let mut m = format!("{}.dst == {} && {proto}", self.ipm, self.ip);
+            if let Some(p) = self.vip.port {
+                m.push_str(&format!(" && {proto}.dst == {p}"));
+            }
+            out.add(
+                Stage::LsInPreLb,
+                130,
+                m,
+                format!(
+                    "trigger_event(event = \"empty_lb_backends\", vip = \"{}\", protocol = \"{proto}\", load_balancer = \"{}\");",
+                    self.vip.endpoint(),
+                    lb.uuid
+                ),
+            );
+        }
+    }
+
+    /// Affinity (`options:affinity_timeout`): check, per-backend LB and learn flows.
+    fn affinity(&self, backends: &[Vip], timeout: u32, out: &mut Sink<'_>) {
+        let (ipm, ip, reg, proto) = (self.ipm, &self.ip, self.reg, self.proto);
+        let mut vip_m = format!("ct.new && {ipm} && {reg} == {ip}");
+        let mut vip_a = format!("reg0[1] = 0; {reg} = {ip}; ");
+        if let Some(p) = self.vip.port {
+            vip_m.push_str(&format!(" && reg2[0..15] == {p}"));
+            vip_a.push_str(&format!("reg2[0..15] = {p}; "));
+        }
+        out.add(
+            Stage::LsInLbAffCheck,
+            100,
+            vip_m.clone(),
+            "reg9[6] = chk_lb_aff(); next;",
+        );
+        let breg = if self.vip.ip.is_ipv4() {
+            "reg4"
+        } else {
+            "xxreg0"
+        };
+        for b in backends {
+            let bip = b.ip_str();
+            let mut m = format!("reg9[6] == 1 && ct.new && {ipm} && {breg} == {bip}");
+            let mut learn = format!("reg9[6] == 0 && {vip_m} && {ipm}.dst == {bip}");
+            if let Some(p) = b.port {
+                m.push_str(&format!(" && reg8[0..15] == {p}"));
+                learn.push_str(&format!(" && {proto}.dst == {p}"));
+            }
+            out.add(
+                Stage::LsInLb,
+                150,
+                m,
+                format!("{vip_a}ct_lb_mark(backends={});", b.endpoint()),
+            );
+            let proto_arg = if self.vip.port.is_some() {
+                format!("proto = {proto}, ")
+            } else {
+                String::new()
+            };
+            out.add(
+                Stage::LsInLbAffLearn,
+                100,
+                learn,
+                format!(
+                    "commit_lb_aff(vip = \"{}\", backend = \"{}\", {proto_arg}timeout = {timeout}); /* drop */",
+                    self.vip.endpoint(),
+                    b.endpoint()
+                ),
+            );
+        }
     }
 }
 
