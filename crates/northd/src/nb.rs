@@ -288,6 +288,27 @@ pub struct LoadBalancer {
     pub row: Row,
 }
 
+/// `QoS` (a switch refers to its rules by UUID in its `qos_rules` column).
+#[derive(Debug, Clone)]
+pub struct Qos {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `priority`.
+    pub priority: i64,
+    /// `direction` (`from-lport`, `to-lport`).
+    pub direction: String,
+    /// `match`.
+    pub match_: String,
+    /// `action:dscp`.
+    pub dscp: Option<i64>,
+    /// `bandwidth:rate`.
+    pub rate: Option<i64>,
+    /// `bandwidth:burst`.
+    pub burst: Option<i64>,
+    /// The raw row.
+    pub row: Row,
+}
+
 /// `Load_Balancer_Group`.
 #[derive(Debug, Clone)]
 pub struct LbGroup {
@@ -318,6 +339,8 @@ pub struct Nb {
     pub lbs: HashMap<Uuid, LoadBalancer>,
     /// Load-balancer groups by UUID.
     pub lb_groups: HashMap<Uuid, LbGroup>,
+    /// QoS rules by UUID.
+    pub qos: HashMap<Uuid, Qos>,
 }
 
 impl Nb {
@@ -344,6 +367,22 @@ impl Nb {
                     meter: r.get("meter").as_str().map(str::to_owned),
                     label: r.int("label").unwrap_or(0),
                     options: smap(r, "options"),
+                    row: r.clone(),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("QoS").rows {
+            let int = |col: &str, key: &str| r.get(col).get(key).and_then(|a| a.as_int());
+            nb.qos.insert(
+                uuid,
+                Qos {
+                    uuid,
+                    priority: r.int("priority").unwrap_or(0),
+                    direction: r.str("direction").to_owned(),
+                    match_: r.str("match").to_owned(),
+                    dscp: int("action", "dscp"),
+                    rate: int("bandwidth", "rate"),
+                    burst: int("bandwidth", "burst"),
                     row: r.clone(),
                 },
             );

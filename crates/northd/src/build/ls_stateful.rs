@@ -110,9 +110,32 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
 
     acl::switch_dp(ctx, sw, f, out);
 
-    // QoS. Not yet: the switch's `qos_rules` (DSCP marking and meters).
+    // QoS.
     for st in [LsInQosMark, LsInQosMeter, LsOutQosMark, LsOutQosMeter] {
         out.add(st, 0, "1", "next;");
+    }
+    let qos_rules = ctx.switch(sw).row.uuids("qos_rules");
+    for q in qos_rules.filter_map(|u| ctx.nb.qos.get(&u)) {
+        let ingress = match q.direction.as_str() {
+            "from-lport" => true,
+            "to-lport" => false,
+            _ => continue,
+        };
+        let Ok(prio) = u16::try_from(q.priority) else {
+            continue;
+        };
+        if let Some(d) = q.dscp {
+            let st = if ingress { LsInQosMark } else { LsOutQosMark };
+            out.add(st, prio, q.match_.as_str(), format!("ip.dscp = {d}; next;"));
+        }
+        if let Some(rate) = q.rate {
+            let st = if ingress { LsInQosMeter } else { LsOutQosMeter };
+            let a = match q.burst {
+                Some(b) => format!("set_meter({rate}, {b}); next;"),
+                None => format!("set_meter({rate}); next;"),
+            };
+            out.add(st, prio, q.match_.as_str(), a);
+        }
     }
 
     // LB affinity, LB, hairpin.

@@ -10,6 +10,12 @@ use crate::stage::{Pipeline, Stage};
 /// ACL priorities are offset by this much in the logical tables.
 const ACL_PRI_OFFSET: i64 = 1000;
 
+/// Replies of committed, not blocked connections.
+const ESTABLISHED_REPLY: &str =
+    "ct.est && !ct.rel && !ct.new && !ct.inv && ct.rpl && ct_mark.blocked == 0";
+/// Traffic related to committed, not blocked connections.
+const RELATED: &str = "!ct.est && ct.rel && !ct.new && !ct.inv && ct_mark.blocked == 0";
+
 /// The datapath-wide flows of the ACL hint and ACL stages.
 pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sink<'_>) {
     use Stage::*;
@@ -98,7 +104,7 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sin
             out.add(
                 st,
                 65532,
-                "ct.est && !ct.rel && !ct.new && !ct.inv && ct.rpl && ct_mark.blocked == 0",
+                ESTABLISHED_REPLY,
                 if ingress {
                     "reg0[9] = 0; reg0[10] = 0; reg0[17] = 1; next;"
                 } else {
@@ -108,7 +114,7 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sin
             out.add(
                 st,
                 65532,
-                "!ct.est && ct.rel && !ct.new && !ct.inv && ct_mark.blocked == 0",
+                RELATED,
                 if ingress {
                     "reg0[17] = 1; ct_commit_nat;"
                 } else {
@@ -117,7 +123,6 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sin
             );
         }
         out.add(LsInAclAfterLb, 65532, "reg0[17] == 1", "next;");
-        // Not yet: the priority-65533 logging companions (ACL `log-related`).
     }
     if any {
         out.add(LsInAcl, 34000, "eth.dst == $svc_monitor_mac", "next;");
@@ -197,6 +202,28 @@ pub(super) fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>
     let log = log_action(acl);
     let stateful = f.stateful();
     let label = (acl.label != 0).then_some(acl.label);
+
+    // Logging of replies and related traffic for a labelled ACL: in the other direction.
+    if stateful
+        && acl.log
+        && label.is_some()
+        && acl.options.get("log-related").is_some_and(|v| v == "true")
+    {
+        let other = if acl.direction == "from-lport" {
+            Stage::LsOutAcl
+        } else {
+            Stage::LsInAcl
+        };
+        let l = acl.label;
+        for m in [ESTABLISHED_REPLY, RELATED] {
+            out.add(
+                other,
+                65533,
+                format!("{m} && ct_label.label == {l}"),
+                format!("{log}next;"),
+            );
+        }
+    }
 
     if acl.action == "allow-stateless" && stateful {
         let pre = if acl.direction == "from-lport" {
