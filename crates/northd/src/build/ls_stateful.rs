@@ -176,7 +176,6 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
             "eth.dst <-> eth.src; outport = inport; flags.loopback = 1; output;",
         );
     }
-    // Not yet: the ls_in_hairpin flows for switches with `vtep` ports.
 
     // Stateful.
     for st in [LsInStateful, LsOutStateful] {
@@ -215,6 +214,20 @@ pub(crate) fn quoted(name: &str) -> String {
 /// localnet ports skip conntrack in pre-LB, and in pre-ACL when the switch has stateful ACLs.
 pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
     let p = ctx.lsp(sw, port);
+    if p.kind == "vtep" {
+        // Traffic from VTEP (ramp) ports skips the hairpin stages (one flow per switch;
+        // every vtep port yields it). Not yet: the priority-2000 flows per distributed
+        // gateway port `cr-RP` attached to the switch.
+        out.add(
+            Stage::LsInHairpin,
+            1000,
+            "reg0[14] == 1",
+            format!(
+                "next(pipeline=ingress, table={});",
+                Stage::LsInL2Lkup.table()
+            ),
+        );
+    }
     let skip = match p.kind.as_str() {
         "router" => ctx.lsp_router_peer[sw][port].is_some(),
         "localnet" => true,

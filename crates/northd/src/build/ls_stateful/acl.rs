@@ -17,7 +17,7 @@ const ESTABLISHED_REPLY: &str =
 const RELATED: &str = "!ct.est && ct.rel && !ct.new && !ct.inv && ct_mark.blocked == 0";
 
 /// The datapath-wide flows of the ACL hint and ACL stages.
-pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sink<'_>) {
+pub(super) fn switch_dp(ctx: &Ctx<'_>, sw: usize, f: SwitchFacts, out: &mut Sink<'_>) {
     use Stage::*;
     let any = f.has_acls || f.has_lb_vip;
     let drop = default_acl_drop(ctx);
@@ -73,7 +73,8 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sin
         }
         out.add(st, 65532, "nd || nd_ra || nd_rs || mldv1 || mldv2", "next;");
     }
-    out.add(LsInAclAfterLb, 0, "1", "next;");
+    let default_action = if any && drop { "drop;" } else { "next;" };
+    out.add(LsInAclAfterLb, 0, "1", default_action);
     out.add(
         LsInAclAfterLb,
         65532,
@@ -128,8 +129,19 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, _sw: usize, f: SwitchFacts, out: &mut Sin
         out.add(LsInAcl, 34000, "eth.dst == $svc_monitor_mac", "next;");
         out.add(LsOutAcl, 34000, "eth.src == $svc_monitor_mac", "next;");
     }
-    // Not yet: the priority-34000 egress flows for ports with DHCP options and for
-    // switches with DNS records.
+    let commit = if f.stateful() {
+        "ct_commit; next;"
+    } else {
+        "next;"
+    };
+    if ctx.switch(sw).row.uuids("dns_records").next().is_some() {
+        out.add(LsOutAcl, 34000, "udp.src == 53", commit);
+    }
+    // Not yet: the priority-34000 egress flows for ports with DHCP options (needs the
+    // DHCP_Options table in the model). ovn-northd writes, per port P with valid DHCPv4
+    // options, `outport == "P" && eth.src == SERVER_MAC && ip4.src == SERVER_ID && udp &&
+    // udp.src == 67 && udp.dst == 68` and for DHCPv6 `outport == "P" && eth.src == MAC &&
+    // ip6.src == LLA(MAC) && udp && udp.src == 547 && udp.dst == 546`, both with `commit`.
 }
 
 /// `log(...); ` for an ACL with `log` set, else empty.
