@@ -11,7 +11,7 @@ mod acl;
 mod lb;
 
 use super::Ctx;
-use crate::lflow::Sink;
+use crate::lflow::{DpId, Lflow, Sink};
 use crate::nb::{Acl, LoadBalancer, Nb};
 use crate::stage::Stage;
 use ovsdb::Uuid;
@@ -253,12 +253,121 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
     }
 }
 
-/// One ACL's flows on a switch.
+/// One ACL's flows on a switch: they depend only on whether the switch is stateful, so
+/// they are cloned from [`Ctx::switch_acl_flows`] (computed there once per ACL and variant
+/// by [`acl_flows`]).
 pub fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
-    acl::switch_acl(ctx, sw, acl, out)
+    let stateful = ctx.switch_facts[sw].stateful();
+    match ctx.switch_acl_flows.get(&acl.uuid) {
+        Some(variants) => {
+            for f in &variants[usize::from(stateful)] {
+                out.add(f.stage, f.priority, f.match_.clone(), f.actions.clone());
+            }
+        }
+        None => acl::switch_acl(stateful, acl, out),
+    }
 }
 
-/// One load balancer's flows on a switch.
-pub fn switch_lb(ctx: &Ctx<'_>, sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
-    lb::switch_lb(ctx, sw, lb, out)
+/// An ACL's flows on a switch that is not stateful (`[0]`) and on one that is (`[1]`), with
+/// a placeholder datapath (for [`Ctx::switch_acl_flows`]).
+pub fn acl_flows(acl: &Acl) -> [Vec<Lflow>; 2] {
+    [false, true].map(|stateful| {
+        let mut v = Vec::new();
+        acl::switch_acl(stateful, acl, &mut Sink::new(DpId(0), &mut v));
+        v
+    })
+}
+
+/// One load balancer's flows on a switch: the same on every switch, so cloned from
+/// [`Ctx::switch_lb_flows`] (computed there once per load balancer by [`lb_flows`]).
+pub fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+    match ctx.switch_lb_flows.get(&lb.uuid) {
+        Some(flows) => {
+            for f in flows {
+                out.add(f.stage, f.priority, f.match_.clone(), f.actions.clone());
+            }
+        }
+        None => lb::switch_lb(ctx.nb, lb, out),
+    }
+}
+
+/// A load balancer's flows on any switch, with a placeholder datapath (for
+/// [`Ctx::switch_lb_flows`]).
+pub fn lb_flows(nb: &Nb, lb: &LoadBalancer) -> Vec<Lflow> {
+    let mut v = Vec::new();
+    lb::switch_lb(nb, lb, &mut Sink::new(DpId(0), &mut v));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nb::Acl;
+    use ovsdb::Row;
+
+    fn acl(direction: &str, action: &str, label: i64, log: bool) -> Acl {
+        Acl {
+            uuid: Uuid::default(),
+            name: log.then(|| "n1".to_owned()),
+            priority: 150,
+            direction: direction.to_owned(),
+            match_: "tcp".to_owned(),
+            action: action.to_owned(),
+            log,
+            severity: None,
+            meter: None,
+            label,
+            options: Default::default(),
+            row: Row::default(),
+        }
+    }
+
+    fn texts(v: &[Lflow]) -> Vec<(Stage, u16, &str, &str)> {
+        let mut t: Vec<_> = v
+            .iter()
+            .map(|f| (f.stage, f.priority, f.match_.as_str(), f.actions.as_str()))
+            .collect();
+        t.sort();
+        t
+    }
+
+    #[test]
+    fn stateful_reject_quirks() {
+        // ovn-northd parenthesises the hint, not the ACL match, and leaves a double space.
+        let [_, st] = acl_flows(&acl("from-lport", "reject", 0, true));
+        let t = texts(&st);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].2, "(reg0[10] == 1) && tcp");
+        assert_eq!(
+            t[0].3,
+            "log(name=\"n1\", severity=info, verdict=reject); ct_commit { ct_mark.blocked = 1; };  \
+             reg0 = 0; reject { /* eth.dst <-> eth.src; ip.dst <-> ip.src; is implicit. */ \
+             outport <-> inport; next(pipeline=egress,table=5); };"
+        );
+        assert_eq!(t[1].2, "(reg0[9] == 1) && tcp");
+    }
+
+    #[test]
+    fn labelled_allow() {
+        let [plain, st] = acl_flows(&acl("to-lport", "allow", 77, false));
+        assert_eq!(texts(&plain), vec![(Stage::LsOutAcl, 1150, "tcp", "next;")]);
+        let t = texts(&st);
+        assert_eq!(t[0].2, "reg0[7] == 1 && (tcp)");
+        assert_eq!(t[0].3, "reg0[1] = 1; reg0[13] = 1; reg3 = 77; next;");
+        assert_eq!(t[1].2, "reg0[8] == 1 && (tcp)");
+        assert_eq!(t[1].3, "reg0[1] = 1; reg0[13] = 1; reg3 = 77; next;");
+    }
+
+    #[test]
+    fn vips_and_backends() {
+        let v = parse_vip("[fd00::12]:80").unwrap();
+        assert_eq!(v.endpoint(), "[fd00::12]:80");
+        assert_eq!(v.ip_str(), "fd00::12");
+        assert_eq!(parse_vip("fd00::11").unwrap().port, None);
+        assert_eq!(parse_vip("10.0.0.1:80").unwrap().endpoint(), "10.0.0.1:80");
+        assert!(parse_vip("10.0.0.1:0").is_none());
+        // A space after the comma makes the whole VIP invalid, as in ovn-northd.
+        assert!(parse_backends("10.0.0.3:80, 10.0.0.4:80").is_none());
+        assert_eq!(parse_backends("").unwrap(), vec![]);
+    }
 }

@@ -79,6 +79,12 @@ pub struct Ctx<'a> {
     pub router_lbs: Vec<Vec<Uuid>>,
     /// Per switch: whether it has ACLs, stateful ACLs, LB VIPs (datapath-wide flow choices).
     pub switch_facts: Vec<ls_stateful::SwitchFacts>,
+    /// Per load balancer applied to some switch: its switch flows (the same on every
+    /// switch; datapath left as a placeholder).
+    pub switch_lb_flows: HashMap<Uuid, Vec<Lflow>>,
+    /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
+    /// (`[1]`) stateful ACLs or LB VIPs (datapath left as a placeholder).
+    pub switch_acl_flows: HashMap<Uuid, [Vec<Lflow>; 2]>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -195,6 +201,20 @@ impl<'a> Ctx<'a> {
         let switch_facts = (0..nb.switches.len())
             .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls_sorted[i], &switch_lbs[i]))
             .collect();
+        let switch_lb_flows = switch_lbs
+            .iter()
+            .flatten()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter_map(|u| Some((*u, ls_stateful::lb_flows(nb, nb.lbs.get(u)?))))
+            .collect();
+        let switch_acl_flows = switch_acls_sorted
+            .iter()
+            .flatten()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb.acls.get(u)?))))
+            .collect();
         let router_lbs = nb
             .routers
             .iter()
@@ -213,6 +233,8 @@ impl<'a> Ctx<'a> {
             switch_lbs,
             router_lbs,
             switch_facts,
+            switch_lb_flows,
+            switch_acl_flows,
             diags,
         }
     }

@@ -189,9 +189,8 @@ fn reject_action(stage: Stage) -> String {
     )
 }
 
-/// One ACL's flows on a switch.
-pub(super) fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
-    let f = ctx.switch_facts[sw];
+/// One ACL's flows on a switch; `stateful` is [`SwitchFacts::stateful`] of the switch.
+pub(super) fn switch_acl(stateful: bool, acl: &Acl, out: &mut Sink<'_>) {
     let stage = match acl.direction.as_str() {
         "from-lport" => {
             if acl
@@ -212,7 +211,6 @@ pub(super) fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>
     };
     let m = acl.match_.as_str();
     let log = log_action(acl);
-    let stateful = f.stateful();
     let label = (acl.label != 0).then_some(acl.label);
 
     // Logging of replies and related traffic for a labelled ACL: in the other direction.

@@ -1,8 +1,7 @@
 //! Load balancer VIPs on a switch: pre-stateful, LB (and affinity) flows per VIP.
 
-use crate::build::Ctx;
 use crate::lflow::Sink;
-use crate::nb::LoadBalancer;
+use crate::nb::{LoadBalancer, Nb};
 use crate::stage::Stage;
 use std::net::IpAddr;
 
@@ -79,8 +78,8 @@ pub fn parse_backends(s: &str) -> Option<Vec<Vip>> {
         .collect()
 }
 
-/// One load balancer's flows on a switch.
-pub(super) fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+/// One load balancer's flows on any switch (they do not depend on the switch).
+pub(super) fn switch_lb(nb: &Nb, lb: &LoadBalancer, out: &mut Sink<'_>) {
     let proto = match lb.protocol.as_deref() {
         None | Some("") => "tcp",
         Some(p) => p,
@@ -89,8 +88,7 @@ pub(super) fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut 
     let reject_empty = opt_true("reject");
     let event_empty = !reject_empty
         && (opt_true("event")
-            || ctx
-                .nb
+            || nb
                 .global_options
                 .get("controller_event")
                 .is_some_and(|v| v == "true"));
