@@ -12,7 +12,7 @@ mod lb;
 
 use super::Ctx;
 use crate::lflow::{DpId, Lflow, Sink};
-use crate::nb::{Acl, LoadBalancer, Nb};
+use crate::nb::{Acl, LoadBalancer, Lrp, Nb};
 use crate::stage::Stage;
 use ovsdb::Uuid;
 
@@ -177,6 +177,28 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
         );
     }
 
+    // Traffic from VTEP ports stays on the chassis of each distributed gateway port.
+    let sw_row = ctx.switch(sw);
+    if sw_row.ports.iter().any(|p| p.kind == "vtep") {
+        for (j, _) in sw_row.ports.iter().enumerate() {
+            let Some((r, rp)) = ctx.lsp_router_peer[sw][j] else {
+                continue;
+            };
+            let lrp = ctx.lrp(r, rp);
+            if is_dgp(lrp) {
+                out.add(
+                    LsInHairpin,
+                    2000,
+                    format!(
+                        "reg0[14] == 1 && is_chassis_resident({})",
+                        quoted(&format!("cr-{}", lrp.name))
+                    ),
+                    "next;",
+                );
+            }
+        }
+    }
+
     // Stateful.
     for st in [LsInStateful, LsOutStateful] {
         out.add(st, 0, "1", "next;");
@@ -193,6 +215,13 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
             "ct_commit { ct_mark.blocked = 0; ct_label.label = reg3; }; next;",
         );
     }
+}
+
+/// A distributed gateway port: a router port bound to gateway chassis.
+fn is_dgp(lrp: &Lrp) -> bool {
+    !lrp.gateway_chassis.is_empty()
+        || lrp.ha_chassis_group.is_some()
+        || lrp.options.contains_key("redirect-chassis")
 }
 
 /// `"name"` as ovn-northd quotes a port name in a match.
@@ -214,10 +243,27 @@ pub(crate) fn quoted(name: &str) -> String {
 /// localnet ports skip conntrack in pre-LB, and in pre-ACL when the switch has stateful ACLs.
 pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
     let p = ctx.lsp(sw, port);
+    if p.kind == "remote" {
+        // Interconnect switch with multicast snooping: IGMP/MLD from remote ports go to
+        // ovn-controller (ovn-northd puts these in the egress pre-LB table).
+        let oc = &ctx.switch(sw).other_config;
+        if oc.get("interconn-ts").is_some_and(|v| !v.is_empty())
+            && oc.get("mcast_snoop").is_some_and(|v| v == "true")
+        {
+            let q = quoted(&p.name);
+            for proto in ["igmp", "(mldv1 || mldv2)"] {
+                out.add(
+                    Stage::LsOutPreLb,
+                    120,
+                    format!("inport == {q} && {proto}"),
+                    "clone { igmp; }; next;",
+                );
+            }
+        }
+    }
     if p.kind == "vtep" {
         // Traffic from VTEP (ramp) ports skips the hairpin stages (one flow per switch;
-        // every vtep port yields it). Not yet: the priority-2000 flows per distributed
-        // gateway port `cr-RP` attached to the switch.
+        // every vtep port yields it).
         out.add(
             Stage::LsInHairpin,
             1000,
