@@ -7,7 +7,7 @@
 //! can read a column this model does not name yet.
 
 use ovsdb::{Database, Row, Uuid};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A string→string map column.
 pub type Smap = BTreeMap<String, String>;
@@ -341,6 +341,8 @@ pub struct Nb {
     pub lb_groups: HashMap<Uuid, LbGroup>,
     /// QoS rules by UUID.
     pub qos: HashMap<Uuid, Qos>,
+    /// Names of the `Meter`s with `fair` set (an ACL log meter then gets a per-ACL name).
+    pub fair_meters: BTreeSet<String>,
 }
 
 impl Nb {
@@ -370,6 +372,11 @@ impl Nb {
                     row: r.clone(),
                 },
             );
+        }
+        for r in db.table("Meter").rows.values() {
+            if r.bool("fair") == Some(true) {
+                nb.fair_meters.insert(r.str("name").to_owned());
+            }
         }
         for (&uuid, r) in &db.table("QoS").rows {
             let int = |col: &str, key: &str| r.get(col).get(key).and_then(|a| a.as_int());

@@ -310,16 +310,16 @@ pub fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
                 out.add(f.stage, f.priority, f.match_.clone(), f.actions.clone());
             }
         }
-        None => acl::switch_acl(stateful, acl, out),
+        None => acl::switch_acl(ctx.nb, stateful, acl, out),
     }
 }
 
 /// An ACL's flows on a switch that is not stateful (`[0]`) and on one that is (`[1]`), with
 /// a placeholder datapath (for [`Ctx::switch_acl_flows`]).
-pub fn acl_flows(acl: &Acl) -> [Vec<Lflow>; 2] {
+pub fn acl_flows(nb: &Nb, acl: &Acl) -> [Vec<Lflow>; 2] {
     [false, true].map(|stateful| {
         let mut v = Vec::new();
-        acl::switch_acl(stateful, acl, &mut Sink::new(DpId(0), &mut v));
+        acl::switch_acl(nb, stateful, acl, &mut Sink::new(DpId(0), &mut v));
         v
     })
 }
@@ -380,7 +380,7 @@ mod tests {
     #[test]
     fn stateful_reject_quirks() {
         // ovn-northd parenthesises the hint, not the ACL match, and leaves a double space.
-        let [_, st] = acl_flows(&acl("from-lport", "reject", 0, true));
+        let [_, st] = acl_flows(&Nb::default(), &acl("from-lport", "reject", 0, true));
         let t = texts(&st);
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].2, "(reg0[10] == 1) && tcp");
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn labelled_allow() {
-        let [plain, st] = acl_flows(&acl("to-lport", "allow", 77, false));
+        let [plain, st] = acl_flows(&Nb::default(), &acl("to-lport", "allow", 77, false));
         assert_eq!(texts(&plain), vec![(Stage::LsOutAcl, 1150, "tcp", "next;")]);
         let t = texts(&st);
         assert_eq!(t[0].2, "reg0[7] == 1 && (tcp)");

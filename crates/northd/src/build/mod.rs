@@ -213,7 +213,7 @@ impl<'a> Ctx<'a> {
             .flatten()
             .collect::<BTreeSet<_>>()
             .into_iter()
-            .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb.acls.get(u)?))))
+            .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb, nb.acls.get(u)?))))
             .collect();
         let router_lbs = nb
             .routers

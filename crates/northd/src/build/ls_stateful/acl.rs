@@ -4,8 +4,9 @@
 use super::{SwitchFacts, default_acl_drop};
 use crate::build::Ctx;
 use crate::lflow::Sink;
-use crate::nb::Acl;
+use crate::nb::{Acl, Nb};
 use crate::stage::{Pipeline, Stage};
+use std::collections::BTreeSet;
 
 /// ACL priorities are offset by this much in the logical tables.
 const ACL_PRI_OFFSET: i64 = 1000;
@@ -145,7 +146,7 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, sw: usize, f: SwitchFacts, out: &mut Sink
 }
 
 /// `log(...); ` for an ACL with `log` set, else empty.
-fn log_action(acl: &Acl) -> String {
+fn log_action(acl: &Acl, fair_meters: &BTreeSet<String>) -> String {
     if !acl.log {
         return String::new();
     }
@@ -164,7 +165,11 @@ fn log_action(acl: &Acl) -> String {
     };
     s.push_str(&format!("verdict={verdict}, "));
     if let Some(m) = &acl.meter {
-        s.push_str(&format!("meter=\"{m}\", "));
+        if fair_meters.contains(m) {
+            s.push_str(&format!("meter=\"{m}__{}\", ", acl.uuid));
+        } else {
+            s.push_str(&format!("meter=\"{m}\", "));
+        }
     }
     s.truncate(s.len() - 2);
     s.push_str("); ");
@@ -190,7 +195,7 @@ fn reject_action(stage: Stage) -> String {
 }
 
 /// One ACL's flows on a switch; `stateful` is [`SwitchFacts::stateful`] of the switch.
-pub(super) fn switch_acl(stateful: bool, acl: &Acl, out: &mut Sink<'_>) {
+pub(super) fn switch_acl(nb: &Nb, stateful: bool, acl: &Acl, out: &mut Sink<'_>) {
     let stage = match acl.direction.as_str() {
         "from-lport" => {
             if acl
@@ -210,7 +215,7 @@ pub(super) fn switch_acl(stateful: bool, acl: &Acl, out: &mut Sink<'_>) {
         return;
     };
     let m = acl.match_.as_str();
-    let log = log_action(acl);
+    let log = log_action(acl, &nb.fair_meters);
     let label = (acl.label != 0).then_some(acl.label);
 
     // Logging of replies and related traffic for a labelled ACL: in the other direction.
