@@ -341,6 +341,8 @@ pub struct Nb {
     pub lb_groups: HashMap<Uuid, LbGroup>,
     /// QoS rules by UUID.
     pub qos: HashMap<Uuid, Qos>,
+    /// `Load_Balancer_Health_Check` `vip` by UUID.
+    pub lb_health_check_vips: HashMap<Uuid, String>,
     /// Names of the `Meter`s with `fair` set (an ACL log meter then gets a per-ACL name).
     pub fair_meters: BTreeSet<String>,
 }
@@ -372,6 +374,10 @@ impl Nb {
                     row: r.clone(),
                 },
             );
+        }
+        for (&uuid, r) in &db.table("Load_Balancer_Health_Check").rows {
+            nb.lb_health_check_vips
+                .insert(uuid, r.str("vip").to_owned());
         }
         for r in db.table("Meter").rows.values() {
             if r.bool("fair") == Some(true) {

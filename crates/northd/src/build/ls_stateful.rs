@@ -16,7 +16,7 @@ use crate::nb::{Acl, LoadBalancer, Lrp, Nb};
 use crate::stage::Stage;
 use ovsdb::Uuid;
 
-pub use lb::{Vip, parse_backends, parse_vip};
+pub use lb::{LspByName, Vip, parse_backends, parse_vip};
 
 /// What a switch's ACLs and load balancers imply for its datapath-wide flows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -333,15 +333,15 @@ pub fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_
                 out.add(f.stage, f.priority, f.match_.clone(), f.actions.clone());
             }
         }
-        None => lb::switch_lb(ctx.nb, lb, out),
+        None => lb::switch_lb(ctx.nb, &ctx.lsp_by_name, lb, out),
     }
 }
 
 /// A load balancer's flows on any switch, with a placeholder datapath (for
 /// [`Ctx::switch_lb_flows`]).
-pub fn lb_flows(nb: &Nb, lb: &LoadBalancer) -> Vec<Lflow> {
+pub fn lb_flows(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer) -> Vec<Lflow> {
     let mut v = Vec::new();
-    lb::switch_lb(nb, lb, &mut Sink::new(DpId(0), &mut v));
+    lb::switch_lb(nb, lsps, lb, &mut Sink::new(DpId(0), &mut v));
     v
 }
 

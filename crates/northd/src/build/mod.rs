@@ -206,7 +206,7 @@ impl<'a> Ctx<'a> {
             .flatten()
             .collect::<BTreeSet<_>>()
             .into_iter()
-            .filter_map(|u| Some((*u, ls_stateful::lb_flows(nb, nb.lbs.get(u)?))))
+            .filter_map(|u| Some((*u, ls_stateful::lb_flows(nb, &lsp_by_name, nb.lbs.get(u)?))))
             .collect();
         let switch_acl_flows = switch_acls_sorted
             .iter()

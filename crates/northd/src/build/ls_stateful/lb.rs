@@ -3,7 +3,11 @@
 use crate::lflow::Sink;
 use crate::nb::{LoadBalancer, Nb};
 use crate::stage::Stage;
+use std::collections::HashMap;
 use std::net::IpAddr;
+
+/// LSP name → (switch index, port index), as [`crate::build::Ctx::lsp_by_name`].
+pub type LspByName<'a> = HashMap<&'a str, (usize, usize)>;
 
 /// A parsed `VIP[:PORT]` key (or backend entry) of `Load_Balancer.vips`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +82,27 @@ pub fn parse_backends(s: &str) -> Option<Vec<Vip>> {
         .collect()
 }
 
+/// True when `ip_port_mappings` gives backend `ip` a health-check source: `PORT:SRC_IP`
+/// with an existing, enabled switch port.
+fn health_checked(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer, ip: &str) -> bool {
+    let Some(m) = lb.row.map_get("ip_port_mappings", ip) else {
+        return false;
+    };
+    let Some((port, src)) = m.split_once(':') else {
+        return false;
+    };
+    let src_ok = match src.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => src.parse::<std::net::Ipv4Addr>().is_ok(),
+    };
+    src_ok
+        && lsps
+            .get(port)
+            .is_some_and(|&(i, j)| nb.switches[i].ports[j].is_enabled())
+}
+
 /// One load balancer's flows on any switch (they do not depend on the switch).
-pub(super) fn switch_lb(nb: &Nb, lb: &LoadBalancer, out: &mut Sink<'_>) {
+pub(super) fn switch_lb(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer, out: &mut Sink<'_>) {
     let proto = match lb.protocol.as_deref() {
         None | Some("") => "tcp",
         Some(p) => p,
@@ -103,6 +126,10 @@ pub(super) fn switch_lb(nb: &Nb, lb: &LoadBalancer, out: &mut Sink<'_>) {
         let Some(backends) = parse_backends(value) else {
             continue;
         };
+        let checked = lb
+            .row
+            .uuids("health_check")
+            .any(|u| nb.lb_health_check_vips.get(&u).is_some_and(|v| v == key));
         let v = VipFlows {
             vip,
             proto,
@@ -115,6 +142,20 @@ pub(super) fn switch_lb(nb: &Nb, lb: &LoadBalancer, out: &mut Sink<'_>) {
             v.empty(reject_empty, event_empty, lb, out);
             continue;
         }
+        // With a health check, only backends with a monitor source are used. Not yet: the
+        // monitors' status (`Service_Monitor` in the SB), taken here as online.
+        let backends: Vec<Vip> = if checked {
+            backends
+                .into_iter()
+                .filter(|b| health_checked(nb, lsps, lb, &b.ip_str()))
+                .collect()
+        } else {
+            backends
+        };
+        if backends.is_empty() {
+            v.empty(reject_empty, false, lb, out);
+            continue;
+        }
         let list: Vec<String> = backends.iter().map(Vip::endpoint).collect();
         let mut a = format!("reg0[1] = 0; ct_lb_mark(backends={}", list.join(","));
         if let Some(h) = &hash_fields {
@@ -125,7 +166,7 @@ pub(super) fn switch_lb(nb: &Nb, lb: &LoadBalancer, out: &mut Sink<'_>) {
         if let Some(t) = affinity {
             v.affinity(&backends, t, out);
         }
-        // Not yet: health checks (`health_check`, service monitors), template VIPs, and
+        // Not yet: template VIPs, and
         // router LBs installed on switches (`install_ls_lb_from_router`).
     }
 }
@@ -168,7 +209,8 @@ impl VipFlows<'_> {
         m
     }
 
-    /// A VIP without backends: reject, or drop (and maybe an empty-LB controller event).
+    /// A VIP without (active) backends: reject, or drop (and maybe an empty-LB controller
+    /// event).
     fn empty(&self, reject: bool, event: bool, lb: &LoadBalancer, out: &mut Sink<'_>) {
         let a = if reject {
             format!(
