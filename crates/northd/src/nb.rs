@@ -309,6 +309,18 @@ pub struct Qos {
     pub row: Row,
 }
 
+/// `DHCP_Options` (a port refers to its rows by UUID in `dhcpv4_options` /
+/// `dhcpv6_options`).
+#[derive(Debug, Clone)]
+pub struct DhcpOptions {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `cidr`.
+    pub cidr: String,
+    /// `options`.
+    pub options: Smap,
+}
+
 /// `Load_Balancer_Group`.
 #[derive(Debug, Clone)]
 pub struct LbGroup {
@@ -341,6 +353,8 @@ pub struct Nb {
     pub lb_groups: HashMap<Uuid, LbGroup>,
     /// QoS rules by UUID.
     pub qos: HashMap<Uuid, Qos>,
+    /// `DHCP_Options` by UUID.
+    pub dhcp_options: HashMap<Uuid, DhcpOptions>,
     /// `Load_Balancer_Health_Check` `vip` by UUID.
     pub lb_health_check_vips: HashMap<Uuid, String>,
     /// Names of the `Meter`s with `fair` set (an ACL log meter then gets a per-ACL name).
@@ -372,6 +386,16 @@ impl Nb {
                     label: r.int("label").unwrap_or(0),
                     options: smap(r, "options"),
                     row: r.clone(),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("DHCP_Options").rows {
+            nb.dhcp_options.insert(
+                uuid,
+                DhcpOptions {
+                    uuid,
+                    cidr: r.str("cidr").to_owned(),
+                    options: smap(r, "options"),
                 },
             );
         }

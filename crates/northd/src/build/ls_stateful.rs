@@ -11,6 +11,7 @@ mod acl;
 mod lb;
 
 use super::Ctx;
+use crate::addr::Mac;
 use crate::lflow::{DpId, Lflow, Sink};
 use crate::nb::{Acl, LoadBalancer, Lrp, Nb};
 use crate::stage::Stage;
@@ -274,6 +275,7 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
             ),
         );
     }
+    dhcp_reply_bypass(ctx, sw, port, out);
     let skip = match p.kind.as_str() {
         "router" => ctx.lsp_router_peer[sw][port].is_some(),
         "localnet" => true,
@@ -296,6 +298,57 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
     if f.has_stateful_acl {
         out.add(Stage::LsInPreAcl, 110, in_match, "next;");
         out.add(Stage::LsOutPreAcl, 110, out_match, out_action);
+    }
+}
+
+/// The egress ACL bypass (priority 34000) for DHCP replies from ovn-controller to a port
+/// with usable DHCP options (v4: `server_id`, `server_mac`, `lease_time`; v6: `server_id`,
+/// a MAC). ovn-northd neither checks the port's addresses against the `cidr` nor
+/// normalises the MACs here.
+fn dhcp_reply_bypass(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+    let p = ctx.lsp(sw, port);
+    if p.kind == "external" {
+        return;
+    }
+    let action = if ctx.switch_facts[sw].stateful() {
+        "ct_commit; next;"
+    } else {
+        "next;"
+    };
+    let q = quoted(&p.name);
+    let opts = |col: &str| {
+        p.row
+            .uuids(col)
+            .next()
+            .and_then(|u| ctx.nb.dhcp_options.get(&u))
+            .map(|d| &d.options)
+    };
+    if let Some(o) = opts("dhcpv4_options")
+        && let (Some(id), Some(mac), Some(_)) =
+            (o.get("server_id"), o.get("server_mac"), o.get("lease_time"))
+    {
+        out.add(
+            Stage::LsOutAcl,
+            34000,
+            format!(
+                "outport == {q} && eth.src == {mac} && ip4.src == {id} && udp && udp.src == 67 && udp.dst == 68"
+            ),
+            action,
+        );
+    }
+    if let Some(o) = opts("dhcpv6_options")
+        && let Some(id) = o.get("server_id")
+        && let Some(mac) = Mac::parse(id)
+    {
+        out.add(
+            Stage::LsOutAcl,
+            34000,
+            format!(
+                "outport == {q} && eth.src == {id} && ip6.src == {} && udp && udp.src == 547 && udp.dst == 546",
+                mac.ipv6_lla()
+            ),
+            action,
+        );
     }
 }
 

@@ -138,11 +138,7 @@ pub(super) fn switch_dp(ctx: &Ctx<'_>, sw: usize, f: SwitchFacts, out: &mut Sink
     if ctx.switch(sw).row.uuids("dns_records").next().is_some() {
         out.add(LsOutAcl, 34000, "udp.src == 53", commit);
     }
-    // Not yet: the priority-34000 egress flows for ports with DHCP options (needs the
-    // DHCP_Options table in the model). ovn-northd writes, per port P with valid DHCPv4
-    // options, `outport == "P" && eth.src == SERVER_MAC && ip4.src == SERVER_ID && udp &&
-    // udp.src == 67 && udp.dst == 68` and for DHCPv6 `outport == "P" && eth.src == MAC &&
-    // ip6.src == LLA(MAC) && udp && udp.src == 547 && udp.dst == 546`, both with `commit`.
+    // The DHCP reply bypasses are the ports' (see `dhcp_reply_bypass`).
 }
 
 /// `log(...); ` for an ACL with `log` set, else empty.
