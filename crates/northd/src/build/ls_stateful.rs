@@ -55,6 +55,14 @@ impl SwitchFacts {
     }
 }
 
+/// `NB_Global options:install_ls_lb_from_router`: a router's load balancers also get their
+/// switch flows on the switches attached to it.
+pub fn install_lbs_from_routers(nb: &Nb) -> bool {
+    nb.global_options
+        .get("install_ls_lb_from_router")
+        .is_some_and(|v| v == "true")
+}
+
 /// `NB_Global options:default_acl_drop`.
 fn default_acl_drop(ctx: &Ctx<'_>) -> bool {
     ctx.nb
@@ -276,6 +284,16 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
         );
     }
     dhcp_reply_bypass(ctx, sw, port, out);
+    if p.kind == "router"
+        && let Some((r, _)) = ctx.lsp_router_peer[sw][port]
+        && install_lbs_from_routers(ctx.nb)
+    {
+        // The peer router's load balancers, on this switch too (only their per-VIP flows:
+        // they do not make the switch stateful).
+        for lb in ctx.router_lbs[r].iter().filter_map(|u| ctx.nb.lbs.get(u)) {
+            switch_lb(ctx, sw, lb, out);
+        }
+    }
     let skip = match p.kind.as_str() {
         "router" => ctx.lsp_router_peer[sw][port].is_some(),
         "localnet" => true,

@@ -79,7 +79,8 @@ pub struct Ctx<'a> {
     pub router_lbs: Vec<Vec<Uuid>>,
     /// Per switch: whether it has ACLs, stateful ACLs, LB VIPs (datapath-wide flow choices).
     pub switch_facts: Vec<ls_stateful::SwitchFacts>,
-    /// Per load balancer applied to some switch: its switch flows (the same on every
+    /// Per load balancer applied to some switch (or, with `install_ls_lb_from_router`, to
+    /// some router): its switch flows (the same on every
     /// switch; datapath left as a placeholder).
     pub switch_lb_flows: HashMap<Uuid, Vec<Lflow>>,
     /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
@@ -201,8 +202,15 @@ impl<'a> Ctx<'a> {
         let switch_facts = (0..nb.switches.len())
             .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls_sorted[i], &switch_lbs[i]))
             .collect();
+        let router_lbs: Vec<Vec<Uuid>> = nb
+            .routers
+            .iter()
+            .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
+            .collect();
+        let lbs_from_routers = ls_stateful::install_lbs_from_routers(nb);
         let switch_lb_flows = switch_lbs
             .iter()
+            .chain(router_lbs.iter().filter(|_| lbs_from_routers))
             .flatten()
             .collect::<BTreeSet<_>>()
             .into_iter()
@@ -214,11 +222,6 @@ impl<'a> Ctx<'a> {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb, nb.acls.get(u)?))))
-            .collect();
-        let router_lbs = nb
-            .routers
-            .iter()
-            .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
             .collect();
         Ctx {
             nb,
