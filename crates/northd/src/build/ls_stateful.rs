@@ -4,8 +4,16 @@
 //! Three facts about a switch change flows datapath-wide ([`SwitchFacts`], precomputed per
 //! switch in [`Ctx::switch_facts`]): whether any ACL applies to it, whether one of them is
 //! stateful (`allow-related`), and whether a load balancer with a VIP applies to it. The
-//! per-ACL ([`acl`]) and per-VIP ([`lb`]) flows live in their own items; the port items add
-//! the conntrack bypass for router and localnet ports.
+//! per-ACL (`acl`) and per-VIP (`lb`) flows live in their own items; the port items add
+//! the conntrack bypass for router and localnet ports, DHCP reply bypasses, interconnect
+//! IGMP punts and (with `install_ls_lb_from_router`) the peer router's LB VIPs.
+//!
+//! An ACL's flows depend only on the ACL and whether the switch is stateful, and an LB's
+//! switch flows only on the LB, so both are computed once per NB row in [`Ctx::new`]
+//! ([`Ctx::switch_acl_flows`], [`Ctx::switch_lb_flows`]) and the per-switch items clone them.
+//!
+//! Not yet: template LB VIPs (`^VAR`), and the `Service_Monitor` status of health-checked
+//! backends (from the SB; every monitored backend is taken as online).
 
 mod acl;
 mod lb;
@@ -107,8 +115,7 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
             out.add(st, 100, "ip", "reg0[2] = 1; next;");
         }
     }
-    // Not yet: the priority-120 IGMP/MLD punt of interconnect switches with multicast
-    // snooping.
+    // (The priority-120 IGMP/MLD punt of interconnect switches is the remote ports'.)
 
     // Pre-stateful.
     for st in [LsInPreStateful, LsOutPreStateful] {

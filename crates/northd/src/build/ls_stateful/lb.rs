@@ -166,8 +166,7 @@ pub(super) fn switch_lb(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer, out: &
         if let Some(t) = affinity {
             v.affinity(&backends, t, out);
         }
-        // Not yet: template VIPs, and
-        // router LBs installed on switches (`install_ls_lb_from_router`).
+        // Not yet: template VIPs.
     }
 }
 
