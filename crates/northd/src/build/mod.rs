@@ -80,8 +80,8 @@ pub struct Ctx<'a> {
     /// Per switch: whether it has ACLs, stateful ACLs, LB VIPs (datapath-wide flow choices).
     pub switch_facts: Vec<ls_stateful::SwitchFacts>,
     /// Per load balancer applied to some switch (or, with `install_ls_lb_from_router`, to
-    /// some router): its switch flows (the same on every
-    /// switch; datapath left as a placeholder).
+    /// some router): its switch flows, the same on every switch (datapath left as a
+    /// placeholder).
     pub switch_lb_flows: HashMap<Uuid, Vec<Lflow>>,
     /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
     /// (`[1]`) stateful ACLs or LB VIPs (datapath left as a placeholder).
