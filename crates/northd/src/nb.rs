@@ -7,7 +7,7 @@
 //! can read a column this model does not name yet.
 
 use ovsdb::{Database, Row, Uuid};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A string→string map column.
 pub type Smap = BTreeMap<String, String>;
@@ -288,6 +288,39 @@ pub struct LoadBalancer {
     pub row: Row,
 }
 
+/// `QoS` (a switch refers to its rules by UUID in its `qos_rules` column).
+#[derive(Debug, Clone)]
+pub struct Qos {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `priority`.
+    pub priority: i64,
+    /// `direction` (`from-lport`, `to-lport`).
+    pub direction: String,
+    /// `match`.
+    pub match_: String,
+    /// `action:dscp`.
+    pub dscp: Option<i64>,
+    /// `bandwidth:rate`.
+    pub rate: Option<i64>,
+    /// `bandwidth:burst`.
+    pub burst: Option<i64>,
+    /// The raw row.
+    pub row: Row,
+}
+
+/// `DHCP_Options` (a port refers to its rows by UUID in `dhcpv4_options` /
+/// `dhcpv6_options`).
+#[derive(Debug, Clone)]
+pub struct DhcpOptions {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `cidr`.
+    pub cidr: String,
+    /// `options`.
+    pub options: Smap,
+}
+
 /// `Load_Balancer_Group`.
 #[derive(Debug, Clone)]
 pub struct LbGroup {
@@ -318,6 +351,14 @@ pub struct Nb {
     pub lbs: HashMap<Uuid, LoadBalancer>,
     /// Load-balancer groups by UUID.
     pub lb_groups: HashMap<Uuid, LbGroup>,
+    /// QoS rules by UUID.
+    pub qos: HashMap<Uuid, Qos>,
+    /// `DHCP_Options` by UUID.
+    pub dhcp_options: HashMap<Uuid, DhcpOptions>,
+    /// `Load_Balancer_Health_Check` `vip` by UUID.
+    pub lb_health_check_vips: HashMap<Uuid, String>,
+    /// Names of the `Meter`s with `fair` set (an ACL log meter then gets a per-ACL name).
+    pub fair_meters: BTreeSet<String>,
 }
 
 impl Nb {
@@ -344,6 +385,41 @@ impl Nb {
                     meter: r.get("meter").as_str().map(str::to_owned),
                     label: r.int("label").unwrap_or(0),
                     options: smap(r, "options"),
+                    row: r.clone(),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("DHCP_Options").rows {
+            nb.dhcp_options.insert(
+                uuid,
+                DhcpOptions {
+                    uuid,
+                    cidr: r.str("cidr").to_owned(),
+                    options: smap(r, "options"),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("Load_Balancer_Health_Check").rows {
+            nb.lb_health_check_vips
+                .insert(uuid, r.str("vip").to_owned());
+        }
+        for r in db.table("Meter").rows.values() {
+            if r.bool("fair") == Some(true) {
+                nb.fair_meters.insert(r.str("name").to_owned());
+            }
+        }
+        for (&uuid, r) in &db.table("QoS").rows {
+            let int = |col: &str, key: &str| r.get(col).get(key).and_then(|a| a.as_int());
+            nb.qos.insert(
+                uuid,
+                Qos {
+                    uuid,
+                    priority: r.int("priority").unwrap_or(0),
+                    direction: r.str("direction").to_owned(),
+                    match_: r.str("match").to_owned(),
+                    dscp: int("action", "dscp"),
+                    rate: int("bandwidth", "rate"),
+                    burst: int("bandwidth", "burst"),
                     row: r.clone(),
                 },
             );

@@ -92,6 +92,11 @@ pub struct Ctx<'a> {
     pub router_dgps: Vec<Vec<usize>>,
     /// The NAT external addresses of all routers (see [`Item::RouterLb`]).
     pub all_nat_ips: HashSet<IpAddr>,
+    /// Per switch: whether it has ACLs, stateful ACLs, LB VIPs (datapath-wide flow choices).
+    pub switch_facts: Vec<ls_stateful::SwitchFacts>,
+    /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
+    /// (`[1]`) stateful ACLs or LB VIPs (datapath left as a placeholder).
+    pub switch_acl_flows: HashMap<Uuid, [Vec<Lflow>; 2]>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -281,12 +286,19 @@ impl<'a> Ctx<'a> {
                 switch_acls[i].extend(pg.acls.iter().copied());
             }
         }
-        let switch_lbs = nb
+        let switch_acls_sorted: Vec<Vec<Uuid>> = switch_acls
+            .into_iter()
+            .map(|s| s.into_iter().collect())
+            .collect();
+        let switch_lbs: Vec<Vec<Uuid>> = nb
             .switches
             .iter()
             .map(|s| nb.lbs_of(&s.load_balancer, &s.load_balancer_group))
             .collect();
-        let router_lbs = nb
+        let switch_facts = (0..nb.switches.len())
+            .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls_sorted[i], &switch_lbs[i]))
+            .collect();
+        let router_lbs: Vec<Vec<Uuid>> = nb
             .routers
             .iter()
             .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
@@ -337,6 +349,13 @@ impl<'a> Ctx<'a> {
             })
             .collect();
         let all_nat_ips = router_nat_ips.iter().flatten().copied().collect();
+        let switch_acl_flows = switch_acls_sorted
+            .iter()
+            .flatten()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb, nb.acls.get(u)?))))
+            .collect();
         Ctx {
             nb,
             datapaths,
@@ -346,10 +365,7 @@ impl<'a> Ctx<'a> {
             lsp_router_peer,
             lrp_switch_peer,
             lrp_networks,
-            switch_acls: switch_acls
-                .into_iter()
-                .map(|s| s.into_iter().collect())
-                .collect(),
+            switch_acls: switch_acls_sorted,
             switch_lbs,
             router_lbs,
             switch_lb_classes,
@@ -357,6 +373,8 @@ impl<'a> Ctx<'a> {
             all_nat_ips,
             router_nat_ips,
             router_dgps,
+            switch_facts,
+            switch_acl_flows,
             diags,
         }
     }
