@@ -53,6 +53,9 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) fi
 if ! command -v ovs-ofctl >/dev/null || ! command -v ovs-vswitchd >/dev/null; then
   need_root_install openvswitch-switch openvswitch-common
 fi
+if ! command -v ovn-northd >/dev/null || ! command -v ovn-nbctl >/dev/null; then
+  need_root_install ovn-central
+fi
 # Never let the package's own service run: our tests start private instances.
 if [ "$(id -u)" = 0 ] && command -v ovs-ctl >/dev/null && pgrep -x ovs-vswitchd >/dev/null 2>&1; then
   echo "note: a system ovs-vswitchd is running; tests use private sockets and do not touch it"

@@ -79,6 +79,12 @@ fn error_line(e: &anyhow::Error) -> String {
     line
 }
 
+// The control-plane commands (northd above all) allocate millions of small strings and
+// maps; mimalloc does that several times faster than glibc's malloc. The datapath's packet
+// path does not allocate in its steady state, so it is unaffected.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

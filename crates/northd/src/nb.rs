@@ -8,6 +8,7 @@
 
 use ovsdb::{Database, Row, Uuid};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// A string→string map column.
 pub type Smap = BTreeMap<String, String>;
@@ -62,7 +63,7 @@ pub struct Lsp {
     /// `external_ids`.
     pub external_ids: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 impl Lsp {
@@ -92,7 +93,7 @@ pub struct LogicalSwitch {
     /// `external_ids`.
     pub external_ids: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `Logical_Router_Port`.
@@ -117,7 +118,7 @@ pub struct Lrp {
     /// `ha_chassis_group`.
     pub ha_chassis_group: Option<Uuid>,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `Logical_Router_Static_Route`.
@@ -138,7 +139,7 @@ pub struct StaticRoute {
     /// `options`.
     pub options: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `Logical_Router_Policy`.
@@ -159,7 +160,7 @@ pub struct RouterPolicy {
     /// `options`.
     pub options: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `NAT`.
@@ -182,7 +183,7 @@ pub struct Nat {
     /// `options`.
     pub options: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `Logical_Router`.
@@ -211,7 +212,7 @@ pub struct LogicalRouter {
     /// `external_ids`.
     pub external_ids: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `ACL`.
@@ -240,7 +241,7 @@ pub struct Acl {
     /// `options`.
     pub options: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `Port_Group`.
@@ -285,7 +286,7 @@ pub struct LoadBalancer {
     /// `external_ids`.
     pub external_ids: Smap,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `QoS` (a switch refers to its rules by UUID in its `qos_rules` column).
@@ -306,7 +307,7 @@ pub struct Qos {
     /// `bandwidth:burst`.
     pub burst: Option<i64>,
     /// The raw row.
-    pub row: Row,
+    pub row: Arc<Row>,
 }
 
 /// `DHCP_Options` (a port refers to its rows by UUID in `dhcpv4_options` /

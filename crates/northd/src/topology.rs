@@ -207,7 +207,7 @@ impl Gen {
             .tables
             .get_mut(table)
             .and_then(|t| t.rows.get_mut(&row))
-            .and_then(|r| r.cols.get_mut(col))
+            .and_then(|r| std::sync::Arc::make_mut(r).cols.get_mut(col))
             .ok_or_else(|| format!("no {table}.{col} in row {row}"))?;
         d.keys.extend(refs.iter().map(|&u| Atom::Uuid(u)));
         d.keys.sort();

@@ -323,11 +323,13 @@ fn compare_with_python(tag: &str, p: &Params) {
 }
 
 #[test]
+#[ignore = "needs gen_ovnk.py from the shared OVN benchmark (outside the repository): run with --ignored where it is"]
 fn same_as_python_two_nodes() {
     compare_with_python("n2", &Params::with_nodes(2));
 }
 
 #[test]
+#[ignore = "needs gen_ovnk.py from the shared OVN benchmark (outside the repository): run with --ignored where it is"]
 fn same_as_python_nodeports_and_more_services() {
     compare_with_python(
         "n10",
@@ -341,12 +343,14 @@ fn same_as_python_nodeports_and_more_services() {
 }
 
 #[test]
+#[ignore = "needs gen_ovnk.py from the shared OVN benchmark (outside the repository): run with --ignored where it is"]
 fn same_as_python_defaults_at_twenty_nodes() {
     compare_with_python("n20", &Params::with_nodes(20));
 }
 
 /// More namespaces than pods, more policies than namespaces, more backends than pods.
 #[test]
+#[ignore = "needs gen_ovnk.py from the shared OVN benchmark (outside the repository): run with --ignored where it is"]
 fn same_as_python_odd_shapes() {
     compare_with_python(
         "odd",

@@ -6,6 +6,7 @@ use crate::schema::{DatabaseSchema, TableSchema};
 use crate::{Error, Result, Uuid};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// One row: column name → value (every schema column present).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -86,7 +87,9 @@ impl Row {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Table {
     /// Rows by UUID.
-    pub rows: HashMap<Uuid, Row>,
+    /// Rows by UUID (shared: a reader may keep a row while the replica moves on; an update
+    /// copies a row only if someone still holds it).
+    pub rows: HashMap<Uuid, Arc<Row>>,
 }
 
 /// How a row update's columns are to be read.
@@ -128,7 +131,7 @@ impl Database {
 
     /// Looks a row up.
     pub fn row(&self, table: &str, uuid: Uuid) -> Option<&Row> {
-        self.tables.get(table)?.rows.get(&uuid)
+        self.tables.get(table)?.rows.get(&uuid).map(|r| &**r)
     }
 
     /// Inserts (or replaces) a whole row: columns missing from `row` take their default,
@@ -155,7 +158,7 @@ impl Database {
             .entry(table.to_owned())
             .or_default()
             .rows
-            .insert(uuid, full);
+            .insert(uuid, Arc::new(full));
         Ok(())
     }
 
@@ -196,7 +199,11 @@ impl Database {
         }
         // A new row's columns are whole values even in a diff-format record.
         let is_new = !t.rows.contains_key(&uuid);
-        let row = t.rows.entry(uuid).or_insert_with(|| Row::defaults(ts));
+        let row = Arc::make_mut(
+            t.rows
+                .entry(uuid)
+                .or_insert_with(|| Arc::new(Row::defaults(ts))),
+        );
         for (c, ct, d) in parsed {
             let slot = row
                 .cols

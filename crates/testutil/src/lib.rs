@@ -24,6 +24,7 @@ pub mod skip;
 pub use skip::skip;
 pub mod flow_corpus;
 pub mod golden;
+pub mod ovn;
 pub mod ovs;
 pub mod packets;
 pub mod pipelines;

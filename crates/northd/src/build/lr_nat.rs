@@ -798,7 +798,7 @@ mod tests {
     use super::*;
     use crate::build::{Item, build_item};
     use crate::nb::{LogicalSwitch, Lsp, Nb, Smap};
-    use ovsdb::{Row, Uuid};
+    use ovsdb::Uuid;
 
     fn uuid(n: u32) -> Uuid {
         Uuid::parse(&format!("00000000-0000-0000-0000-{n:012}")).unwrap()
@@ -821,7 +821,7 @@ mod tests {
             enabled: None,
             gateway_chassis: vec![],
             ha_chassis_group: None,
-            row: Row::default(),
+            row: Default::default(),
         }
     }
 
@@ -835,7 +835,7 @@ mod tests {
             logical_ip: logical.into(),
             logical_port: None,
             options: Smap::new(),
-            row: Row::default(),
+            row: Default::default(),
         }
     }
 
@@ -852,7 +852,7 @@ mod tests {
             enabled: None,
             options,
             external_ids: Smap::new(),
-            row: Row::default(),
+            row: Default::default(),
         }
     }
 
@@ -865,7 +865,7 @@ mod tests {
             selection_fields: vec![],
             options: smap(&[("reject", "true"), ("skip_snat", "false")]),
             external_ids: Smap::new(),
-            row: Row::default(),
+            row: Default::default(),
         }
     }
 
@@ -921,7 +921,7 @@ mod tests {
             load_balancer_group: vec![],
             other_config: Smap::new(),
             external_ids: Smap::new(),
-            row: Row::default(),
+            row: Default::default(),
         };
         sw.ports.push(Lsp {
             uuid: uuid(31),
@@ -933,7 +933,7 @@ mod tests {
             enabled: None,
             up: None,
             external_ids: Smap::new(),
-            row: Row::default(),
+            row: Default::default(),
         });
         nb.switches.push(sw);
         nb.lbs

@@ -414,7 +414,6 @@ pub fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_
 mod tests {
     use super::*;
     use crate::nb::Acl;
-    use ovsdb::Row;
 
     fn acl(direction: &str, action: &str, label: i64, log: bool) -> Acl {
         Acl {
@@ -429,7 +428,7 @@ mod tests {
             meter: None,
             label,
             options: Default::default(),
-            row: Row::default(),
+            row: Default::default(),
         }
     }
 
