@@ -17,7 +17,7 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{DpId, Dps, Lflow, merge_same};
+use crate::lflow::{DpId, Dps, Lflow, MergeMap, finish, merge_into, merge_maps};
 use crate::stage::Stage;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -73,21 +73,25 @@ pub fn build(ctx: &Ctx<'_>, threads: usize, strategy: Strategy) -> Vec<Lflow> {
 
 fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
     let cursor = AtomicUsize::new(0);
-    let runs: Vec<Vec<Lflow>> = std::thread::scope(|s| {
+    let maps: Vec<MergeMap> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let mut out = Vec::new();
+                    // The thread's own table: equal flows merge here as they are built, so
+                    // the per-datapath defaults of thousands of datapaths cost one entry.
+                    let mut map = MergeMap::new();
+                    let mut scratch = Vec::new();
                     loop {
                         let at = cursor.fetch_add(CHUNK, Ordering::Relaxed);
                         if at >= items.len() {
                             break;
                         }
                         for &it in &items[at..(at + CHUNK).min(items.len())] {
-                            build::build_item(ctx, it, &mut out);
+                            build::build_item(ctx, it, &mut scratch);
                         }
+                        merge_into(&mut map, std::mem::take(&mut scratch));
                     }
-                    merge_same(out)
+                    map
                 })
             })
             .collect();
@@ -95,8 +99,12 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    // Each run is sorted: the stable sort in `merge_same` merges them as runs.
-    merge_same(runs.into_iter().flatten().collect())
+    let mut maps = maps.into_iter();
+    let mut all = maps.next().unwrap_or_default();
+    for m in maps {
+        merge_maps(&mut all, m);
+    }
+    finish(all)
 }
 
 fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {

@@ -4,6 +4,8 @@
 //! not 800.
 
 use crate::stage::Stage;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// Index of a datapath in [`crate::build::Ctx::datapaths`].
@@ -105,40 +107,62 @@ impl<'a> Sink<'a> {
     }
 }
 
-/// Turns built flows into the result: one flow per (stage, priority, match, actions), on
-/// the union of the datapaths it was built for; sorted by that key.
-pub fn merge_same(mut v: Vec<Lflow>) -> Vec<Lflow> {
-    // Stable sort: per-thread runs arrive already sorted and it merges runs cheaply.
-    v.sort_by(|a, b| a.key().cmp(&b.key()));
-    let mut out: Vec<Lflow> = Vec::with_capacity(v.len());
-    let mut pending: Vec<DpId> = Vec::new();
+/// Flows being merged: (stage, priority, match, actions) → datapaths (unsorted, may repeat).
+pub type MergeMap = HashMap<(Stage, u16, String, String), Vec<DpId>>;
+
+/// Adds built flows to a merge map: equal flows (same stage, priority, match, actions) share
+/// one entry and their datapaths are collected.
+pub fn merge_into(map: &mut MergeMap, v: Vec<Lflow>) {
     for f in v {
-        match out.last_mut() {
-            Some(last) if last.key() == f.key() => {
-                if pending.is_empty() {
-                    pending.extend_from_slice(last.dps.as_slice());
-                }
-                pending.extend_from_slice(f.dps.as_slice());
-            }
-            _ => {
-                flush(&mut out, &mut pending);
-                out.push(f);
+        let dps = f.dps;
+        match map.entry((f.stage, f.priority, f.match_, f.actions)) {
+            Entry::Occupied(mut e) => e.get_mut().extend_from_slice(dps.as_slice()),
+            Entry::Vacant(e) => {
+                e.insert(dps.as_slice().to_vec());
             }
         }
     }
-    flush(&mut out, &mut pending);
+}
+
+/// Merges `b` into `a`.
+pub fn merge_maps(a: &mut MergeMap, b: MergeMap) {
+    for (k, dps) in b {
+        match a.entry(k) {
+            Entry::Occupied(mut e) => e.get_mut().extend(dps),
+            Entry::Vacant(e) => {
+                e.insert(dps);
+            }
+        }
+    }
+}
+
+/// The result of a merge map: one flow per key on the union of its datapaths, sorted by
+/// key.
+pub fn finish(map: MergeMap) -> Vec<Lflow> {
+    let mut out: Vec<Lflow> = map
+        .into_iter()
+        .filter_map(|((stage, priority, match_, actions), mut dps)| {
+            dps.sort_unstable();
+            dps.dedup();
+            Some(Lflow {
+                stage,
+                priority,
+                match_,
+                actions,
+                dps: Dps::from_sorted(dps)?,
+            })
+        })
+        .collect();
+    out.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
     out
 }
 
-fn flush(out: &mut [Lflow], pending: &mut Vec<DpId>) {
-    if pending.is_empty() {
-        return;
-    }
-    pending.sort_unstable();
-    pending.dedup();
-    if let (Some(last), Some(d)) = (out.last_mut(), Dps::from_sorted(std::mem::take(pending))) {
-        last.dps = d;
-    }
+/// Turns built flows into the result: one flow per (stage, priority, match, actions), on
+/// the union of the datapaths it was built for; sorted by that key.
+pub fn merge_same(v: Vec<Lflow>) -> Vec<Lflow> {
+    let mut map = MergeMap::with_capacity(v.len() / 4);
+    merge_into(&mut map, v);
+    finish(map)
 }
 
 #[cfg(test)]
@@ -165,5 +189,26 @@ mod tests {
             f(&[0], 2, "b"),
         ]);
         assert_eq!(got, vec![f(&[1, 2, 3], 1, "a"), f(&[0], 2, "b")]);
+    }
+
+    proptest::proptest! {
+        /// `merge_same` against the obvious model: a sorted map from key to datapath set.
+        #[test]
+        fn merge_equals_model(v in proptest::collection::vec((0u32..6, 0u16..3, 0u8..3, proptest::collection::vec(0u32..5, 1..4)), 0..60)) {
+            let flows: Vec<Lflow> = v.iter().map(|(st, p, m, d)| {
+                let mut d: Vec<DpId> = d.iter().map(|&x| DpId(x)).collect();
+                d.sort_unstable();
+                d.dedup();
+                Lflow { stage: Stage::ALL[*st as usize], priority: *p, match_: format!("m{m}"), actions: "next;".into(), dps: Dps::from_sorted(d).unwrap() }
+            }).collect();
+            let mut model: std::collections::BTreeMap<(Stage, u16, String, String), std::collections::BTreeSet<DpId>> = Default::default();
+            for f in &flows {
+                model.entry((f.stage, f.priority, f.match_.clone(), f.actions.clone())).or_default().extend(f.dps.as_slice());
+            }
+            let want: Vec<Lflow> = model.into_iter().map(|((stage, priority, match_, actions), d)| Lflow {
+                stage, priority, match_, actions, dps: Dps::from_sorted(d.into_iter().collect()).unwrap()
+            }).collect();
+            proptest::prop_assert_eq!(merge_same(flows), want);
+        }
     }
 }

@@ -24,7 +24,7 @@ pub mod ls_l2;
 pub mod ls_stateful;
 
 use crate::addr::{LportAddresses, parse_lrp_networks};
-use crate::lflow::{DpId, Dps, Lflow, Sink, merge_same};
+use crate::lflow::{DpId, Dps, Lflow, Sink};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -535,9 +535,14 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
 /// Builds every flow on one thread; the same flow from several items becomes one flow on
 /// the union of their datapaths ([`merge_same`]); sorted.
 pub fn build_serial(ctx: &Ctx<'_>) -> Vec<Lflow> {
+    let mut map = crate::lflow::MergeMap::new();
     let mut out = Vec::new();
     for it in items(ctx) {
         build_item(ctx, it, &mut out);
+        if out.len() > 4096 {
+            crate::lflow::merge_into(&mut map, std::mem::take(&mut out));
+        }
     }
-    merge_same(out)
+    crate::lflow::merge_into(&mut map, out);
+    crate::lflow::finish(map)
 }
