@@ -28,6 +28,7 @@ use crate::lflow::{DpId, Lflow, Sink};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
 use std::collections::{BTreeSet, HashMap};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +78,39 @@ pub struct Ctx<'a> {
     pub switch_lbs: Vec<Vec<Uuid>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
     pub router_lbs: Vec<Vec<Uuid>>,
+    /// Per switch: indices of its ports attached to a router port (those with a
+    /// `lsp_router_peer`), in port order.
+    pub switch_router_ports: Vec<Vec<usize>>,
+    /// Per switch: indices of its `localnet` ports, in port order.
+    pub switch_localnet_ports: Vec<Vec<usize>>,
+    /// Per router: the IPs of its load balancers' VIPs, each once, sorted.
+    pub router_lb_ips: Vec<LbIps>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
+}
+
+/// The VIP addresses of a set of load balancers, each once, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LbIps {
+    /// IPv4 VIPs.
+    pub v4: Vec<Ipv4Addr>,
+    /// IPv6 VIPs.
+    pub v6: Vec<Ipv6Addr>,
+}
+
+/// The IP of a load balancer `vips` key: `IP`, `IP:PORT`, `IPv6` or `[IPv6]:PORT`.
+pub fn lb_vip_ip(key: &str) -> Option<IpAddr> {
+    if let Some(rest) = key.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    if let Ok(ip) = key.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    key.rsplit_once(':')?
+        .0
+        .parse::<Ipv4Addr>()
+        .ok()
+        .map(IpAddr::V4)
 }
 
 impl<'a> Ctx<'a> {
@@ -186,10 +218,49 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|s| nb.lbs_of(&s.load_balancer, &s.load_balancer_group))
             .collect();
-        let router_lbs = nb
+        let router_lbs: Vec<Vec<Uuid>> = nb
             .routers
             .iter()
             .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
+            .collect();
+        let mut switch_router_ports = Vec::with_capacity(nb.switches.len());
+        let mut switch_localnet_ports = Vec::with_capacity(nb.switches.len());
+        for (i, s) in nb.switches.iter().enumerate() {
+            switch_router_ports.push(
+                (0..s.ports.len())
+                    .filter(|&j| lsp_router_peer[i][j].is_some())
+                    .collect(),
+            );
+            switch_localnet_ports.push(
+                (0..s.ports.len())
+                    .filter(|&j| s.ports[j].kind == "localnet")
+                    .collect(),
+            );
+        }
+        let mut lb_ips: HashMap<Uuid, Vec<IpAddr>> = HashMap::new();
+        let router_lb_ips = router_lbs
+            .iter()
+            .map(|lbs: &Vec<Uuid>| {
+                let mut ips = LbIps::default();
+                for u in lbs {
+                    let v = lb_ips.entry(*u).or_insert_with(|| {
+                        nb.lbs.get(u).map_or_else(Vec::new, |lb| {
+                            lb.vips.iter().filter_map(|(k, _)| lb_vip_ip(k)).collect()
+                        })
+                    });
+                    for ip in v.iter() {
+                        match ip {
+                            IpAddr::V4(a) => ips.v4.push(*a),
+                            IpAddr::V6(a) => ips.v6.push(*a),
+                        }
+                    }
+                }
+                ips.v4.sort_unstable();
+                ips.v4.dedup();
+                ips.v6.sort_unstable();
+                ips.v6.dedup();
+                ips
+            })
             .collect();
         Ctx {
             nb,
@@ -206,6 +277,9 @@ impl<'a> Ctx<'a> {
                 .collect(),
             switch_lbs,
             router_lbs,
+            switch_router_ports,
+            switch_localnet_ports,
+            router_lb_ips,
             diags,
         }
     }
