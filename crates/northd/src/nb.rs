@@ -299,6 +299,17 @@ pub struct LbGroup {
     pub load_balancer: Vec<Uuid>,
 }
 
+/// `DHCP_Options`.
+#[derive(Debug, Clone)]
+pub struct DhcpOptions {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `cidr`.
+    pub cidr: String,
+    /// `options`.
+    pub options: Smap,
+}
+
 /// The whole northbound database, typed.
 #[derive(Debug, Clone, Default)]
 pub struct Nb {
@@ -318,6 +329,8 @@ pub struct Nb {
     pub lbs: HashMap<Uuid, LoadBalancer>,
     /// Load-balancer groups by UUID.
     pub lb_groups: HashMap<Uuid, LbGroup>,
+    /// `DHCP_Options` rows by UUID.
+    pub dhcp_options: HashMap<Uuid, DhcpOptions>,
 }
 
 impl Nb {
@@ -382,6 +395,16 @@ impl Nb {
                     uuid,
                     name: r.str("name").to_owned(),
                     load_balancer,
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("DHCP_Options").rows {
+            nb.dhcp_options.insert(
+                uuid,
+                DhcpOptions {
+                    uuid,
+                    cidr: r.str("cidr").to_owned(),
+                    options: smap(r, "options"),
                 },
             );
         }
