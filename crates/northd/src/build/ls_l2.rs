@@ -17,9 +17,8 @@
 //! Port security itself (`port_security` column) yields no flows here in 23.03: it is
 //! checked by the `check_in_port_sec()` / `check_out_port_sec()` actions.
 //!
-//! Not yet: `options:arp_proxy` on router ports; forwarding groups; service-monitor ARP/ND
-//! replies (`ip_port_mappings`); distributed gateway ports (`is_chassis_resident` on the
-//! router MAC/NAT flows); load balancers' `options:neighbor_responder`; IGMP groups
+//! Not yet: forwarding groups; service-monitor ARP/ND
+//! replies (`ip_port_mappings`); load balancers' `options:neighbor_responder`; IGMP groups
 //! learnt in the SB (priority 90); `requested-chassis`-dependent external-port DHCP; the
 //! order of a multi-MAC set in the priority-75 flow (OVN prints a hash-set order; we print
 //! the router port's MAC then NAT MACs in NAT order).
@@ -352,19 +351,86 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
         } else {
             "drop;".to_owned()
         };
+        let resident = router_mac_residence(ctx, sw, port);
         for la in &addrs {
             if let Some(mac) = la.mac {
-                out.add(
-                    Stage::LsInL2Lkup,
-                    50,
-                    format!("eth.dst == {mac}"),
-                    action.clone(),
-                );
+                let m = match &resident {
+                    Some(r) => format!("eth.dst == {mac} && is_chassis_resident({r})"),
+                    None => format!("eth.dst == {mac}"),
+                };
+                out.add(Stage::LsInL2Lkup, 50, m, action.clone());
             }
+        }
+        if resident.is_some() {
+            dgp_nat_macs(ctx, sw, port, &action, out);
         }
     }
     if ctx.lsp_router_peer[sw][port].is_some() {
         router_arp_forwarding(ctx, sw, port, out);
+    }
+}
+
+/// For a `router` port (addresses `router`) whose peer is a distributed gateway port, or
+/// resides on the redirect chassis of its router's one: the chassis-redirect port its
+/// MAC is only reachable on (quoted).
+fn router_mac_residence(ctx: &Ctx<'_>, sw: usize, port: usize) -> Option<String> {
+    let p = ctx.lsp(sw, port);
+    if p.kind != "router" || !p.addresses.iter().any(|a| a.trim() == "router") {
+        return None;
+    }
+    let (ri, rj) = ctx.lsp_router_peer[sw][port]?;
+    let lrp = ctx.lrp(ri, rj);
+    if is_dgp(lrp) {
+        return Some(quoted(&format!("cr-{}", lrp.name)));
+    }
+    if lrp
+        .options
+        .get("reside-on-redirect-chassis")
+        .map(String::as_str)
+        == Some("true")
+    {
+        // Only with exactly one distributed gateway port on the router.
+        let mut dgps = ctx.router(ri).ports.iter().filter(|l| is_dgp(l));
+        if let (Some(d), None) = (dgps.next(), dgps.next()) {
+            return Some(quoted(&format!("cr-{}", d.name)));
+        }
+    }
+    None
+}
+
+/// A distributed gateway port: one with gateway chassis, an HA chassis group or
+/// `options:redirect-chassis`.
+fn is_dgp(lrp: &crate::nb::Lrp) -> bool {
+    !lrp.gateway_chassis.is_empty()
+        || lrp.ha_chassis_group.is_some()
+        || lrp.options.contains_key("redirect-chassis")
+}
+
+/// The external MACs of the router's distributed NAT rules (`dnat_and_snat` with
+/// `external_mac` and `logical_port`), reachable through a distributed gateway port where
+/// the NAT's logical port is resident.
+fn dgp_nat_macs(ctx: &Ctx<'_>, sw: usize, port: usize, action: &str, out: &mut Sink<'_>) {
+    let Some((ri, _)) = ctx.lsp_router_peer[sw][port] else {
+        return;
+    };
+    for nat in &ctx.router(ri).nat {
+        if nat.kind != "dnat_and_snat" {
+            continue;
+        }
+        let (Some(lp), Some(mac)) = (
+            nat.logical_port.as_deref(),
+            nat.external_mac
+                .as_deref()
+                .and_then(crate::addr::Mac::parse),
+        ) else {
+            continue;
+        };
+        out.add(
+            Stage::LsInL2Lkup,
+            50,
+            format!("eth.dst == {mac} && is_chassis_resident({})", quoted(lp)),
+            action,
+        );
     }
 }
 
@@ -406,6 +472,27 @@ fn arp_nd_responder(
         return;
     }
     let na = if is_router { "nd_na_router" } else { "nd_na" };
+    if is_router
+        && let Some(proxy) = p.options.get("arp_proxy")
+        && let Some(e) = addrs.iter().find_map(|la| la.mac)
+    {
+        let ips: Vec<&str> = proxy
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|t| !t.is_empty())
+            .collect();
+        if !ips.is_empty() {
+            out.add(
+                Stage::LsInArpRsp,
+                50,
+                format!("arp.op == 1 && arp.tpa == {{{}}}", ips.join(",")),
+                format!(
+                    "eth.dst = eth.src; eth.src = {e}; arp.op = 2; /* ARP reply */ \
+                     arp.tha = arp.sha; arp.sha = {e}; arp.tpa <-> arp.spa; \
+                     outport = inport; flags.loopback = 1; output;"
+                ),
+            );
+        }
+    }
     for la in addrs {
         let Some(e) = la.mac else { continue };
         for a in &la.ipv4 {
