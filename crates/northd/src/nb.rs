@@ -310,6 +310,21 @@ pub struct DhcpOptions {
     pub options: Smap,
 }
 
+/// `Forwarding_Group`.
+#[derive(Debug, Clone)]
+pub struct ForwardingGroup {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `vip`.
+    pub vip: String,
+    /// `vmac`.
+    pub vmac: String,
+    /// `child_port`.
+    pub child_port: Vec<String>,
+    /// `liveness`.
+    pub liveness: bool,
+}
+
 /// The whole northbound database, typed.
 #[derive(Debug, Clone, Default)]
 pub struct Nb {
@@ -331,6 +346,8 @@ pub struct Nb {
     pub lb_groups: HashMap<Uuid, LbGroup>,
     /// `DHCP_Options` rows by UUID.
     pub dhcp_options: HashMap<Uuid, DhcpOptions>,
+    /// `Forwarding_Group` rows by UUID.
+    pub forwarding_groups: HashMap<Uuid, ForwardingGroup>,
 }
 
 impl Nb {
@@ -405,6 +422,18 @@ impl Nb {
                     uuid,
                     cidr: r.str("cidr").to_owned(),
                     options: smap(r, "options"),
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("Forwarding_Group").rows {
+            nb.forwarding_groups.insert(
+                uuid,
+                ForwardingGroup {
+                    uuid,
+                    vip: r.str("vip").to_owned(),
+                    vmac: r.str("vmac").to_owned(),
+                    child_port: strings(r, "child_port"),
+                    liveness: r.bool("liveness").unwrap_or(false),
                 },
             );
         }

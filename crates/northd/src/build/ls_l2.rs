@@ -11,14 +11,16 @@
 //!   drops, its MACs in L2 lookup and, for a port attached to a router, the router's
 //!   ARP/ND forwarding (priorities 80 and 75).
 //! * [`switch_lb`]: nothing — in 23.03 a switch's own load balancers add no flows to these
-//!   stages (the router's VIPs reachable from a switch are in the router port's item, read
-//!   from [`Ctx::router_lb_ips`]).
+//!   stages. Load balancers do show up elsewhere: a router's VIPs reachable from a switch
+//!   are in the attached port's item (from [`Ctx::router_lb_ips`]), and health-check
+//!   source IPs are answered in the backend port's item (from [`Ctx::svc_mon_src_ips`]),
+//!   on the backend's switch whichever datapath the load balancer is applied to.
+//! * Forwarding groups (the switch's `forwarding_groups`) are in [`switch_dp`].
 //!
 //! Port security itself (`port_security` column) yields no flows here in 23.03: it is
 //! checked by the `check_in_port_sec()` / `check_out_port_sec()` actions.
 //!
-//! Not yet: forwarding groups; service-monitor ARP/ND
-//! replies (`ip_port_mappings`); load balancers' `options:neighbor_responder`; IGMP groups
+//! Not yet: load balancers' `options:neighbor_responder`; IGMP groups
 //! learnt in the SB (priority 90); `requested-chassis`-dependent external-port DHCP; the
 //! order of a multi-MAC set in the priority-75 flow (OVN prints a hash-set order; we print
 //! the router port's MAC then NAT MACs in NAT order).
@@ -166,6 +168,7 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
         }
     }
 
+    forwarding_group(ctx, sw, out);
     out.add(
         Stage::LsInL2Lkup,
         110,
@@ -220,6 +223,56 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
         "drop;",
     );
     out.add(Stage::LsOutApplyPortSec, 0, "1", "output;");
+}
+
+/// A switch's forwarding group: ARP replies for its VIP with its virtual MAC, and the MAC
+/// forwarded to `fwd_group()` over its child ports.
+///
+/// ovn-northd 23.03 was seen to give flows to the first group (in UUID order) only, and
+/// to spin forever on some switches with several groups; we follow the former.
+fn forwarding_group(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
+    let s = ctx.switch(sw);
+    let Some(fg) = s
+        .row
+        .uuids("forwarding_groups")
+        .filter_map(|u| ctx.nb.forwarding_groups.get(&u))
+        .min_by_key(|fg| fg.uuid)
+    else {
+        return;
+    };
+    let (Ok(vip), Some(vmac)) = (
+        fg.vip.trim().parse::<Ipv4Addr>(),
+        crate::addr::Mac::parse(fg.vmac.trim()),
+    ) else {
+        return;
+    };
+    out.add(
+        Stage::LsInArpRsp,
+        50,
+        format!("arp.tpa == {vip} && arp.op == 1"),
+        arp_reply(&vmac.to_string(), vip),
+    );
+    let children: Vec<String> = fg.child_port.iter().map(|c| quoted(c)).collect();
+    let live = if fg.liveness {
+        "liveness=\"true\","
+    } else {
+        ""
+    };
+    out.add(
+        Stage::LsInL2Lkup,
+        50,
+        format!("eth.dst == {vmac}"),
+        format!("fwd_group({live}childports={});", children.join(",")),
+    );
+}
+
+/// The ARP reply answering for `a` with `e`.
+fn arp_reply(e: &str, a: impl std::fmt::Display) -> String {
+    format!(
+        "eth.dst = eth.src; eth.src = {e}; arp.op = 2; /* ARP reply */ arp.tha = arp.sha; \
+         arp.sha = {e}; arp.tpa = arp.spa; arp.spa = {a}; outport = inport; \
+         flags.loopback = 1; output;"
+    )
 }
 
 /// The IGMP/MLD snooping flows of a switch with `other_config:mcast_snoop=true`.
@@ -339,6 +392,7 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
 
     let addrs = port_addrs(ctx, sw, port);
     arp_nd_responder(ctx, sw, port, &addrs, out);
+    svc_monitor_replies(ctx, sw, port, out);
     dhcp::port_flows(ctx, p, &addrs, out);
     if p.kind == "external" {
         external_port(ctx, sw, port, &addrs, out);
@@ -504,16 +558,7 @@ fn arp_nd_responder(
                 format!("{m} && inport == {q}"),
                 "next;",
             );
-            out.add(
-                Stage::LsInArpRsp,
-                50,
-                m,
-                format!(
-                    "eth.dst = eth.src; eth.src = {e}; arp.op = 2; /* ARP reply */ \
-                     arp.tha = arp.sha; arp.sha = {e}; arp.tpa = arp.spa; arp.spa = {a}; \
-                     outport = inport; flags.loopback = 1; output;"
-                ),
-            );
+            out.add(Stage::LsInArpRsp, 50, m, arp_reply(&e.to_string(), a));
         }
         for a in &la.ipv6 {
             let a = a.addr;
@@ -533,6 +578,37 @@ fn arp_nd_responder(
                      outport = inport; flags.loopback = 1; output; }};"
                 ),
             );
+        }
+    }
+}
+
+/// ARP/ND replies for the service-monitor source IPs health checks use towards this
+/// port's backends, answered with `NB_Global` `options:svc_monitor_mac`.
+fn svc_monitor_replies(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+    let Some(ips) = ctx.svc_mon_src_ips.get(&(sw, port)) else {
+        return;
+    };
+    let Some(e) = ctx.nb.global_options.get("svc_monitor_mac") else {
+        return;
+    };
+    for ip in ips {
+        match ip {
+            IpAddr::V4(a) => out.add(
+                Stage::LsInArpRsp,
+                110,
+                format!("arp.tpa == {a} && arp.op == 1"),
+                arp_reply(e, a),
+            ),
+            IpAddr::V6(a) => out.add(
+                Stage::LsInArpRsp,
+                110,
+                format!("nd_ns && nd.target == {a}"),
+                format!(
+                    "nd_na {{ eth.dst = eth.src; eth.src = {e}; ip6.src = {a}; \
+                     nd.target = {a}; nd.tll = {e}; outport = inport; flags.loopback = 1; \
+                     output; }};"
+                ),
+            ),
         }
     }
 }

@@ -85,6 +85,9 @@ pub struct Ctx<'a> {
     pub switch_localnet_ports: Vec<Vec<usize>>,
     /// Per router: the IPs of its load balancers' VIPs, each once, sorted.
     pub router_lb_ips: Vec<LbIps>,
+    /// Per switch port (switch index, port index): the service-monitor source IPs that
+    /// health-checked load balancers map to it (`ip_port_mappings` `PORT:SRC_IP`), sorted.
+    pub svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -262,6 +265,26 @@ impl<'a> Ctx<'a> {
                 ips
             })
             .collect();
+        let mut svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();
+        for lb in nb.lbs.values() {
+            if lb.row.uuids("health_check").next().is_none() {
+                continue;
+            }
+            for (_, v) in lb.row.get("ip_port_mappings").str_pairs() {
+                let Some((port, src)) = v.split_once(':') else {
+                    continue;
+                };
+                let src = src.trim_start_matches('[');
+                let src = src.split(']').next().unwrap_or(src);
+                if let (Some(&at), Ok(ip)) = (lsp_by_name.get(port), src.parse::<IpAddr>()) {
+                    svc_mon_src_ips.entry(at).or_default().push(ip);
+                }
+            }
+        }
+        for v in svc_mon_src_ips.values_mut() {
+            v.sort_unstable();
+            v.dedup();
+        }
         Ctx {
             nb,
             datapaths,
@@ -280,6 +303,7 @@ impl<'a> Ctx<'a> {
             switch_router_ports,
             switch_localnet_ports,
             router_lb_ips,
+            svc_mon_src_ips,
             diags,
         }
     }
