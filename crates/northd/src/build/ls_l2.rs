@@ -314,6 +314,16 @@ fn mcast_flows(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
         .ports
         .iter()
         .any(|p| p.options.get("mcast_flood").map(String::as_str) == Some("true"));
+    out.add(
+        Stage::LsInL2Lkup,
+        80,
+        "ip4.mcast || ip6.mcast",
+        mcast_unregistered_action(relay, flood_static),
+    );
+}
+
+/// The action for unregistered IP multicast (ovn-northd's spacing kept).
+fn mcast_unregistered_action(relay: bool, flood_static: bool) -> String {
     let mut actions = String::new();
     if relay {
         actions.push_str("clone { outport = \"_MC_mrouter_flood\"; output; }; ");
@@ -324,7 +334,17 @@ fn mcast_flows(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
     if !relay && !flood_static {
         actions.push_str("drop;");
     }
-    out.add(Stage::LsInL2Lkup, 80, "ip4.mcast || ip6.mcast", actions);
+    actions
+}
+
+/// The action sending ARP/NS for a router's address to the router port `q` (quoted), and
+/// when the switch has other ports, also to `_MC_flood_l2`.
+fn router_forward_action(q: &str, flood: bool) -> String {
+    if flood {
+        format!("clone {{outport = {q}; output; }}; outport = \"_MC_flood_l2\"; output;")
+    } else {
+        format!("outport = {q}; output;")
+    }
 }
 
 /// One switch port's flows in these stages.
@@ -725,11 +745,7 @@ fn router_arp_forwarding(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'
     let r = ctx.router(ri);
     let q = quoted(&ctx.lsp(sw, port).name);
     let flood = ctx.switch_router_ports[sw].len() != ctx.switch(sw).ports.len();
-    let action = if flood {
-        format!("clone {{outport = {q}; output; }}; outport = \"_MC_flood_l2\"; output;")
-    } else {
-        format!("outport = {q}; output;")
-    };
+    let action = router_forward_action(&q, flood);
 
     let mut v4: Vec<Ipv4Addr> = nets.ipv4.iter().map(|n| n.addr).collect();
     let mut v6: Vec<Ipv6Addr> = nets.ipv6.iter().map(|n| n.addr).collect();
