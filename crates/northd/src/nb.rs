@@ -348,6 +348,8 @@ pub struct Nb {
     pub dhcp_options: HashMap<Uuid, DhcpOptions>,
     /// `Forwarding_Group` rows by UUID.
     pub forwarding_groups: HashMap<Uuid, ForwardingGroup>,
+    /// `DNS` rows' `records` by UUID.
+    pub dns_records: HashMap<Uuid, Smap>,
 }
 
 impl Nb {
@@ -424,6 +426,9 @@ impl Nb {
                     options: smap(r, "options"),
                 },
             );
+        }
+        for (&uuid, r) in &db.table("DNS").rows {
+            nb.dns_records.insert(uuid, smap(r, "records"));
         }
         for (&uuid, r) in &db.table("Forwarding_Group").rows {
             nb.forwarding_groups.insert(

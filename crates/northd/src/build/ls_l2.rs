@@ -3,9 +3,10 @@
 //!
 //! Where the flows come from:
 //!
-//! * [`switch_dp`]: every stage's defaults, the admission drops, DNS (when the switch has
-//!   `dns_records`), the L2 lookup's service-monitor, multicast (`mcast_snoop`), broadcast
-//!   and FDB fallbacks, and the `outport == "none"` rule of `ls_in_l2_unknown`.
+//! * [`switch_dp`]: every stage's defaults, the admission drops, DNS (when one of the
+//!   switch's `dns_records` rows has records), forwarding groups, the L2 lookup's
+//!   service-monitor, multicast (`mcast_snoop`), broadcast and FDB fallbacks, and the
+//!   `outport == "none"` rule of `ls_in_l2_unknown`.
 //! * [`switch_port`]: a port's own rules — disabled/VTEP/queue admission, FDB learning, its
 //!   ARP/ND replies (or the localnet skip, or virtual-port binding), DHCP, external-port
 //!   drops, its MACs in L2 lookup and, for a port attached to a router, the router's
@@ -15,15 +16,21 @@
 //!   are in the attached port's item (from [`Ctx::router_lb_ips`]), and health-check
 //!   source IPs are answered in the backend port's item (from [`Ctx::svc_mon_src_ips`]),
 //!   on the backend's switch whichever datapath the load balancer is applied to.
-//! * Forwarding groups (the switch's `forwarding_groups`) are in [`switch_dp`].
 //!
 //! Port security itself (`port_security` column) yields no flows here in 23.03: it is
 //! checked by the `check_in_port_sec()` / `check_out_port_sec()` actions.
 //!
-//! Not yet: load balancers' `options:neighbor_responder`; IGMP groups
-//! learnt in the SB (priority 90); `requested-chassis`-dependent external-port DHCP; the
-//! order of a multi-MAC set in the priority-75 flow (OVN prints a hash-set order; we print
-//! the router port's MAC then NAT MACs in NAT order).
+//! Checked against ovn-northd 23.03 on the gen_ovnk oracles and on private variants
+//! (scripts in /work/lsl2-exp): disabled, VTEP, queued, virtual, external, localport,
+//! l2gateway and `unknown` ports; `ignore_lsp_down=false`; `dynamic` addresses;
+//! `vlan-passthru`; multicast relay/static/flood-unregistered; NAT and LB VIPs (v4/v6) on
+//! router ports; distributed gateway ports; `arp_proxy`; DHCPv4/v6; DNS; health checks;
+//! forwarding groups.
+//!
+//! Not yet: load balancers' `options:neighbor_responder`; IGMP groups learnt in the SB
+//! (priority 90); external ports' DHCP (answered via the localnet port on the chassis
+//! owning the port); the order of a multi-MAC set in the priority-75 flow (ovn-northd
+//! prints a hash-set order; we print the router port's MAC then NAT MACs in NAT order).
 
 use super::Ctx;
 use crate::addr::{Ipv4Net, Ipv6Net, LportAddresses, parse_lsp_addresses};
@@ -148,7 +155,11 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
         out.add(st, 0, "1", "next;");
     }
 
-    if s.row.uuids("dns_records").next().is_some() {
+    let has_dns = s
+        .row
+        .uuids("dns_records")
+        .any(|u| ctx.nb.dns_records.get(&u).is_some_and(|r| !r.is_empty()));
+    if has_dns {
         out.add(
             Stage::LsInDnsLookup,
             100,
