@@ -28,8 +28,7 @@
 //! forwarding groups.
 //!
 //! Not yet: load balancers' `options:neighbor_responder`; IGMP groups learnt in the SB
-//! (priority 90); external ports' DHCP (answered via the localnet port on the chassis
-//! owning the port); the order of a multi-MAC set in the priority-75 flow (ovn-northd
+//! (priority 90); the order of a multi-MAC set in the priority-75 flow (ovn-northd
 //! prints a hash-set order; we print the router port's MAC then NAT MACs in NAT order).
 
 use super::Ctx;
@@ -424,7 +423,7 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
     let addrs = port_addrs(ctx, sw, port);
     arp_nd_responder(ctx, sw, port, &addrs, out);
     svc_monitor_replies(ctx, sw, port, out);
-    dhcp::port_flows(ctx, p, &addrs, out);
+    dhcp::port_flows(ctx, sw, p, &addrs, out);
     if p.kind == "external" {
         external_port(ctx, sw, port, &addrs, out);
     }

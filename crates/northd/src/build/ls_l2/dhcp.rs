@@ -8,8 +8,10 @@
 //! `server_id` (a MAC) and a port IPv6 address in `cidr` (offered as `ia_addr` unless
 //! `dhcpv6_stateless=true`).
 //!
-//! Not yet: external ports (their DHCP is answered on the chassis owning them via the
-//! localnet port), DHCP relay, option value validation.
+//! An external port (with an HA chassis group) gets the same flows on each localnet port
+//! of its switch, guarded by `is_chassis_resident`.
+//!
+//! Not yet: option value validation (values are printed as written).
 
 use super::super::Ctx;
 use super::quoted;
@@ -26,31 +28,63 @@ fn opt_list(s: &mut String, opts: &Smap) {
     }
 }
 
-/// A port's DHCPv4/DHCPv6 flows.
-pub(super) fn port_flows(ctx: &Ctx<'_>, p: &Lsp, addrs: &[LportAddresses], out: &mut Sink<'_>) {
-    if !p.is_enabled() || p.kind == "external" {
+/// A port's DHCPv4/DHCPv6 flows. An external port (with an HA chassis group) is served
+/// through each localnet port of its switch, on the chassis it is resident on.
+pub(super) fn port_flows(
+    ctx: &Ctx<'_>,
+    sw: usize,
+    p: &Lsp,
+    addrs: &[LportAddresses],
+    out: &mut Sink<'_>,
+) {
+    if !p.is_enabled() {
         return;
     }
-    let q = quoted(&p.name);
-    if let Some(d) = p
+    let v4_opts = p
         .row
         .uuids("dhcpv4_options")
         .next()
-        .and_then(|u| ctx.nb.dhcp_options.get(&u))
-    {
-        v4(p, &q, &d.cidr, &d.options, addrs, out);
-    }
-    if let Some(d) = p
+        .and_then(|u| ctx.nb.dhcp_options.get(&u));
+    let v6_opts = p
         .row
         .uuids("dhcpv6_options")
         .next()
-        .and_then(|u| ctx.nb.dhcp_options.get(&u))
-    {
-        v6(&q, &d.cidr, &d.options, addrs, out);
+        .and_then(|u| ctx.nb.dhcp_options.get(&u));
+    if v4_opts.is_none() && v6_opts.is_none() {
+        return;
+    }
+    // (quoted inport, match suffix)
+    let via: Vec<(String, String)> = if p.kind == "external" {
+        if p.row.uuids("ha_chassis_group").next().is_none() {
+            return;
+        }
+        let res = format!(" && is_chassis_resident({})", quoted(&p.name));
+        ctx.switch_localnet_ports[sw]
+            .iter()
+            .map(|&ln| (quoted(&ctx.lsp(sw, ln).name), res.clone()))
+            .collect()
+    } else {
+        vec![(quoted(&p.name), String::new())]
+    };
+    for (q, res) in &via {
+        if let Some(d) = v4_opts {
+            v4(p, q, res, &d.cidr, &d.options, addrs, out);
+        }
+        if let Some(d) = v6_opts {
+            v6(q, res, &d.cidr, &d.options, addrs, out);
+        }
     }
 }
 
-fn v4(p: &Lsp, q: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: &mut Sink<'_>) {
+fn v4(
+    p: &Lsp,
+    q: &str,
+    res: &str,
+    cidr: &str,
+    opts: &Smap,
+    addrs: &[LportAddresses],
+    out: &mut Sink<'_>,
+) {
     let Some(net) = parse_ipv4_net(cidr) else {
         return;
     };
@@ -87,7 +121,7 @@ fn v4(p: &Lsp, q: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: 
             100,
             format!(
                 "{pre} && ip4.src == 0.0.0.0 && ip4.dst == 255.255.255.255 && udp.src == 68 \
-                 && udp.dst == 67"
+                 && udp.dst == 67{res}"
             ),
             action.clone(),
         );
@@ -96,14 +130,14 @@ fn v4(p: &Lsp, q: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: 
             100,
             format!(
                 "{pre} && ip4.src == {ip} && ip4.dst == {{{server_id}, 255.255.255.255}} && \
-                 udp.src == 68 && udp.dst == 67"
+                 udp.src == 68 && udp.dst == 67{res}"
             ),
             action,
         );
         out.add(
             Stage::LsInDhcpResponse,
             100,
-            format!("{pre} && ip4 && udp.src == 68 && udp.dst == 67 && reg0[3]"),
+            format!("{pre} && ip4 && udp.src == 68 && udp.dst == 67 && reg0[3]{res}"),
             format!(
                 "eth.dst = eth.src; eth.src = {server_mac}; ip4.src = {server_id}; \
                  udp.src = 67; udp.dst = 68; outport = inport; flags.loopback = 1; output;"
@@ -112,7 +146,7 @@ fn v4(p: &Lsp, q: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: 
     }
 }
 
-fn v6(q: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: &mut Sink<'_>) {
+fn v6(q: &str, res: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: &mut Sink<'_>) {
     let Some(net) = parse_ipv6_net(cidr) else {
         return;
     };
@@ -142,7 +176,7 @@ fn v6(q: &str, cidr: &str, opts: &Smap, addrs: &[LportAddresses], out: &mut Sink
         action.push_str("); next;");
         let m = format!(
             "inport == {q} && eth.src == {mac} && ip6.dst == ff02::1:2 && udp.src == 546 && \
-             udp.dst == 547"
+             udp.dst == 547{res}"
         );
         out.add(Stage::LsInDhcpOptions, 100, m.clone(), action);
         out.add(
