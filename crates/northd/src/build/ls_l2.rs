@@ -730,13 +730,18 @@ fn v4_in(ips: &[Ipv4Addr], net: Ipv4Net) -> &[Ipv4Addr] {
     &ips[a..b]
 }
 
-fn v6_in(ip: Ipv6Addr, net: Ipv6Net) -> bool {
-    Ipv6Net {
-        addr: ip,
-        plen: net.plen,
-    }
-    .network()
-        == net.network()
+/// VIPs in `ips` (sorted) inside `net`.
+fn v6_in(ips: &[Ipv6Addr], net: Ipv6Net) -> &[Ipv6Addr] {
+    let lo = net.network();
+    let host = if net.plen >= 128 {
+        0
+    } else {
+        u128::MAX >> net.plen
+    };
+    let hi = Ipv6Addr::from(u128::from(lo) | host);
+    let a = ips.partition_point(|&x| x < lo);
+    let b = ips.partition_point(|&x| x <= hi);
+    &ips[a..b]
 }
 
 /// `ls_in_l2_lkup` priorities 80 and 75 for a port attached to a router: ARP requests and
@@ -770,12 +775,13 @@ fn router_arp_forwarding(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'
             Err(_) => {}
         }
     }
-    let lb = &ctx.router_lb_ips[ri];
-    for n in &nets.ipv4 {
-        v4.extend_from_slice(v4_in(&lb.v4, *n));
-    }
-    for n in &nets.ipv6 {
-        v6.extend(lb.v6.iter().copied().filter(|&a| v6_in(a, *n)));
+    for lb in &ctx.router_lb_ips[ri] {
+        for n in &nets.ipv4 {
+            v4.extend_from_slice(v4_in(&lb.v4, *n));
+        }
+        for n in &nets.ipv6 {
+            v6.extend_from_slice(v6_in(&lb.v6, *n));
+        }
     }
     v4.sort_unstable();
     v4.dedup();

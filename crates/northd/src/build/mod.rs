@@ -29,6 +29,7 @@ use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +84,10 @@ pub struct Ctx<'a> {
     pub switch_router_ports: Vec<Vec<usize>>,
     /// Per switch: indices of its `localnet` ports, in port order.
     pub switch_localnet_ports: Vec<Vec<usize>>,
-    /// Per router: the IPs of its load balancers' VIPs, each once, sorted.
-    pub router_lb_ips: Vec<LbIps>,
+    /// Per router: its load balancers' VIP addresses, as sets whose union is the router's
+    /// VIPs — one per load-balancer group (shared by the routers using the group) and one
+    /// for its own load balancers.
+    pub router_lb_ips: Vec<Vec<Arc<LbIps>>>,
     /// Per switch port (switch index, port index): the service-monitor source IPs that
     /// health-checked load balancers map to it (`ip_port_mappings` `PORT:SRC_IP`), sorted.
     pub svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>>,
@@ -99,6 +102,26 @@ pub struct LbIps {
     pub v4: Vec<Ipv4Addr>,
     /// IPv6 VIPs.
     pub v6: Vec<Ipv6Addr>,
+}
+
+impl LbIps {
+    /// The VIP addresses of the load balancers `lbs`.
+    pub fn of(nb: &Nb, lbs: &[Uuid]) -> LbIps {
+        let mut ips = LbIps::default();
+        for lb in lbs.iter().filter_map(|u| nb.lbs.get(u)) {
+            for ip in lb.vips.iter().filter_map(|(k, _)| lb_vip_ip(k)) {
+                match ip {
+                    IpAddr::V4(a) => ips.v4.push(a),
+                    IpAddr::V6(a) => ips.v6.push(a),
+                }
+            }
+        }
+        ips.v4.sort_unstable();
+        ips.v4.dedup();
+        ips.v6.sort_unstable();
+        ips.v6.dedup();
+        ips
+    }
 }
 
 /// The IP of a load balancer `vips` key: `IP`, `IP:PORT`, `IPv6` or `[IPv6]:PORT`.
@@ -240,29 +263,26 @@ impl<'a> Ctx<'a> {
                     .collect(),
             );
         }
-        let mut lb_ips: HashMap<Uuid, Vec<IpAddr>> = HashMap::new();
-        let router_lb_ips = router_lbs
+        let mut group_ips: HashMap<Uuid, Arc<LbIps>> = HashMap::new();
+        let router_lb_ips = nb
+            .routers
             .iter()
-            .map(|lbs: &Vec<Uuid>| {
-                let mut ips = LbIps::default();
-                for u in lbs {
-                    let v = lb_ips.entry(*u).or_insert_with(|| {
-                        nb.lbs.get(u).map_or_else(Vec::new, |lb| {
-                            lb.vips.iter().filter_map(|(k, _)| lb_vip_ip(k)).collect()
-                        })
-                    });
-                    for ip in v.iter() {
-                        match ip {
-                            IpAddr::V4(a) => ips.v4.push(*a),
-                            IpAddr::V6(a) => ips.v6.push(*a),
-                        }
+            .map(|r| {
+                let mut sets: Vec<Arc<LbIps>> = Vec::new();
+                for g in &r.load_balancer_group {
+                    if let Some(lg) = nb.lb_groups.get(g) {
+                        sets.push(
+                            group_ips
+                                .entry(*g)
+                                .or_insert_with(|| Arc::new(LbIps::of(nb, &lg.load_balancer)))
+                                .clone(),
+                        );
                     }
                 }
-                ips.v4.sort_unstable();
-                ips.v4.dedup();
-                ips.v6.sort_unstable();
-                ips.v6.dedup();
-                ips
+                if !r.load_balancer.is_empty() {
+                    sets.push(Arc::new(LbIps::of(nb, &r.load_balancer)));
+                }
+                sets
             })
             .collect();
         let mut svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();

@@ -67,9 +67,14 @@ fn lb_vips_inside_a_network() {
         .collect();
     let net = crate::addr::parse_ipv4_net("172.18.0.5/16").unwrap();
     assert_eq!(v4_in(&ips, net), &ips[1..3]);
-    let v6 = crate::addr::parse_ipv6_net("fd00:9::1/64").unwrap();
-    assert!(v6_in("fd00:9::200".parse().unwrap(), v6));
-    assert!(!v6_in("fd00:8::200".parse().unwrap(), v6));
+    let v6: Vec<Ipv6Addr> = ["fd00:8::200", "fd00:9::", "fd00:9::200", "fd00:a::1"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let net = crate::addr::parse_ipv6_net("fd00:9::1/64").unwrap();
+    assert_eq!(v6_in(&v6, net), &v6[1..3]);
+    let host = crate::addr::parse_ipv6_net("fd00:a::1/128").unwrap();
+    assert_eq!(v6_in(&v6, host), &v6[3..4]);
 }
 
 #[test]
