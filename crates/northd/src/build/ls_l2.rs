@@ -24,11 +24,11 @@
 //! (scripts in /work/lsl2-exp): disabled, VTEP, queued, virtual, external, localport,
 //! l2gateway and `unknown` ports; `ignore_lsp_down=false`; `dynamic` addresses;
 //! `vlan-passthru`; multicast relay/static/flood-unregistered; NAT and LB VIPs (v4/v6) on
-//! router ports; distributed gateway ports; `arp_proxy`; DHCPv4/v6; DNS; health checks;
-//! forwarding groups.
+//! router ports; distributed gateway ports and `reside-on-redirect-chassis`; `arp_proxy`;
+//! DHCPv4/v6; DNS; health checks; forwarding groups. (Load balancers'
+//! `options:neighbor_responder` was checked to make no difference to these stages.)
 //!
-//! Not yet: load balancers' `options:neighbor_responder`; IGMP groups learnt in the SB
-//! (priority 90); the order of a multi-MAC set in the priority-75 flow (ovn-northd
+//! Not yet: IGMP groups learnt in the SB (priority 90); the order of a multi-MAC set in the priority-75 flow (ovn-northd
 //! prints a hash-set order; we print the router port's MAC then NAT MACs in NAT order).
 
 use super::Ctx;
@@ -455,8 +455,8 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
 }
 
 /// For a `router` port (addresses `router`) whose peer is a distributed gateway port, or
-/// resides on the redirect chassis of its router's one: the chassis-redirect port its
-/// MAC is only reachable on (quoted).
+/// resides on the redirect chassis of its router's one (on a switch with a localnet
+/// port): the chassis-redirect port its MAC is only reachable on (quoted).
 fn router_mac_residence(ctx: &Ctx<'_>, sw: usize, port: usize) -> Option<String> {
     let p = ctx.lsp(sw, port);
     if p.kind != "router" || !p.addresses.iter().any(|a| a.trim() == "router") {
@@ -472,8 +472,10 @@ fn router_mac_residence(ctx: &Ctx<'_>, sw: usize, port: usize) -> Option<String>
         .get("reside-on-redirect-chassis")
         .map(String::as_str)
         == Some("true")
+        && !ctx.switch_localnet_ports[sw].is_empty()
     {
-        // Only with exactly one distributed gateway port on the router.
+        // Only on a switch with a localnet port, and with exactly one distributed gateway
+        // port on the router.
         let mut dgps = ctx.router(ri).ports.iter().filter(|l| is_dgp(l));
         if let (Some(d), None) = (dgps.next(), dgps.next()) {
             return Some(quoted(&format!("cr-{}", d.name)));
