@@ -244,7 +244,7 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|s| nb.lbs_of(&s.load_balancer, &s.load_balancer_group))
             .collect();
-        let router_lbs: Vec<Vec<Uuid>> = nb
+        let router_lbs = nb
             .routers
             .iter()
             .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
