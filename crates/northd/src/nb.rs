@@ -333,6 +333,21 @@ pub struct LbGroup {
     pub load_balancer: Vec<Uuid>,
 }
 
+/// `Forwarding_Group`.
+#[derive(Debug, Clone)]
+pub struct ForwardingGroup {
+    /// Row UUID.
+    pub uuid: Uuid,
+    /// `vip`.
+    pub vip: String,
+    /// `vmac`.
+    pub vmac: String,
+    /// `child_port`.
+    pub child_port: Vec<String>,
+    /// `liveness`.
+    pub liveness: bool,
+}
+
 /// The whole northbound database, typed.
 #[derive(Debug, Clone, Default)]
 pub struct Nb {
@@ -360,6 +375,10 @@ pub struct Nb {
     pub lb_health_check_vips: HashMap<Uuid, String>,
     /// Names of the `Meter`s with `fair` set (an ACL log meter then gets a per-ACL name).
     pub fair_meters: BTreeSet<String>,
+    /// `Forwarding_Group` rows by UUID.
+    pub forwarding_groups: HashMap<Uuid, ForwardingGroup>,
+    /// `DNS` rows' `records` by UUID.
+    pub dns_records: HashMap<Uuid, Smap>,
 }
 
 impl Nb {
@@ -459,6 +478,21 @@ impl Nb {
                     uuid,
                     name: r.str("name").to_owned(),
                     load_balancer,
+                },
+            );
+        }
+        for (&uuid, r) in &db.table("DNS").rows {
+            nb.dns_records.insert(uuid, smap(r, "records"));
+        }
+        for (&uuid, r) in &db.table("Forwarding_Group").rows {
+            nb.forwarding_groups.insert(
+                uuid,
+                ForwardingGroup {
+                    uuid,
+                    vip: r.str("vip").to_owned(),
+                    vmac: r.str("vmac").to_owned(),
+                    child_port: strings(r, "child_port"),
+                    liveness: r.bool("liveness").unwrap_or(false),
                 },
             );
         }

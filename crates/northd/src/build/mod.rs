@@ -28,7 +28,8 @@ use crate::lflow::{DpId, Dps, Lflow, Sink};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
 use ovsdb::Uuid;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +98,18 @@ pub struct Ctx<'a> {
     /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
     /// (`[1]`) stateful ACLs or LB VIPs (datapath left as a placeholder).
     pub switch_acl_flows: HashMap<Uuid, [Vec<Lflow>; 2]>,
+    /// Per switch: indices of its ports attached to a router port (those with a
+    /// `lsp_router_peer`), in port order.
+    pub switch_router_ports: Vec<Vec<usize>>,
+    /// Per switch: indices of its `localnet` ports, in port order.
+    pub switch_localnet_ports: Vec<Vec<usize>>,
+    /// Per router: its load balancers' VIP addresses, as sets whose union is the router's
+    /// VIPs — one per load-balancer group (shared by the routers using the group) and one
+    /// for its own load balancers.
+    pub router_lb_ips: Vec<Vec<Arc<LbIps>>>,
+    /// Per switch port (switch index, port index): the service-monitor source IPs that
+    /// health-checked load balancers map to it (`ip_port_mappings` `PORT:SRC_IP`), sorted.
+    pub svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -184,6 +197,50 @@ fn lb_classes<T>(
         });
     }
     out
+}
+
+/// The VIP addresses of a set of load balancers, each once, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LbIps {
+    /// IPv4 VIPs.
+    pub v4: Vec<Ipv4Addr>,
+    /// IPv6 VIPs.
+    pub v6: Vec<Ipv6Addr>,
+}
+
+impl LbIps {
+    /// The VIP addresses of the load balancers `lbs`.
+    pub fn of(nb: &Nb, lbs: &[Uuid]) -> LbIps {
+        let mut ips = LbIps::default();
+        for lb in lbs.iter().filter_map(|u| nb.lbs.get(u)) {
+            for ip in lb.vips.iter().filter_map(|(k, _)| lb_vip_ip(k)) {
+                match ip {
+                    IpAddr::V4(a) => ips.v4.push(a),
+                    IpAddr::V6(a) => ips.v6.push(a),
+                }
+            }
+        }
+        ips.v4.sort_unstable();
+        ips.v4.dedup();
+        ips.v6.sort_unstable();
+        ips.v6.dedup();
+        ips
+    }
+}
+
+/// The IP of a load balancer `vips` key: `IP`, `IP:PORT`, `IPv6` or `[IPv6]:PORT`.
+pub fn lb_vip_ip(key: &str) -> Option<IpAddr> {
+    if let Some(rest) = key.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    if let Ok(ip) = key.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    key.rsplit_once(':')?
+        .0
+        .parse::<Ipv4Addr>()
+        .ok()
+        .map(IpAddr::V4)
 }
 
 impl<'a> Ctx<'a> {
@@ -356,6 +413,62 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb, nb.acls.get(u)?))))
             .collect();
+        let mut switch_router_ports = Vec::with_capacity(nb.switches.len());
+        let mut switch_localnet_ports = Vec::with_capacity(nb.switches.len());
+        for (i, s) in nb.switches.iter().enumerate() {
+            switch_router_ports.push(
+                (0..s.ports.len())
+                    .filter(|&j| lsp_router_peer[i][j].is_some())
+                    .collect(),
+            );
+            switch_localnet_ports.push(
+                (0..s.ports.len())
+                    .filter(|&j| s.ports[j].kind == "localnet")
+                    .collect(),
+            );
+        }
+        let mut group_ips: HashMap<Uuid, Arc<LbIps>> = HashMap::new();
+        let router_lb_ips = nb
+            .routers
+            .iter()
+            .map(|r| {
+                let mut sets: Vec<Arc<LbIps>> = Vec::new();
+                for g in &r.load_balancer_group {
+                    if let Some(lg) = nb.lb_groups.get(g) {
+                        sets.push(
+                            group_ips
+                                .entry(*g)
+                                .or_insert_with(|| Arc::new(LbIps::of(nb, &lg.load_balancer)))
+                                .clone(),
+                        );
+                    }
+                }
+                if !r.load_balancer.is_empty() {
+                    sets.push(Arc::new(LbIps::of(nb, &r.load_balancer)));
+                }
+                sets
+            })
+            .collect();
+        let mut svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();
+        for lb in nb.lbs.values() {
+            if lb.row.uuids("health_check").next().is_none() {
+                continue;
+            }
+            for (_, v) in lb.row.get("ip_port_mappings").str_pairs() {
+                let Some((port, src)) = v.split_once(':') else {
+                    continue;
+                };
+                let src = src.trim_start_matches('[');
+                let src = src.split(']').next().unwrap_or(src);
+                if let (Some(&at), Ok(ip)) = (lsp_by_name.get(port), src.parse::<IpAddr>()) {
+                    svc_mon_src_ips.entry(at).or_default().push(ip);
+                }
+            }
+        }
+        for v in svc_mon_src_ips.values_mut() {
+            v.sort_unstable();
+            v.dedup();
+        }
         Ctx {
             nb,
             datapaths,
@@ -375,6 +488,10 @@ impl<'a> Ctx<'a> {
             router_dgps,
             switch_facts,
             switch_acl_flows,
+            switch_router_ports,
+            switch_localnet_ports,
+            router_lb_ips,
+            svc_mon_src_ips,
             diags,
         }
     }
