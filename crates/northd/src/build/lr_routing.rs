@@ -1,25 +1,581 @@
 //! Logical router forwarding stages: admission, neighbor lookup and learning, IP input,
 //! ND RA, routing (pre, routes, ECMP), policies, ARP resolve, packet-length checks, gateway
 //! redirect, ARP request; egress loop and delivery.
+//!
+//! Split by NB object:
+//!
+//! * [`router_dp`]: each stage's fixed flows, and the aggregates over a whole router (the
+//!   SNAT-IP drop in ARP resolve, the reachable load-balancer VIP ARP replies).
+//! * [`router_port`]: one router port's admission, neighbor lookup, IP input (ARP/ND/ICMP
+//!   replies, unreachables, drops), connected routes, delivery, and the static MAC bindings
+//!   of the ports on the switch it is attached to (ARP resolve).
+//! * [`router_route`], [`router_policy`]: one static route, one policy.
+//! * [`router_nat`]: the ARP replies for a NAT external IP.
+//!
+//! The per-router lookups routes and policies need (which port reaches a next hop, ECMP
+//! groups) are precomputed once in [`RouterIndex`], stored in [`Ctx::lr_index`].
+
+mod port;
+mod route;
 
 use super::Ctx;
+use crate::addr::{Ipv4Net, Ipv6Net, LportAddresses, parse_ip_net};
 use crate::lflow::Sink;
-use crate::nb::LoadBalancer;
+use crate::nb::{LoadBalancer, LogicalRouter, Nb};
+use crate::stage::Stage;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+pub use port::router_port;
+pub use route::{router_policy, router_route};
+
+/// Per-router lookups for routes and policies, computed once in [`Ctx::new`].
+#[derive(Debug, Clone, Default)]
+pub struct RouterIndex {
+    /// (masked network, prefix length) → the first port (in port order) with that network.
+    net_to_port: HashMap<(IpAddr, u8), usize>,
+    /// The distinct IPv4 prefix lengths of the router's networks, longest first.
+    plens_v4: Vec<u8>,
+    /// The distinct IPv6 prefix lengths (including the link-local /64), longest first.
+    plens_v6: Vec<u8>,
+    /// Per static route: its ECMP group, when it shares (route table, policy, prefix)
+    /// with other routes.
+    pub ecmp: Vec<Option<Ecmp>>,
+}
+
+/// One static route's place in an ECMP group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ecmp {
+    /// Group id (1-based, in order of the groups' first routes).
+    pub gid: u32,
+    /// Member id within the group (1-based, route order).
+    pub mid: u32,
+    /// Number of members.
+    pub members: u32,
+    /// Index of the group's first route (it writes the group's routing flow).
+    pub first: usize,
+}
+
+/// Computes the [`RouterIndex`] of every router (`nets` is [`Ctx::lrp_networks`]).
+pub fn index_routers(nb: &Nb, nets: &[Vec<Option<LportAddresses>>]) -> Vec<RouterIndex> {
+    nb.routers
+        .iter()
+        .zip(nets)
+        .map(|(r, n)| index_router(r, n))
+        .collect()
+}
+
+fn index_router(r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterIndex {
+    let mut ix = RouterIndex::default();
+    for (j, n) in nets.iter().enumerate() {
+        let Some(n) = n else { continue };
+        for a in &n.ipv4 {
+            ix.net_to_port
+                .entry((IpAddr::V4(a.network()), a.plen))
+                .or_insert(j);
+            ix.plens_v4.push(a.plen);
+        }
+        for a in all_ipv6(n) {
+            ix.net_to_port
+                .entry((IpAddr::V6(a.network()), a.plen))
+                .or_insert(j);
+            ix.plens_v6.push(a.plen);
+        }
+    }
+    for p in [&mut ix.plens_v4, &mut ix.plens_v6] {
+        p.sort_unstable_by(|a, b| b.cmp(a));
+        p.dedup();
+    }
+    // ECMP groups: routes with the same route table, policy and (normalized) prefix.
+    let mut groups: HashMap<(String, bool, String), Vec<usize>> = HashMap::new();
+    let mut order = Vec::new();
+    for (k, rt) in r.static_routes.iter().enumerate() {
+        let Some(pfx) = route::parse_prefix(&rt.ip_prefix) else {
+            continue;
+        };
+        let key = (
+            rt.route_table.clone(),
+            route::is_src_ip(rt),
+            pfx.to_string(),
+        );
+        let e = groups.entry(key).or_default();
+        if e.is_empty() {
+            order.push(k);
+        }
+        e.push(k);
+    }
+    ix.ecmp = vec![None; r.static_routes.len()];
+    let mut firsts: Vec<(usize, &Vec<usize>)> = groups
+        .values()
+        .filter(|m| m.len() > 1)
+        .map(|m| (m[0], m))
+        .collect();
+    firsts.sort_unstable();
+    for (g, (first, members)) in firsts.into_iter().enumerate() {
+        for (m, &k) in members.iter().enumerate() {
+            ix.ecmp[k] = Some(Ecmp {
+                gid: g as u32 + 1,
+                mid: m as u32 + 1,
+                members: members.len() as u32,
+                first,
+            });
+        }
+    }
+    ix
+}
+
+impl RouterIndex {
+    /// The port (and its address in the matching network) that reaches `ip`, longest
+    /// prefix first.
+    fn port_for(&self, ctx: &Ctx<'_>, rt: usize, ip: IpAddr) -> Option<(usize, IpAddr)> {
+        let plens = match ip {
+            IpAddr::V4(_) => &self.plens_v4,
+            IpAddr::V6(_) => &self.plens_v6,
+        };
+        for &p in plens {
+            let key = (mask(ip, p), p);
+            if let Some(&j) = self.net_to_port.get(&key) {
+                let a = port_addr_in(ctx, rt, j, ip)?;
+                return Some((j, a));
+            }
+        }
+        None
+    }
+}
+
+/// `ip` masked to `plen` bits.
+fn mask(ip: IpAddr, plen: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(a) => IpAddr::V4(Ipv4Net { addr: a, plen }.network()),
+        IpAddr::V6(a) => IpAddr::V6(Ipv6Net { addr: a, plen }.network()),
+    }
+}
+
+/// Port `j`'s address in the network that contains `ip`; else its first address of that
+/// family.
+fn port_addr_in(ctx: &Ctx<'_>, rt: usize, j: usize, ip: IpAddr) -> Option<IpAddr> {
+    let n = ctx.lrp_networks[rt][j].as_ref()?;
+    match ip {
+        IpAddr::V4(a) => n
+            .ipv4
+            .iter()
+            .find(|x| {
+                Ipv4Net {
+                    addr: a,
+                    plen: x.plen,
+                }
+                .network()
+                    == x.network()
+            })
+            .or(n.ipv4.first())
+            .map(|x| IpAddr::V4(x.addr)),
+        IpAddr::V6(a) => {
+            let all = all_ipv6(n);
+            all.iter()
+                .find(|x| {
+                    Ipv6Net {
+                        addr: a,
+                        plen: x.plen,
+                    }
+                    .network()
+                        == x.network()
+                })
+                .or(all.first())
+                .map(|x| IpAddr::V6(x.addr))
+        }
+    }
+}
+
+/// A router port's IPv6 addresses: its networks, then the link-local one from its MAC.
+fn all_ipv6(n: &LportAddresses) -> Vec<Ipv6Net> {
+    let mut v = n.ipv6.clone();
+    if let Some(m) = n.mac {
+        let lla = m.ipv6_lla();
+        if !v.iter().any(|x| x.addr == lla) {
+            v.push(Ipv6Net {
+                addr: lla,
+                plen: 64,
+            });
+        }
+    }
+    v
+}
+
+/// The solicited-node multicast address of `a`.
+fn solicited_node(a: Ipv6Addr) -> Ipv6Addr {
+    let low = u128::from(a) & 0x00ff_ffff;
+    Ipv6Addr::from(0xff02_0000_0000_0000_0000_0001_ff00_0000u128 | low)
+}
+
+/// True for a gateway router (`options:chassis` set).
+fn is_gateway_router(r: &LogicalRouter) -> bool {
+    r.options.get("chassis").is_some_and(|c| !c.is_empty())
+}
+
+fn opt_true(r: &LogicalRouter, key: &str) -> bool {
+    r.options.get(key).is_some_and(|v| v == "true")
+}
+
+/// `always_learn_from_arp_request` (default true).
+fn always_learn(r: &LogicalRouter) -> bool {
+    r.options
+        .get("always_learn_from_arp_request")
+        .is_none_or(|v| v != "false")
+}
+
+/// Parses a NAT external IP (no prefix).
+fn nat_external_ip(s: &str) -> Option<IpAddr> {
+    parse_ip_net(s)
+}
+
+/// The router's NAT external IPs that are also IPs of its ports.
+fn router_owned_snat_ips(ctx: &Ctx<'_>, rt: usize) -> (Vec<Ipv4Addr>, Vec<Ipv6Addr>) {
+    let r = ctx.router(rt);
+    let mut v4 = Vec::new();
+    let mut v6 = Vec::new();
+    for nat in &r.nat {
+        if nat.kind != "snat" && nat.kind != "dnat_and_snat" {
+            continue;
+        }
+        let Some(ip) = nat_external_ip(&nat.external_ip) else {
+            continue;
+        };
+        let owned = ctx.lrp_networks[rt].iter().flatten().any(|n| match ip {
+            IpAddr::V4(a) => n.ipv4.iter().any(|x| x.addr == a),
+            IpAddr::V6(a) => all_ipv6(n).iter().any(|x| x.addr == a),
+        });
+        if !owned {
+            continue;
+        }
+        match ip {
+            IpAddr::V4(a) if !v4.contains(&a) => v4.push(a),
+            IpAddr::V6(a) if !v6.contains(&a) => v6.push(a),
+            _ => {}
+        }
+    }
+    (v4, v6)
+}
+
+/// The ARP reply actions (shared by router IPs, NAT IPs and LB VIPs).
+const ARP_REPLY: &str = "eth.dst = eth.src; eth.src = xreg0[0..47]; arp.op = 2; /* ARP reply */ arp.tha = arp.sha; arp.sha = xreg0[0..47]; arp.tpa <-> arp.spa; outport = inport; flags.loopback = 1; output;";
 
 /// A router's own flows in these stages.
-pub fn router_dp(_ctx: &Ctx<'_>, _rt: usize, _out: &mut Sink<'_>) {}
+pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
+    use Stage::*;
+    let r = ctx.router(rt);
+    let mcast_relay = opt_true(r, "mcast_relay");
+    let learn = always_learn(r);
 
-/// One router port's flows in these stages.
-pub fn router_port(_ctx: &Ctx<'_>, _rt: usize, _port: usize, _out: &mut Sink<'_>) {}
+    out.add(LrInAdmission, 100, "vlan.present || eth.src[40]", "drop;");
+    out.add(LrInAdmission, 0, "1", "drop;");
 
-/// One static route's flows.
-pub fn router_route(_ctx: &Ctx<'_>, _rt: usize, _route: usize, _out: &mut Sink<'_>) {}
+    out.add(
+        LrInLookupNeighbor,
+        110,
+        "nd_na && ip6.src == fe80::/10 && ip6.dst == ff00::/8",
+        "reg9[2] = lookup_nd(inport, ip6.src, nd.tll); reg9[3] = lookup_nd_ip(inport, ip6.src); next;",
+    );
+    if learn {
+        out.add(
+            LrInLookupNeighbor,
+            100,
+            "arp.op == 2",
+            "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); next;",
+        );
+        out.add(
+            LrInLookupNeighbor,
+            100,
+            "nd_na",
+            "reg9[2] = lookup_nd(inport, nd.target, nd.tll); next;",
+        );
+        out.add(
+            LrInLookupNeighbor,
+            100,
+            "nd_ns",
+            "reg9[2] = lookup_nd(inport, ip6.src, nd.sll); next;",
+        );
+    } else {
+        out.add(
+            LrInLookupNeighbor,
+            100,
+            "arp.op == 2",
+            "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); reg9[3] = 1; next;",
+        );
+        out.add(
+            LrInLookupNeighbor,
+            100,
+            "nd_na",
+            "reg9[2] = lookup_nd(inport, nd.target, nd.tll); reg9[3] = 1; next;",
+        );
+        out.add(
+            LrInLookupNeighbor,
+            100,
+            "nd_ns",
+            "reg9[2] = lookup_nd(inport, ip6.src, nd.sll); reg9[3] = lookup_nd_ip(inport, ip6.src); next;",
+        );
+    }
+    out.add(LrInLookupNeighbor, 0, "1", "reg9[2] = 1; next;");
 
-/// One policy's flows.
-pub fn router_policy(_ctx: &Ctx<'_>, _rt: usize, _policy: usize, _out: &mut Sink<'_>) {}
+    out.add(
+        LrInLearnNeighbor,
+        100,
+        "reg9[2] == 1 || reg9[3] == 0",
+        "next;",
+    );
+    out.add(
+        LrInLearnNeighbor,
+        95,
+        "nd_na && nd.tll == 0",
+        "put_nd(inport, nd.target, eth.src); next;",
+    );
+    out.add(
+        LrInLearnNeighbor,
+        95,
+        "nd_ns && (ip6.src == 0 || nd.sll == 0)",
+        "next;",
+    );
+    out.add(
+        LrInLearnNeighbor,
+        90,
+        "arp",
+        "put_arp(inport, arp.spa, arp.sha); next;",
+    );
+    out.add(
+        LrInLearnNeighbor,
+        90,
+        "nd_na",
+        "put_nd(inport, nd.target, nd.tll); next;",
+    );
+    out.add(
+        LrInLearnNeighbor,
+        90,
+        "nd_ns",
+        "put_nd(inport, ip6.src, nd.sll); next;",
+    );
+    out.add(LrInLearnNeighbor, 0, "1", "drop;");
 
-/// One NAT rule's flows in these stages (ARP replies, resolve).
-pub fn router_nat(_ctx: &Ctx<'_>, _rt: usize, _nat: usize, _out: &mut Sink<'_>) {}
+    out.add(
+        LrInIpInput,
+        100,
+        "ip4.src_mcast ||ip4.src == 255.255.255.255 || ip4.src == 127.0.0.0/8 || ip4.dst == 127.0.0.0/8 || ip4.src == 0.0.0.0/8 || ip4.dst == 0.0.0.0/8",
+        "drop;",
+    );
+    out.add(LrInIpInput, 85, "arp || nd", "drop;");
+    out.add(LrInIpInput, 84, "nd_rs || nd_ra", "next;");
+    out.add(LrInIpInput, 83, "ip6.mcast_rsvd", "drop;");
+    out.add(
+        LrInIpInput,
+        82,
+        "ip4.mcast || ip6.mcast",
+        if mcast_relay { "next;" } else { "drop;" },
+    );
+    out.add(LrInIpInput, 50, "eth.bcast", "drop;");
+    out.add(
+        LrInIpInput,
+        32,
+        "ip.ttl == {0, 1} && !ip.later_frag && (ip4.mcast || ip6.mcast)",
+        "drop;",
+    );
+    out.add(LrInIpInput, 30, "ip.ttl == {0, 1}", "drop;");
+    out.add(LrInIpInput, 0, "1", "next;");
+    // Not yet: priority-120 IGMP/MLD admission for ports with options:mcast_flood.
 
-/// One load balancer's flows in these stages.
+    out.add(LrInNdRaOptions, 0, "1", "next;");
+    out.add(LrInNdRaResponse, 0, "1", "next;");
+
+    out.add(LrInIpRoutingPre, 0, "1", "reg7 = 0; next;");
+    out.add(LrInIpRouting, 10550, "nd_rs || nd_ra", "drop;");
+    if mcast_relay {
+        // No router port floods (options:mcast_flood), so unregistered multicast drops.
+        // Not yet: the 10460/10500 IGMP/MLD and registered-group flows (need IGMP_Group).
+        out.add(LrInIpRouting, 10450, "ip4.mcast || ip6.mcast", "drop;");
+    }
+    out.add(LrInIpRouting, 0, "1", "drop;");
+    out.add(LrInIpRoutingEcmp, 150, "reg8[0..15] == 0", "next;");
+    out.add(LrInIpRoutingEcmp, 0, "1", "drop;");
+
+    out.add(LrInPolicy, 0, "1", "reg8[0..15] = 0; next;");
+    out.add(LrInPolicyEcmp, 150, "reg8[0..15] == 0", "next;");
+    out.add(LrInPolicyEcmp, 0, "1", "drop;");
+
+    out.add(LrInArpResolve, 500, "ip4.mcast || ip6.mcast", "next;");
+    let (v4, v6) = router_owned_snat_ips(ctx, rt);
+    if !v4.is_empty() {
+        let ips: Vec<String> = v4.iter().map(|a| a.to_string()).collect();
+        out.add(
+            LrInArpResolve,
+            2,
+            format!("ip4.dst == {{{}}}", ips.join(", ")),
+            "drop;",
+        );
+    }
+    if !v6.is_empty() {
+        let ips: Vec<String> = v6.iter().map(|a| a.to_string()).collect();
+        out.add(
+            LrInArpResolve,
+            2,
+            format!("ip6.dst == {{{}}}", ips.join(", ")),
+            "drop;",
+        );
+    }
+    out.add(LrInArpResolve, 1, "ip4", "get_arp(outport, reg0); next;");
+    out.add(LrInArpResolve, 1, "ip6", "get_nd(outport, xxreg0); next;");
+    out.add(LrInArpResolve, 0, "1", "drop;");
+
+    out.add(LrInChkPktLen, 0, "1", "next;");
+    out.add(LrInLargerPkts, 0, "1", "next;");
+    out.add(LrInGwRedirect, 0, "1", "next;");
+    // Not yet: gateway_mtu (chk_pkt_len/larger_pkts) and distributed gateway ports
+    // (gw_redirect, egress loopback).
+
+    out.add(
+        LrInArpRequest,
+        100,
+        "eth.dst == 00:00:00:00:00:00 && ip4",
+        "arp { eth.dst = ff:ff:ff:ff:ff:ff; arp.spa = reg1; arp.tpa = reg0; arp.op = 1; output; };",
+    );
+    out.add(
+        LrInArpRequest,
+        100,
+        "eth.dst == 00:00:00:00:00:00 && ip6",
+        "nd_ns { nd.target = xxreg0; output; };",
+    );
+    out.add(LrInArpRequest, 0, "1", "output;");
+
+    out.add(LrOutEgrLoop, 0, "1", "next;");
+    out.add(LrOutDelivery, 0, "1", "drop;");
+
+    lb_vip_arp(ctx, rt, out);
+}
+
+/// ARP replies for the router's load-balancer VIPs reachable from one of its ports: one
+/// flow per port matching the router's `$_rtr_lb_K_ip4` address set.
+fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
+    let lbs = &ctx.router_lbs[rt];
+    if lbs.is_empty() {
+        return;
+    }
+    let nets = &ctx.lrp_networks[rt];
+    let (mut any4, mut any6) = (false, false);
+    'lbs: for u in lbs {
+        let Some(lb) = ctx.nb.lbs.get(u) else {
+            continue;
+        };
+        for (vip, _) in &lb.vips {
+            match vip_ip(vip) {
+                Some(IpAddr::V4(a)) if !any4 => {
+                    any4 = nets.iter().flatten().any(|n| {
+                        n.ipv4.iter().any(|x| {
+                            Ipv4Net {
+                                addr: a,
+                                plen: x.plen,
+                            }
+                            .network()
+                                == x.network()
+                        })
+                    });
+                }
+                Some(IpAddr::V6(a)) if !any6 => {
+                    any6 = nets.iter().flatten().any(|n| {
+                        n.ipv6.iter().any(|x| {
+                            Ipv6Net {
+                                addr: a,
+                                plen: x.plen,
+                            }
+                            .network()
+                                == x.network()
+                        })
+                    });
+                }
+                _ => {}
+            }
+            if any4 && any6 {
+                break 'lbs;
+            }
+        }
+    }
+    if !any4 && !any6 {
+        return;
+    }
+    let key = ctx.tunnel_keys[ctx.router_dp(rt).0 as usize];
+    for p in &ctx.router(rt).ports {
+        if any4 {
+            out.add(
+                Stage::LrInIpInput,
+                90,
+                format!(
+                    "inport == \"{}\" && arp.op == 1 && arp.tpa == $_rtr_lb_{key}_ip4",
+                    p.name
+                ),
+                ARP_REPLY,
+            );
+        }
+        if any6 {
+            // Not yet checked against ovn-northd (no IPv6 VIPs in the oracle topologies).
+            out.add(
+                Stage::LrInIpInput,
+                90,
+                format!(
+                    "inport == \"{}\" && nd_ns && nd.target == $_rtr_lb_{key}_ip6",
+                    p.name
+                ),
+                "nd_na { eth.src = xreg0[0..47]; ip6.src = nd.target; nd.tll = xreg0[0..47]; outport = inport; flags.loopback = 1; output; };",
+            );
+        }
+    }
+}
+
+/// The IP of a load-balancer VIP key (`IP`, `IP:PORT`, `[IP6]:PORT`).
+fn vip_ip(vip: &str) -> Option<IpAddr> {
+    if let Some(rest) = vip.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    if let Ok(ip) = vip.parse() {
+        return Some(ip);
+    }
+    vip.rsplit_once(':')?.0.parse().ok()
+}
+
+/// One NAT rule's flows in these stages (ARP replies for its external IP).
+pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
+    let r = ctx.router(rt);
+    let n = &r.nat[nat];
+    if !is_gateway_router(r) {
+        // Not yet: NAT on distributed routers (needs a distributed gateway port).
+        return;
+    }
+    match nat_external_ip(&n.external_ip) {
+        Some(IpAddr::V4(a)) => out.add(
+            Stage::LrInIpInput,
+            90,
+            format!("arp.op == 1 && arp.tpa == {a}"),
+            ARP_REPLY,
+        ),
+        Some(IpAddr::V6(_)) => {
+            // Not yet: IPv6 NAT external IPs (ND replies).
+        }
+        None => {}
+    }
+}
+
+/// One load balancer's flows in these stages: none of its own (the VIP ARP replies are
+/// aggregated per router in [`router_dp`]).
 pub fn router_lb(_ctx: &Ctx<'_>, _rt: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solicited() {
+        let a: Ipv6Addr = "fe80::858:64ff:fe40:1".parse().unwrap();
+        assert_eq!(solicited_node(a).to_string(), "ff02::1:ff40:1");
+    }
+
+    #[test]
+    fn vips() {
+        assert_eq!(vip_ip("172.30.0.1:80"), Some("172.30.0.1".parse().unwrap()));
+        assert_eq!(vip_ip("172.30.0.1"), Some("172.30.0.1".parse().unwrap()));
+        assert_eq!(vip_ip("[fd00::1]:80"), Some("fd00::1".parse().unwrap()));
+    }
+}

@@ -77,6 +77,13 @@ pub struct Ctx<'a> {
     pub switch_lbs: Vec<Vec<Uuid>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
     pub router_lbs: Vec<Vec<Uuid>>,
+    /// Per router: next-hop lookup and ECMP groups of its static routes
+    /// ([`lr_routing::index_routers`]).
+    pub lr_index: Vec<lr_routing::RouterIndex>,
+    /// Per datapath (same order as `datapaths`): its SB tunnel key. Defaults to the
+    /// position + 1; a caller that knows the SB `Datapath_Binding` keys may overwrite them
+    /// (they appear in flows as `$_rtr_lb_KEY_ip4`).
+    pub tunnel_keys: Vec<u32>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -191,8 +198,12 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
             .collect();
+        let lr_index = lr_routing::index_routers(nb, &lrp_networks);
+        let tunnel_keys = (1..=datapaths.len() as u32).collect();
         Ctx {
             nb,
+            lr_index,
+            tunnel_keys,
             datapaths,
             lsp_by_name,
             lsp_by_uuid,
@@ -207,6 +218,29 @@ impl<'a> Ctx<'a> {
             switch_lbs,
             router_lbs,
             diags,
+        }
+    }
+
+    /// Takes the datapaths' tunnel keys from an `OVN_Southbound` replica's
+    /// `Datapath_Binding` rows (matched by `external_ids:logical-switch` /
+    /// `logical-router`), as ovn-northd keeps the keys it assigned before. Datapaths the SB
+    /// does not know keep their default key.
+    pub fn load_tunnel_keys(&mut self, sb: &ovsdb::Database) {
+        let mut by_uuid: HashMap<String, u32> = HashMap::new();
+        for r in sb.table("Datapath_Binding").rows.values() {
+            let Some(key) = r.int("tunnel_key").and_then(|k| u32::try_from(k).ok()) else {
+                continue;
+            };
+            for (k, v) in r.get("external_ids").str_pairs() {
+                if k == "logical-switch" || k == "logical-router" {
+                    by_uuid.insert(v.to_owned(), key);
+                }
+            }
+        }
+        for (i, d) in self.datapaths.iter().enumerate() {
+            if let Some(&k) = by_uuid.get(&d.uuid.to_string()) {
+                self.tunnel_keys[i] = k;
+            }
         }
     }
 

@@ -1,0 +1,418 @@
+//! One router port's flows: admission, neighbor lookup, IP input, connected routes, ARP
+//! resolve for the ports of the switch it is attached to, delivery.
+
+use super::{ARP_REPLY, all_ipv6, always_learn, is_gateway_router, opt_true, solicited_node};
+use crate::addr::{Ipv4Net, Ipv6Net, parse_lsp_addresses};
+use crate::build::Ctx;
+use crate::lflow::Sink;
+use crate::stage::Stage::*;
+use std::net::IpAddr;
+
+/// One router port's flows in these stages.
+pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
+    let r = ctx.router(rt);
+    let p = ctx.lrp(rt, port);
+    if p.enabled == Some(false) {
+        return;
+    }
+    let Some(n) = ctx.lrp_networks[rt][port].as_ref() else {
+        return;
+    };
+    let Some(mac) = n.mac else { return };
+    let name = &p.name;
+    let gw = is_gateway_router(r);
+    let v6 = all_ipv6(n);
+    // Not yet: distributed gateway ports (gateway_chassis / ha_chassis_group):
+    // is_chassis_resident() conditions, chassisredirect ports.
+
+    // Admission.
+    out.add(
+        LrInAdmission,
+        50,
+        format!("eth.mcast && inport == \"{name}\""),
+        format!("xreg0[0..47] = {mac}; next;"),
+    );
+    out.add(
+        LrInAdmission,
+        50,
+        format!("eth.dst == {mac} && inport == \"{name}\""),
+        format!("xreg0[0..47] = {mac}; next;"),
+    );
+
+    // Neighbor lookup.
+    let learn = always_learn(r);
+    for a in &n.ipv4 {
+        let net = format!("{}/{}", a.network(), a.plen);
+        if learn {
+            out.add(
+                LrInLookupNeighbor,
+                100,
+                format!("inport == \"{name}\" && arp.spa == {net} && arp.op == 1"),
+                "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); next;",
+            );
+        } else {
+            out.add(
+                LrInLookupNeighbor,
+                110,
+                format!(
+                    "inport == \"{name}\" && arp.spa == {net} && arp.tpa == {} && arp.op == 1",
+                    a.addr
+                ),
+                "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); reg9[3] = 1; next;",
+            );
+            out.add(
+                LrInLookupNeighbor,
+                100,
+                format!("inport == \"{name}\" && arp.spa == {net} && arp.op == 1"),
+                "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); reg9[3] = lookup_arp_ip(inport, arp.spa); next;",
+            );
+        }
+    }
+
+    // IP input.
+    if !n.ipv4.is_empty() {
+        let mut srcs = Vec::new();
+        for a in &n.ipv4 {
+            srcs.push(a.addr.to_string());
+            if a.plen < 32 {
+                srcs.push(a.broadcast().to_string());
+            }
+        }
+        out.add(
+            LrInIpInput,
+            100,
+            format!("ip4.src == {{{}}} && reg9[0] == 0", srcs.join(", ")),
+            "drop;",
+        );
+    }
+    if !n.ipv6.is_empty() {
+        // Not yet checked against ovn-northd (no global IPv6 networks in the oracle).
+        let srcs: Vec<String> = n.ipv6.iter().map(|a| a.addr.to_string()).collect();
+        out.add(
+            LrInIpInput,
+            100,
+            format!("ip6.src == {{{}}} && reg9[0] == 0", srcs.join(", ")),
+            "drop;",
+        );
+    }
+    for a in &v6 {
+        if a.addr.segments()[0] & 0xffc0 == 0xfe80 {
+            out.add(
+                LrInIpInput,
+                100,
+                format!("ip6.dst == {} && udp.src == 547 && udp.dst == 546", a.addr),
+                "reg0 = 0; handle_dhcpv6_reply;",
+            );
+        }
+    }
+    for a in &n.ipv4 {
+        out.add(
+            LrInIpInput,
+            90,
+            format!(
+                "ip4.dst == {} && icmp4.type == 8 && icmp4.code == 0",
+                a.addr
+            ),
+            "ip4.dst <-> ip4.src; ip.ttl = 255; icmp4.type = 0; flags.loopback = 1; next; ",
+        );
+        out.add(
+            LrInIpInput,
+            90,
+            format!(
+                "inport == \"{name}\" && arp.op == 1 && arp.tpa == {} && arp.spa == {}/{}",
+                a.addr,
+                a.network(),
+                a.plen
+            ),
+            ARP_REPLY,
+        );
+    }
+    for a in &v6 {
+        out.add(
+            LrInIpInput,
+            90,
+            format!(
+                "ip6.dst == {} && icmp6.type == 128 && icmp6.code == 0",
+                a.addr
+            ),
+            "ip6.dst <-> ip6.src; ip.ttl = 255; icmp6.type = 129; flags.loopback = 1; next; ",
+        );
+        out.add(
+            LrInIpInput,
+            90,
+            format!(
+                "inport == \"{name}\" && ip6.dst == {{{}, {}}} && nd_ns && nd.target == {}",
+                a.addr,
+                solicited_node(a.addr),
+                a.addr
+            ),
+            "nd_na_router { eth.src = xreg0[0..47]; ip6.src = nd.target; nd.tll = xreg0[0..47]; outport = inport; flags.loopback = 1; output; };",
+        );
+    }
+    if !gw {
+        for a in &n.ipv4 {
+            let m = format!("ip4 && ip4.dst == {} && !ip.later_frag", a.addr);
+            unreachables(out, &m, "4", "ip4", "3", "3", "2");
+        }
+        for a in &v6 {
+            let m = format!("ip6 && ip6.dst == {} && !ip.later_frag", a.addr);
+            unreachables(out, &m, "6", "ip6", "1", "4", "3");
+        }
+    }
+    // Drop other traffic to the port's IPs, except the ones used for SNAT.
+    let force_snat_router_ip = gw
+        && r.options
+            .get("lb_force_snat_ip")
+            .is_some_and(|v| v == "router_ip");
+    if !force_snat_router_ip {
+        let snat = snat_ips(ctx, rt);
+        let d4: Vec<String> = n
+            .ipv4
+            .iter()
+            .filter(|a| !snat.contains(&IpAddr::V4(a.addr)))
+            .map(|a| a.addr.to_string())
+            .collect();
+        if !d4.is_empty() {
+            out.add(
+                LrInIpInput,
+                60,
+                format!("ip4.dst == {{{}}}", d4.join(", ")),
+                "drop;",
+            );
+        }
+        let d6: Vec<String> = v6
+            .iter()
+            .filter(|a| !snat.contains(&IpAddr::V6(a.addr)))
+            .map(|a| a.addr.to_string())
+            .collect();
+        if !d6.is_empty() {
+            out.add(
+                LrInIpInput,
+                60,
+                format!("ip6.dst == {{{}}}", d6.join(", ")),
+                "drop;",
+            );
+        }
+    }
+    if let Some(a) = n.ipv4.first() {
+        out.add(
+            LrInIpInput,
+            31,
+            format!("inport == \"{name}\" && ip4 && ip.ttl == {{0, 1}} && !ip.later_frag"),
+            format!(
+                "icmp4 {{eth.dst <-> eth.src; icmp4.type = 11; /* Time exceeded */ icmp4.code = 0; /* TTL exceeded in transit */ ip4.dst = ip4.src; ip4.src = {} ; ip.ttl = 254; outport = \"{name}\"; flags.loopback = 1; output; }};",
+                a.addr
+            ),
+        );
+    }
+    if let Some(a) = n.ipv6.first() {
+        // Not yet checked against ovn-northd.
+        out.add(
+            LrInIpInput,
+            31,
+            format!("inport == \"{name}\" && ip6 && ip.ttl == {{0, 1}} && !ip.later_frag"),
+            format!(
+                "icmp6 {{eth.dst <-> eth.src; ip6.dst = ip6.src; ip6.src = {} ; ip.ttl = 254; icmp6.type = 3; /* Time exceeded */ icmp6.code = 0; /* TTL exceeded in transit */ outport = \"{name}\"; flags.loopback = 1; output; }};",
+                a.addr
+            ),
+        );
+    }
+    // Not yet: IPv6 ND RA (options:ipv6_ra_configs), route_table (ip_routing_pre), BFD.
+
+    // Connected routes.
+    for a in &n.ipv4 {
+        out.add(
+            LrInIpRouting,
+            a.plen as u16 * 3 + 2,
+            format!("ip4.dst == {}/{}", a.network(), a.plen),
+            format!(
+                "ip.ttl--; reg8[0..15] = 0; reg0 = ip4.dst; reg1 = {}; eth.src = {mac}; outport = \"{name}\"; flags.loopback = 1; next;",
+                a.addr
+            ),
+        );
+    }
+    for a in &v6 {
+        let lla = a.addr.segments()[0] & 0xffc0 == 0xfe80;
+        let m = if lla {
+            format!(
+                "inport == \"{name}\" && ip6.dst == {}/{}",
+                a.network(),
+                a.plen
+            )
+        } else {
+            format!("ip6.dst == {}/{}", a.network(), a.plen)
+        };
+        out.add(
+            LrInIpRouting,
+            a.plen as u16 * 3 + 2,
+            m,
+            format!(
+                "ip.ttl--; reg8[0..15] = 0; xxreg0 = ip6.dst; xxreg1 = {}; eth.src = {mac}; outport = \"{name}\"; flags.loopback = 1; next;",
+                a.addr
+            ),
+        );
+    }
+
+    arp_resolve(ctx, rt, port, out);
+
+    // Delivery.
+    if opt_true(r, "mcast_relay") {
+        out.add(
+            LrOutDelivery,
+            110,
+            format!("(ip4.mcast || ip6.mcast) && outport == \"{name}\""),
+            format!("eth.src = {mac}; output;"),
+        );
+    }
+    out.add(
+        LrOutDelivery,
+        100,
+        format!("outport == \"{name}\""),
+        "output;",
+    );
+}
+
+/// The UDP/TCP/SCTP (priority 80) and other-protocol (70) unreachables for one address.
+fn unreachables(
+    out: &mut Sink<'_>,
+    m: &str,
+    v: &str,
+    ip: &str,
+    unreach_type: &str,
+    port_code: &str,
+    proto_code: &str,
+) {
+    out.add(
+        LrInIpInput,
+        80,
+        format!("{m} && sctp"),
+        format!("sctp_abort {{eth.dst <-> eth.src; {ip}.dst <-> {ip}.src; next; }};"),
+    );
+    out.add(
+        LrInIpInput,
+        80,
+        format!("{m} && tcp"),
+        format!("tcp_reset {{eth.dst <-> eth.src; {ip}.dst <-> {ip}.src; next; }};"),
+    );
+    out.add(
+        LrInIpInput,
+        80,
+        format!("{m} && udp"),
+        format!(
+            "icmp{v} {{eth.dst <-> eth.src; {ip}.dst <-> {ip}.src; ip.ttl = 255; icmp{v}.type = {unreach_type}; icmp{v}.code = {port_code}; next; }};"
+        ),
+    );
+    out.add(
+        LrInIpInput,
+        70,
+        m.to_string(),
+        format!(
+            "icmp{v} {{eth.dst <-> eth.src; {ip}.dst <-> {ip}.src; ip.ttl = 255; icmp{v}.type = {unreach_type}; icmp{v}.code = {proto_code}; next; }};"
+        ),
+    );
+}
+
+/// The router's SNAT external IPs (NAT rules of type snat / dnat_and_snat).
+fn snat_ips(ctx: &Ctx<'_>, rt: usize) -> Vec<IpAddr> {
+    ctx.router(rt)
+        .nat
+        .iter()
+        .filter(|n| n.kind == "snat" || n.kind == "dnat_and_snat")
+        .filter_map(|n| super::nat_external_ip(&n.external_ip))
+        .collect()
+}
+
+/// Static MAC bindings for router port `port`: the addresses of the ports on the switch it
+/// is attached to (VIFs, and other routers' ports unless `dynamic_neigh_routers`).
+fn arp_resolve(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
+    let Some((si, _)) = ctx.lrp_switch_peer[rt][port] else {
+        return;
+    };
+    let Some(me) = ctx.lrp_networks[rt][port].as_ref() else {
+        return;
+    };
+    let name = &ctx.lrp(rt, port).name;
+    let dyn_neigh = opt_true(ctx.router(rt), "dynamic_neigh_routers");
+    let my6 = all_ipv6(me);
+    let s = ctx.switch(si);
+    for (k, lsp) in s.ports.iter().enumerate() {
+        if lsp.kind == "router" {
+            if dyn_neigh {
+                continue;
+            }
+            let Some((ort, oport)) = ctx.lsp_router_peer[si][k] else {
+                continue;
+            };
+            if (ort, oport) == (rt, port) {
+                continue;
+            }
+            let Some(other) = ctx.lrp_networks[ort][oport].as_ref() else {
+                continue;
+            };
+            let Some(omac) = other.mac else { continue };
+            for a in &other.ipv4 {
+                let reach = me.ipv4.iter().any(|x| {
+                    Ipv4Net {
+                        addr: a.addr,
+                        plen: x.plen,
+                    }
+                    .network()
+                        == x.network()
+                });
+                if reach {
+                    out.add(
+                        LrInArpResolve,
+                        100,
+                        format!("outport == \"{name}\" && reg0 == {}", a.addr),
+                        format!("eth.dst = {omac}; next;"),
+                    );
+                }
+            }
+            for a in all_ipv6(other) {
+                let reach = my6.iter().any(|x| {
+                    Ipv6Net {
+                        addr: a.addr,
+                        plen: x.plen,
+                    }
+                    .network()
+                        == x.network()
+                });
+                if reach {
+                    out.add(
+                        LrInArpResolve,
+                        100,
+                        format!("outport == \"{name}\" && xxreg0 == {}", a.addr),
+                        format!("eth.dst = {omac}; next;"),
+                    );
+                }
+            }
+            continue;
+        }
+        if lsp.kind == "virtual" {
+            // Not yet: virtual ports (need Port_Binding virtual_parent).
+            continue;
+        }
+        for entry in &lsp.addresses {
+            let Some(la) = parse_lsp_addresses(entry) else {
+                continue;
+            };
+            let Some(m) = la.mac else { continue };
+            for a in &la.ipv4 {
+                out.add(
+                    LrInArpResolve,
+                    100,
+                    format!("outport == \"{name}\" && reg0 == {}", a.addr),
+                    format!("eth.dst = {m}; next;"),
+                );
+            }
+            for a in &la.ipv6 {
+                out.add(
+                    LrInArpResolve,
+                    100,
+                    format!("outport == \"{name}\" && xxreg0 == {}", a.addr),
+                    format!("eth.dst = {m}; next;"),
+                );
+            }
+        }
+    }
+}

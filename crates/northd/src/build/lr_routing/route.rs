@@ -1,0 +1,263 @@
+//! Static routes (`lr_in_ip_routing`, `lr_in_ip_routing_ecmp`) and router policies
+//! (`lr_in_policy`, `lr_in_policy_ecmp`).
+
+use crate::addr::{Mac, parse_ip_net, parse_ipv4_net, parse_ipv6_net};
+use crate::build::Ctx;
+use crate::lflow::Sink;
+use crate::nb::StaticRoute;
+use crate::stage::Stage::*;
+use std::fmt;
+use std::net::IpAddr;
+
+/// A route prefix, normalized to its network address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// Network address.
+    pub ip: IpAddr,
+    /// Prefix length.
+    pub plen: u8,
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.ip, self.plen)
+    }
+}
+
+/// Parses a static route's `ip_prefix` (`IP[/PLEN]`), masked to the network address.
+pub fn parse_prefix(s: &str) -> Option<Prefix> {
+    if s.contains(':') {
+        let n = parse_ipv6_net(s)?;
+        Some(Prefix {
+            ip: IpAddr::V6(n.network()),
+            plen: n.plen,
+        })
+    } else {
+        let n = parse_ipv4_net(s)?;
+        Some(Prefix {
+            ip: IpAddr::V4(n.network()),
+            plen: n.plen,
+        })
+    }
+}
+
+/// True for a `policy=src-ip` route.
+pub fn is_src_ip(r: &StaticRoute) -> bool {
+    r.policy.as_deref() == Some("src-ip")
+}
+
+/// A resolved next hop: the port that reaches it, the port's address there, its MAC.
+struct Hop {
+    nh: IpAddr,
+    port: String,
+    addr: IpAddr,
+    mac: Mac,
+}
+
+impl Hop {
+    /// `reg0 = NH; reg1 = A; eth.src = E; outport = "P";` (xxreg for IPv6).
+    fn regs(&self) -> String {
+        let x = if self.nh.is_ipv6() { "xx" } else { "" };
+        format!(
+            "{x}reg0 = {}; {x}reg1 = {}; eth.src = {}; outport = \"{}\";",
+            self.nh, self.addr, self.mac, self.port
+        )
+    }
+}
+
+/// Resolves next hop `nh`, through `output_port` when given, else through the port whose
+/// network contains it.
+fn resolve(ctx: &Ctx<'_>, rt: usize, nh: IpAddr, output_port: Option<&str>) -> Option<Hop> {
+    let (j, addr) = match output_port {
+        Some(name) => {
+            let &(ri, j) = ctx.lrp_by_name.get(name)?;
+            if ri != rt {
+                return None;
+            }
+            (j, super::port_addr_in(ctx, rt, j, nh)?)
+        }
+        None => ctx.lr_index[rt].port_for(ctx, rt, nh)?,
+    };
+    let mac = ctx.lrp_networks[rt][j].as_ref()?.mac?;
+    Some(Hop {
+        nh,
+        port: ctx.lrp(rt, j).name.clone(),
+        addr,
+        mac,
+    })
+}
+
+/// One static route's flows.
+pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) {
+    let r = ctx.router(rt);
+    let sr = &r.static_routes[route];
+    let Some(pfx) = parse_prefix(&sr.ip_prefix) else {
+        return;
+    };
+    if !sr.route_table.is_empty() {
+        // Not yet: route tables (ids assigned per router, ip_routing_pre flows).
+        return;
+    }
+    if sr.nexthop == "discard" {
+        // Not yet: discard routes.
+        return;
+    }
+    if sr.options.contains_key("bfd") || sr.options.contains_key("ecmp_symmetric_reply") {
+        // Not yet: BFD and ECMP symmetric reply; routed as plain routes.
+    }
+    let Some(nh) = parse_ip_net(&sr.nexthop) else {
+        return;
+    };
+    if nh.is_ipv6() != pfx.ip.is_ipv6() {
+        return;
+    }
+    let Some(hop) = resolve(ctx, rt, nh, sr.output_port.as_deref()) else {
+        return;
+    };
+    let src = is_src_ip(sr);
+    let fam = if pfx.ip.is_ipv6() { "ip6" } else { "ip4" };
+    let m = if src {
+        format!("{fam}.src == {pfx}")
+    } else {
+        format!("reg7 == 0 && {fam}.dst == {pfx}")
+    };
+    let prio = pfx.plen as u16 * 3 + u16::from(!src);
+    match ctx.lr_index[rt].ecmp.get(route).copied().flatten() {
+        None => out.add(
+            LrInIpRouting,
+            prio,
+            m,
+            format!(
+                "ip.ttl--; reg8[0..15] = 0; {} flags.loopback = 1; next;",
+                hop.regs()
+            ),
+        ),
+        Some(e) => {
+            if e.first == route {
+                let mids: Vec<String> = (1..=e.members).map(|i| i.to_string()).collect();
+                out.add(
+                    LrInIpRouting,
+                    prio,
+                    m,
+                    format!(
+                        "ip.ttl--; flags.loopback = 1; reg8[0..15] = {}; reg8[16..31] = select({});",
+                        e.gid,
+                        mids.join(", ")
+                    ),
+                );
+            }
+            out.add(
+                LrInIpRoutingEcmp,
+                100,
+                format!("reg8[0..15] == {} && reg8[16..31] == {}", e.gid, e.mid),
+                format!("{} next;", hop.regs()),
+            );
+        }
+    }
+}
+
+/// One policy's flows.
+pub fn router_policy(ctx: &Ctx<'_>, rt: usize, policy: usize, out: &mut Sink<'_>) {
+    let r = ctx.router(rt);
+    let pol = &r.policies[policy];
+    let Ok(prio) = u16::try_from(pol.priority) else {
+        return;
+    };
+    let mark = pol
+        .options
+        .get("pkt_mark")
+        .and_then(|m| m.parse::<u32>().ok())
+        .filter(|&m| m != 0)
+        .map(|m| format!("pkt.mark = {m}; "))
+        .unwrap_or_default();
+    let m = pol.match_.as_str();
+    match pol.action.as_str() {
+        "allow" => out.add(LrInPolicy, prio, m, format!("{mark}reg8[0..15] = 0; next;")),
+        "drop" => out.add(LrInPolicy, prio, m, "drop;"),
+        "reroute" => {
+            let nhs = nexthops(pol);
+            match nhs.len() {
+                0 => {}
+                1 => {
+                    let Some(nh) = parse_ip_net(nhs[0]) else {
+                        return;
+                    };
+                    let Some(hop) = resolve(ctx, rt, nh, None) else {
+                        return;
+                    };
+                    out.add(
+                        LrInPolicy,
+                        prio,
+                        m,
+                        format!(
+                            "{mark}{} flags.loopback = 1; reg8[0..15] = 0; next;",
+                            hop.regs()
+                        ),
+                    );
+                }
+                n => {
+                    // Group id: 1 + the multi-nexthop reroute policies before this one.
+                    // Not yet checked against ovn-northd's numbering.
+                    let gid = 1 + r.policies[..policy]
+                        .iter()
+                        .filter(|p| p.action == "reroute" && nexthops(p).len() > 1)
+                        .count();
+                    let mut hops = Vec::with_capacity(n);
+                    for s in &nhs {
+                        let Some(hop) = parse_ip_net(s).and_then(|nh| resolve(ctx, rt, nh, None))
+                        else {
+                            return;
+                        };
+                        hops.push(hop);
+                    }
+                    let mids: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+                    out.add(
+                        LrInPolicy,
+                        prio,
+                        m,
+                        format!(
+                            "{mark}reg8[0..15] = {gid}; reg8[16..31] = select({});",
+                            mids.join(", ")
+                        ),
+                    );
+                    for (i, hop) in hops.iter().enumerate() {
+                        out.add(
+                            LrInPolicyEcmp,
+                            100,
+                            format!("reg8[0..15] == {gid} && reg8[16..31] == {}", i + 1),
+                            format!("{} flags.loopback = 1; next;", hop.regs()),
+                        );
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A reroute policy's next hops (`nexthops`, else the deprecated `nexthop`).
+fn nexthops(p: &crate::nb::RouterPolicy) -> Vec<&str> {
+    if !p.nexthops.is_empty() {
+        p.nexthops.iter().map(String::as_str).collect()
+    } else {
+        p.nexthop.as_deref().into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_normalized() {
+        assert_eq!(
+            parse_prefix("10.128.0.5/14").unwrap().to_string(),
+            "10.128.0.0/14"
+        );
+        assert_eq!(
+            parse_prefix("100.64.0.2").unwrap().to_string(),
+            "100.64.0.2/32"
+        );
+        assert_eq!(parse_prefix("fd00::1/64").unwrap().to_string(), "fd00::/64");
+    }
+}
