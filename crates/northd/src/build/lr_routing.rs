@@ -38,6 +38,8 @@ pub struct RouterIndex {
     plens_v4: Vec<u8>,
     /// The distinct IPv6 prefix lengths (including the link-local /64), longest first.
     plens_v6: Vec<u8>,
+    /// Route table name → id (1-based, in name order; the main table `""` is 0).
+    pub route_tables: HashMap<String, u32>,
     /// Per static route: its ECMP group, when it shares (route table, policy, prefix)
     /// with other routes.
     pub ecmp: Vec<Option<Ecmp>>,
@@ -86,6 +88,24 @@ fn index_router(r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterInd
         p.sort_unstable_by(|a, b| b.cmp(a));
         p.dedup();
     }
+    let mut tables: Vec<&str> = r
+        .static_routes
+        .iter()
+        .map(|x| x.route_table.as_str())
+        .chain(
+            r.ports
+                .iter()
+                .filter_map(|p| p.options.get("route_table").map(String::as_str)),
+        )
+        .filter(|t| !t.is_empty())
+        .collect();
+    tables.sort_unstable();
+    tables.dedup();
+    ix.route_tables = tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), i as u32 + 1))
+        .collect();
     // ECMP groups: routes with the same route table, policy and (normalized) prefix.
     let mut groups: HashMap<(String, bool, String), Vec<usize>> = HashMap::new();
     let mut order = Vec::new();
@@ -201,6 +221,15 @@ fn all_ipv6(n: &LportAddresses) -> Vec<Ipv6Net> {
     v
 }
 
+/// `{a, b}` when more than one, else `a`.
+fn set_or_one(v: &[String]) -> String {
+    if v.len() == 1 {
+        v[0].clone()
+    } else {
+        format!("{{{}}}", v.join(", "))
+    }
+}
+
 /// The solicited-node multicast address of `a`.
 fn solicited_node(a: Ipv6Addr) -> Ipv6Addr {
     let low = u128::from(a) & 0x00ff_ffff;
@@ -269,12 +298,14 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     out.add(LrInAdmission, 100, "vlan.present || eth.src[40]", "drop;");
     out.add(LrInAdmission, 0, "1", "drop;");
 
-    out.add(
+    if !learn {
+        out.add(
         LrInLookupNeighbor,
         110,
         "nd_na && ip6.src == fe80::/10 && ip6.dst == ff00::/8",
         "reg9[2] = lookup_nd(inport, ip6.src, nd.tll); reg9[3] = lookup_nd_ip(inport, ip6.src); next;",
     );
+    }
     if learn {
         out.add(
             LrInLookupNeighbor,
@@ -319,7 +350,11 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     out.add(
         LrInLearnNeighbor,
         100,
-        "reg9[2] == 1 || reg9[3] == 0",
+        if learn {
+            "reg9[2] == 1"
+        } else {
+            "reg9[2] == 1 || reg9[3] == 0"
+        },
         "next;",
     );
     out.add(

@@ -1,7 +1,9 @@
 //! One router port's flows: admission, neighbor lookup, IP input, connected routes, ARP
 //! resolve for the ports of the switch it is attached to, delivery.
 
-use super::{ARP_REPLY, all_ipv6, always_learn, is_gateway_router, opt_true, solicited_node};
+use super::{
+    ARP_REPLY, all_ipv6, always_learn, is_gateway_router, opt_true, set_or_one, solicited_node,
+};
 use crate::addr::{Ipv4Net, Ipv6Net, parse_lsp_addresses};
 use crate::build::Ctx;
 use crate::lflow::Sink;
@@ -85,36 +87,39 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             "drop;",
         );
     }
-    if !n.ipv6.is_empty() {
-        // Not yet checked against ovn-northd (no global IPv6 networks in the oracle).
-        let srcs: Vec<String> = n.ipv6.iter().map(|a| a.addr.to_string()).collect();
+    for a in &v6 {
         out.add(
             LrInIpInput,
             100,
-            format!("ip6.src == {{{}}} && reg9[0] == 0", srcs.join(", ")),
-            "drop;",
+            format!("ip6.dst == {} && udp.src == 547 && udp.dst == 546", a.addr),
+            "reg0 = 0; handle_dhcpv6_reply;",
         );
     }
-    for a in &v6 {
-        if a.addr.segments()[0] & 0xffc0 == 0xfe80 {
-            out.add(
-                LrInIpInput,
-                100,
-                format!("ip6.dst == {} && udp.src == 547 && udp.dst == 546", a.addr),
-                "reg0 = 0; handle_dhcpv6_reply;",
-            );
-        }
-    }
-    for a in &n.ipv4 {
+    if !n.ipv4.is_empty() {
+        let ips: Vec<String> = n.ipv4.iter().map(|a| a.addr.to_string()).collect();
         out.add(
             LrInIpInput,
             90,
             format!(
                 "ip4.dst == {} && icmp4.type == 8 && icmp4.code == 0",
-                a.addr
+                set_or_one(&ips)
             ),
             "ip4.dst <-> ip4.src; ip.ttl = 255; icmp4.type = 0; flags.loopback = 1; next; ",
         );
+    }
+    if !v6.is_empty() {
+        let ips: Vec<String> = v6.iter().map(|a| a.addr.to_string()).collect();
+        out.add(
+            LrInIpInput,
+            90,
+            format!(
+                "ip6.dst == {} && icmp6.type == 128 && icmp6.code == 0",
+                set_or_one(&ips)
+            ),
+            "ip6.dst <-> ip6.src; ip.ttl = 255; icmp6.type = 129; flags.loopback = 1; next; ",
+        );
+    }
+    for a in &n.ipv4 {
         out.add(
             LrInIpInput,
             90,
@@ -128,15 +133,6 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
         );
     }
     for a in &v6 {
-        out.add(
-            LrInIpInput,
-            90,
-            format!(
-                "ip6.dst == {} && icmp6.type == 128 && icmp6.code == 0",
-                a.addr
-            ),
-            "ip6.dst <-> ip6.src; ip.ttl = 255; icmp6.type = 129; flags.loopback = 1; next; ",
-        );
         out.add(
             LrInIpInput,
             90,
@@ -194,7 +190,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             );
         }
     }
-    if let Some(a) = n.ipv4.first() {
+    for a in &n.ipv4 {
         out.add(
             LrInIpInput,
             31,
@@ -205,19 +201,32 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             ),
         );
     }
-    if let Some(a) = n.ipv6.first() {
-        // Not yet checked against ovn-northd.
+    for a in &n.ipv6 {
         out.add(
             LrInIpInput,
             31,
-            format!("inport == \"{name}\" && ip6 && ip.ttl == {{0, 1}} && !ip.later_frag"),
+            format!(
+                "inport == \"{name}\" && ip6 && ip6.src == {}/{} && ip.ttl == {{0, 1}} && !ip.later_frag",
+                a.network(),
+                a.plen
+            ),
             format!(
                 "icmp6 {{eth.dst <-> eth.src; ip6.dst = ip6.src; ip6.src = {} ; ip.ttl = 254; icmp6.type = 3; /* Time exceeded */ icmp6.code = 0; /* TTL exceeded in transit */ outport = \"{name}\"; flags.loopback = 1; output; }};",
                 a.addr
             ),
         );
     }
-    // Not yet: IPv6 ND RA (options:ipv6_ra_configs), route_table (ip_routing_pre), BFD.
+    if let Some(t) = p.options.get("route_table").filter(|t| !t.is_empty()) {
+        if let Some(id) = ctx.lr_index[rt].route_tables.get(t) {
+            out.add(
+                LrInIpRoutingPre,
+                100,
+                format!("inport == \"{name}\""),
+                format!("reg7 = {id}; next;"),
+            );
+        }
+    }
+    // Not yet: IPv6 ND RA (options:ipv6_ra_configs), BFD.
 
     // Connected routes.
     for a in &n.ipv4 {
@@ -350,41 +359,44 @@ fn arp_resolve(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
                 continue;
             };
             let Some(omac) = other.mac else { continue };
-            for a in &other.ipv4 {
-                let reach = me.ipv4.iter().any(|x| {
+            let reach4 = other.ipv4.iter().any(|a| {
+                me.ipv4.iter().any(|x| {
                     Ipv4Net {
                         addr: a.addr,
                         plen: x.plen,
                     }
                     .network()
                         == x.network()
-                });
-                if reach {
-                    out.add(
-                        LrInArpResolve,
-                        100,
-                        format!("outport == \"{name}\" && reg0 == {}", a.addr),
-                        format!("eth.dst = {omac}; next;"),
-                    );
-                }
+                })
+            });
+            if reach4 {
+                let ips: Vec<String> = other.ipv4.iter().map(|a| a.addr.to_string()).collect();
+                out.add(
+                    LrInArpResolve,
+                    100,
+                    format!("outport == \"{name}\" && reg0 == {}", set_or_one(&ips)),
+                    format!("eth.dst = {omac}; next;"),
+                );
             }
-            for a in all_ipv6(other) {
-                let reach = my6.iter().any(|x| {
+            let o6 = all_ipv6(other);
+            let reach6 = o6.iter().any(|a| {
+                my6.iter().any(|x| {
                     Ipv6Net {
                         addr: a.addr,
                         plen: x.plen,
                     }
                     .network()
                         == x.network()
-                });
-                if reach {
-                    out.add(
-                        LrInArpResolve,
-                        100,
-                        format!("outport == \"{name}\" && xxreg0 == {}", a.addr),
-                        format!("eth.dst = {omac}; next;"),
-                    );
-                }
+                })
+            });
+            if reach6 {
+                let ips: Vec<String> = o6.iter().map(|a| a.addr.to_string()).collect();
+                out.add(
+                    LrInArpResolve,
+                    100,
+                    format!("outport == \"{name}\" && xxreg0 == {}", set_or_one(&ips)),
+                    format!("eth.dst = {omac}; next;"),
+                );
             }
             continue;
         }

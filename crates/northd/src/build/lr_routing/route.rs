@@ -94,12 +94,24 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
     let Some(pfx) = parse_prefix(&sr.ip_prefix) else {
         return;
     };
-    if !sr.route_table.is_empty() {
-        // Not yet: route tables (ids assigned per router, ip_routing_pre flows).
-        return;
-    }
+    let table = if sr.route_table.is_empty() {
+        0
+    } else {
+        match ctx.lr_index[rt].route_tables.get(&sr.route_table) {
+            Some(&id) => id,
+            None => return,
+        }
+    };
+    let src = is_src_ip(sr);
+    let fam = if pfx.ip.is_ipv6() { "ip6" } else { "ip4" };
+    let m = if src {
+        format!("{fam}.src == {pfx}")
+    } else {
+        format!("reg7 == {table} && {fam}.dst == {pfx}")
+    };
+    let prio = pfx.plen as u16 * 3 + u16::from(!src);
     if sr.nexthop == "discard" {
-        // Not yet: discard routes.
+        out.add(LrInIpRouting, prio, m, "drop;");
         return;
     }
     if sr.options.contains_key("bfd") || sr.options.contains_key("ecmp_symmetric_reply") {
@@ -114,14 +126,19 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
     let Some(hop) = resolve(ctx, rt, nh, sr.output_port.as_deref()) else {
         return;
     };
-    let src = is_src_ip(sr);
-    let fam = if pfx.ip.is_ipv6() { "ip6" } else { "ip4" };
-    let m = if src {
-        format!("{fam}.src == {pfx}")
-    } else {
-        format!("reg7 == 0 && {fam}.dst == {pfx}")
-    };
-    let prio = pfx.plen as u16 * 3 + u16::from(!src);
+    if let IpAddr::V6(g) = nh {
+        let sn = super::solicited_node(g);
+        let o = sn.octets();
+        out.add(
+            LrInArpRequest,
+            200,
+            format!("eth.dst == 00:00:00:00:00:00 && ip6 && xxreg0 == {g}"),
+            format!(
+                "nd_ns {{ eth.dst = 33:33:{:02x}:{:02x}:{:02x}:{:02x}; ip6.dst = {sn}; nd.target = {g}; output; }};",
+                o[12], o[13], o[14], o[15]
+            ),
+        );
+    }
     match ctx.lr_index[rt].ecmp.get(route).copied().flatten() {
         None => out.add(
             LrInIpRouting,
