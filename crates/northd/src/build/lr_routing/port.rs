@@ -216,15 +216,17 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             ),
         );
     }
-    if let Some(t) = p.options.get("route_table").filter(|t| !t.is_empty()) {
-        if let Some(id) = ctx.lr_index[rt].route_tables.get(t) {
-            out.add(
-                LrInIpRoutingPre,
-                100,
-                format!("inport == \"{name}\""),
-                format!("reg7 = {id}; next;"),
-            );
-        }
+    if let Some(id) = p
+        .options
+        .get("route_table")
+        .and_then(|t| ctx.lr_index[rt].route_tables.get(t))
+    {
+        out.add(
+            LrInIpRoutingPre,
+            100,
+            format!("inport == \"{name}\""),
+            format!("reg7 = {id}; next;"),
+        );
     }
     // Not yet: IPv6 ND RA (options:ipv6_ra_configs), BFD.
 
