@@ -236,6 +236,15 @@ fn solicited_node(a: Ipv6Addr) -> Ipv6Addr {
     Ipv6Addr::from(0xff02_0000_0000_0000_0000_0001_ff00_0000u128 | low)
 }
 
+/// True for a distributed gateway port (one with gateway chassis).
+fn is_dgp(p: &crate::nb::Lrp) -> bool {
+    !p.gateway_chassis.is_empty()
+        || p.ha_chassis_group.is_some()
+        || p.options
+            .get("redirect-chassis")
+            .is_some_and(|c| !c.is_empty())
+}
+
 /// True for a gateway router (`options:chassis` set).
 fn is_gateway_router(r: &LogicalRouter) -> bool {
     r.options.get("chassis").is_some_and(|c| !c.is_empty())
@@ -287,6 +296,9 @@ fn router_owned_snat_ips(ctx: &Ctx<'_>, rt: usize) -> (Vec<Ipv4Addr>, Vec<Ipv6Ad
 
 /// The ARP reply actions (shared by router IPs, NAT IPs and LB VIPs).
 const ARP_REPLY: &str = "eth.dst = eth.src; eth.src = xreg0[0..47]; arp.op = 2; /* ARP reply */ arp.tha = arp.sha; arp.sha = xreg0[0..47]; arp.tpa <-> arp.spa; outport = inport; flags.loopback = 1; output;";
+
+/// The ND NA reply actions for NAT IPs and LB VIPs.
+const ND_NA_REPLY: &str = "nd_na { eth.src = xreg0[0..47]; ip6.src = nd.target; nd.tll = xreg0[0..47]; outport = inport; flags.loopback = 1; output; };";
 
 /// A router's own flows in these stages.
 pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
@@ -546,7 +558,6 @@ fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
             );
         }
         if any6 {
-            // Not yet checked against ovn-northd (no IPv6 VIPs in the oracle topologies).
             out.add(
                 Stage::LrInIpInput,
                 90,
@@ -554,7 +565,7 @@ fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
                     "inport == \"{}\" && nd_ns && nd.target == $_rtr_lb_{key}_ip6",
                     p.name
                 ),
-                "nd_na { eth.src = xreg0[0..47]; ip6.src = nd.target; nd.tll = xreg0[0..47]; outport = inport; flags.loopback = 1; output; };",
+                ND_NA_REPLY,
             );
         }
     }
@@ -575,8 +586,9 @@ fn vip_ip(vip: &str) -> Option<IpAddr> {
 pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let n = &r.nat[nat];
-    if !is_gateway_router(r) {
-        // Not yet: NAT on distributed routers (needs a distributed gateway port).
+    if !is_gateway_router(r) && r.ports.iter().any(is_dgp) {
+        // Not yet: NAT on routers with a distributed gateway port (per-port replies,
+        // is_chassis_resident(), external_mac).
         return;
     }
     match nat_external_ip(&n.external_ip) {
@@ -586,9 +598,15 @@ pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
             format!("arp.op == 1 && arp.tpa == {a}"),
             ARP_REPLY,
         ),
-        Some(IpAddr::V6(_)) => {
-            // Not yet: IPv6 NAT external IPs (ND replies).
-        }
+        Some(IpAddr::V6(a)) => out.add(
+            Stage::LrInIpInput,
+            90,
+            format!(
+                "ip6.dst == {{{a}, {}}} && nd_ns && nd.target == {a}",
+                solicited_node(a)
+            ),
+            ND_NA_REPLY,
+        ),
         None => {}
     }
 }

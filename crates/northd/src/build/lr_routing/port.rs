@@ -14,9 +14,8 @@ use std::net::IpAddr;
 pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let p = ctx.lrp(rt, port);
-    if p.enabled == Some(false) {
-        return;
-    }
+    // A disabled port keeps its flows except admission and delivery.
+    let enabled = p.enabled != Some(false);
     let Some(n) = ctx.lrp_networks[rt][port].as_ref() else {
         return;
     };
@@ -28,18 +27,20 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     // is_chassis_resident() conditions, chassisredirect ports.
 
     // Admission.
-    out.add(
-        LrInAdmission,
-        50,
-        format!("eth.mcast && inport == \"{name}\""),
-        format!("xreg0[0..47] = {mac}; next;"),
-    );
-    out.add(
-        LrInAdmission,
-        50,
-        format!("eth.dst == {mac} && inport == \"{name}\""),
-        format!("xreg0[0..47] = {mac}; next;"),
-    );
+    if enabled {
+        out.add(
+            LrInAdmission,
+            50,
+            format!("eth.mcast && inport == \"{name}\""),
+            format!("xreg0[0..47] = {mac}; next;"),
+        );
+        out.add(
+            LrInAdmission,
+            50,
+            format!("eth.dst == {mac} && inport == \"{name}\""),
+            format!("xreg0[0..47] = {mac}; next;"),
+        );
+    }
 
     // Neighbor lookup.
     let learn = always_learn(r);
@@ -267,6 +268,9 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     arp_resolve(ctx, rt, port, out);
 
     // Delivery.
+    if !enabled {
+        return;
+    }
     if opt_true(r, "mcast_relay") {
         out.add(
             LrOutDelivery,
@@ -403,10 +407,39 @@ fn arp_resolve(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             continue;
         }
         if lsp.kind == "virtual" {
-            // Not yet: virtual ports (need Port_Binding virtual_parent).
+            // The virtual IP resolves by ARP until a parent claims it. Not yet: the
+            // claimed parent's MAC (SB Port_Binding virtual_parent).
+            match lsp
+                .options
+                .get("virtual-ip")
+                .and_then(|v| v.parse::<IpAddr>().ok())
+            {
+                Some(IpAddr::V4(a)) => out.add(
+                    LrInArpResolve,
+                    100,
+                    format!("outport == \"{name}\" && reg0 == {a}"),
+                    "eth.dst = 00:00:00:00:00:00; next;",
+                ),
+                Some(IpAddr::V6(a)) => out.add(
+                    LrInArpResolve,
+                    100,
+                    format!("outport == \"{name}\" && xxreg0 == {a}"),
+                    "eth.dst = 00:00:00:00:00:00; next;",
+                ),
+                None => {}
+            }
             continue;
         }
+        let dynamic = lsp.row.get("dynamic_addresses").as_str();
         for entry in &lsp.addresses {
+            let entry = if entry == "dynamic" {
+                match dynamic {
+                    Some(d) => d,
+                    None => continue,
+                }
+            } else {
+                entry.as_str()
+            };
             let Some(la) = parse_lsp_addresses(entry) else {
                 continue;
             };
