@@ -43,6 +43,8 @@ pub struct RouterIndex {
     /// Per static route: its ECMP group, when it shares (route table, policy, prefix)
     /// with other routes.
     pub ecmp: Vec<Option<Ecmp>>,
+    /// The first distributed gateway port (not on gateway routers).
+    pub dgp: Option<usize>,
 }
 
 /// One static route's place in an ECMP group.
@@ -68,7 +70,14 @@ pub fn index_routers(nb: &Nb, nets: &[Vec<Option<LportAddresses>>]) -> Vec<Route
 }
 
 fn index_router(r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterIndex {
-    let mut ix = RouterIndex::default();
+    let mut ix = RouterIndex {
+        dgp: if is_gateway_router(r) {
+            None
+        } else {
+            r.ports.iter().position(is_dgp)
+        },
+        ..Default::default()
+    };
     for (j, n) in nets.iter().enumerate() {
         let Some(n) = n else { continue };
         for a in &n.ipv4 {
@@ -243,6 +252,16 @@ fn is_dgp(p: &crate::nb::Lrp) -> bool {
         || p.options
             .get("redirect-chassis")
             .is_some_and(|c| !c.is_empty())
+}
+
+/// ` && is_chassis_resident("cr-P")` for the router's distributed gateway port, else "".
+fn resident_suffix(ctx: &Ctx<'_>, rt: usize, p: &crate::nb::Lrp) -> String {
+    match ctx.lr_index[rt].dgp {
+        Some(g) if ctx.lrp(rt, g).uuid == p.uuid => {
+            format!(" && is_chassis_resident(\"cr-{}\")", p.name)
+        }
+        _ => String::new(),
+    }
 }
 
 /// True for a gateway router (`options:chassis` set).
@@ -551,8 +570,9 @@ fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
                 Stage::LrInIpInput,
                 90,
                 format!(
-                    "inport == \"{}\" && arp.op == 1 && arp.tpa == $_rtr_lb_{key}_ip4",
-                    p.name
+                    "inport == \"{}\" && arp.op == 1 && arp.tpa == $_rtr_lb_{key}_ip4{}",
+                    p.name,
+                    resident_suffix(ctx, rt, p)
                 ),
                 ARP_REPLY,
             );
@@ -562,8 +582,9 @@ fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
                 Stage::LrInIpInput,
                 90,
                 format!(
-                    "inport == \"{}\" && nd_ns && nd.target == $_rtr_lb_{key}_ip6",
-                    p.name
+                    "inport == \"{}\" && nd_ns && nd.target == $_rtr_lb_{key}_ip6{}",
+                    p.name,
+                    resident_suffix(ctx, rt, p)
                 ),
                 ND_NA_REPLY,
             );
@@ -586,19 +607,20 @@ fn vip_ip(vip: &str) -> Option<IpAddr> {
 pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let n = &r.nat[nat];
-    if !is_gateway_router(r) && r.ports.iter().any(is_dgp) {
-        // Not yet: NAT on routers with a distributed gateway port (per-port replies,
-        // is_chassis_resident(), external_mac).
+    let Some(ext) = nat_external_ip(&n.external_ip) else {
         return;
+    };
+    if let Some(g) = ctx.lr_index[rt].dgp {
+        dgp_nat(ctx, rt, g, n, ext, out);
     }
-    match nat_external_ip(&n.external_ip) {
-        Some(IpAddr::V4(a)) => out.add(
+    match ext {
+        IpAddr::V4(a) => out.add(
             Stage::LrInIpInput,
             90,
             format!("arp.op == 1 && arp.tpa == {a}"),
             ARP_REPLY,
         ),
-        Some(IpAddr::V6(a)) => out.add(
+        IpAddr::V6(a) => out.add(
             Stage::LrInIpInput,
             90,
             format!(
@@ -607,8 +629,113 @@ pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
             ),
             ND_NA_REPLY,
         ),
-        None => {}
     }
+}
+
+/// A NAT rule's flows on a router with a distributed gateway port `g`.
+fn dgp_nat(
+    ctx: &Ctx<'_>,
+    rt: usize,
+    g: usize,
+    n: &crate::nb::Nat,
+    ext: IpAddr,
+    out: &mut Sink<'_>,
+) {
+    use Stage::*;
+    let IpAddr::V4(a) = ext else {
+        // Not yet: IPv6 NAT on distributed gateway ports.
+        return;
+    };
+    // Not yet: several DGPs (the NAT's gateway_port column), stateless NAT and
+    // allowed/exempted external IPs.
+    let gp = ctx.lrp(rt, g);
+    let gname = &gp.name;
+    let Some(gmac) = ctx.lrp_networks[rt][g].as_ref().and_then(|x| x.mac) else {
+        return;
+    };
+    let ext_mac = n.external_mac.as_deref().and_then(crate::addr::Mac::parse);
+    let distributed = n.kind == "dnat_and_snat" && n.logical_port.is_some() && ext_mac.is_some();
+    let resident = match (&n.logical_port, distributed) {
+        (Some(lp), true) => format!("is_chassis_resident(\"{lp}\")"),
+        _ => format!("is_chassis_resident(\"cr-{gname}\")"),
+    };
+    if let (true, Some(m)) = (distributed, ext_mac) {
+        out.add(
+            LrInAdmission,
+            50,
+            format!("eth.dst == {m} && inport == \"{gname}\" && {resident}"),
+            format!("xreg0[0..47] = {gmac}; next;"),
+        );
+    }
+    let (reply, mac) = match (distributed, ext_mac) {
+        (true, Some(m)) => (
+            format!(
+                "eth.dst = eth.src; eth.src = {m}; arp.op = 2; /* ARP reply */ arp.tha = arp.sha; arp.sha = {m}; arp.tpa <-> arp.spa; outport = inport; flags.loopback = 1; output;"
+            ),
+            m,
+        ),
+        _ => (ARP_REPLY.to_string(), gmac),
+    };
+    out.add(
+        LrInIpInput,
+        92,
+        format!("inport == \"{gname}\" && arp.op == 1 && arp.tpa == {a} && {resident}"),
+        reply,
+    );
+    out.add(
+        LrInIpInput,
+        91,
+        format!("inport == \"{gname}\" && arp.op == 1 && arp.tpa == {a}"),
+        "drop;",
+    );
+    if n.kind == "snat" {
+        out.add(
+            LrInIpInput,
+            120,
+            format!("inport == \"{gname}\" && ip4.src == {a}"),
+            "next;",
+        );
+    }
+    let in_subnet = ctx.lrp_networks[rt].iter().flatten().any(|x| {
+        x.ipv4.iter().any(|y| {
+            Ipv4Net {
+                addr: a,
+                plen: y.plen,
+            }
+            .network()
+                == y.network()
+        })
+    });
+    if in_subnet || n.options.get("add_route").is_some_and(|v| v == "true") {
+        out.add(
+            LrInArpResolve,
+            100,
+            format!("outport == \"{gname}\" && reg0 == {a}"),
+            format!("eth.dst = {mac}; next;"),
+        );
+        out.add(
+            LrInArpResolve,
+            150,
+            format!("inport == \"{gname}\" && outport == \"{gname}\" && ip4.dst == {a}"),
+            "drop;",
+        );
+    }
+    if let (true, Some(m)) = (distributed, ext_mac) {
+        if let Some(IpAddr::V4(li)) = parse_ip_net(&n.logical_ip) {
+            out.add(
+                LrInGwRedirect,
+                100,
+                format!("ip4.src == {li} && outport == \"{gname}\" && {resident}"),
+                format!("eth.src = {m}; reg1 = {a}; next;"),
+            );
+        }
+    }
+    out.add(
+        LrOutEgrLoop,
+        100,
+        format!("ip4.dst == {a} && outport == \"{gname}\" && {resident}"),
+        "clone { ct_clear; inport = outport; outport = \"\"; eth.dst <-> eth.src; flags = 0; flags.loopback = 1; flags.use_snat_zone = reg9[4]; reg0 = 0; reg1 = 0; reg2 = 0; reg3 = 0; reg4 = 0; reg5 = 0; reg6 = 0; reg7 = 0; reg8 = 0; reg9 = 0; reg9[0] = 1; next(pipeline=ingress, table=0); };",
+    );
 }
 
 /// One load balancer's flows in these stages: none of its own (the VIP ARP replies are

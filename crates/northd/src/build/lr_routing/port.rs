@@ -21,7 +21,16 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     };
     let Some(mac) = n.mac else { return };
     let name = &p.name;
-    let gw = is_gateway_router(r);
+    let dgp = ctx.lr_index[rt].dgp == Some(port);
+    // ` && is_chassis_resident("cr-P")` on the distributed gateway port.
+    let res = if dgp {
+        format!(" && is_chassis_resident(\"cr-{name}\")")
+    } else {
+        String::new()
+    };
+    // Gateway routers and routers with a gateway port accept traffic to their IPs (NAT,
+    // LB): no unreachables.
+    let gw = is_gateway_router(r) || ctx.lr_index[rt].dgp.is_some();
     let v6 = all_ipv6(n);
     // Not yet: distributed gateway ports (gateway_chassis / ha_chassis_group):
     // is_chassis_resident() conditions, chassisredirect ports.
@@ -37,7 +46,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
         out.add(
             LrInAdmission,
             50,
-            format!("eth.dst == {mac} && inport == \"{name}\""),
+            format!("eth.dst == {mac} && inport == \"{name}\"{res}"),
             format!("xreg0[0..47] = {mac}; next;"),
         );
     }
@@ -50,7 +59,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             out.add(
                 LrInLookupNeighbor,
                 100,
-                format!("inport == \"{name}\" && arp.spa == {net} && arp.op == 1"),
+                format!("inport == \"{name}\" && arp.spa == {net} && arp.op == 1{res}"),
                 "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); next;",
             );
         } else {
@@ -58,7 +67,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
                 LrInLookupNeighbor,
                 110,
                 format!(
-                    "inport == \"{name}\" && arp.spa == {net} && arp.tpa == {} && arp.op == 1",
+                    "inport == \"{name}\" && arp.spa == {net} && arp.tpa == {} && arp.op == 1{res}",
                     a.addr
                 ),
                 "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); reg9[3] = 1; next;",
@@ -66,7 +75,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             out.add(
                 LrInLookupNeighbor,
                 100,
-                format!("inport == \"{name}\" && arp.spa == {net} && arp.op == 1"),
+                format!("inport == \"{name}\" && arp.spa == {net} && arp.op == 1{res}"),
                 "reg9[2] = lookup_arp(inport, arp.spa, arp.sha); reg9[3] = lookup_arp_ip(inport, arp.spa); next;",
             );
         }
@@ -125,7 +134,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             LrInIpInput,
             90,
             format!(
-                "inport == \"{name}\" && arp.op == 1 && arp.tpa == {} && arp.spa == {}/{}",
+                "inport == \"{name}\" && arp.op == 1 && arp.tpa == {} && arp.spa == {}/{}{res}",
                 a.addr,
                 a.network(),
                 a.plen
@@ -138,7 +147,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             LrInIpInput,
             90,
             format!(
-                "inport == \"{name}\" && ip6.dst == {{{}, {}}} && nd_ns && nd.target == {}",
+                "inport == \"{name}\" && ip6.dst == {{{}, {}}} && nd_ns && nd.target == {}{res}",
                 a.addr,
                 solicited_node(a.addr),
                 a.addr
@@ -197,8 +206,13 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             31,
             format!("inport == \"{name}\" && ip4 && ip.ttl == {{0, 1}} && !ip.later_frag"),
             format!(
-                "icmp4 {{eth.dst <-> eth.src; icmp4.type = 11; /* Time exceeded */ icmp4.code = 0; /* TTL exceeded in transit */ ip4.dst = ip4.src; ip4.src = {} ; ip.ttl = 254; outport = \"{name}\"; flags.loopback = 1; output; }};",
-                a.addr
+                "icmp4 {{eth.dst <-> eth.src; icmp4.type = 11; /* Time exceeded */ icmp4.code = 0; /* TTL exceeded in transit */ {} ; ip.ttl = 254; outport = \"{name}\"; flags.loopback = 1; output; }};",
+                // On the gateway port the reply leaves through SNAT.
+                if dgp {
+                    "ip4.dst <-> ip4.src".to_string()
+                } else {
+                    format!("ip4.dst = ip4.src; ip4.src = {}", a.addr)
+                }
             ),
         );
     }
@@ -266,6 +280,15 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     }
 
     arp_resolve(ctx, rt, port, out);
+
+    if dgp && enabled {
+        out.add(
+            LrInGwRedirect,
+            50,
+            format!("outport == \"{name}\""),
+            format!("outport = \"cr-{name}\"; next;"),
+        );
+    }
 
     // Delivery.
     if !enabled {
