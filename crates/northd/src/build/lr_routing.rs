@@ -720,15 +720,15 @@ fn dgp_nat(
             "drop;",
         );
     }
-    if let (true, Some(m)) = (distributed, ext_mac) {
-        if let Some(IpAddr::V4(li)) = parse_ip_net(&n.logical_ip) {
-            out.add(
-                LrInGwRedirect,
-                100,
-                format!("ip4.src == {li} && outport == \"{gname}\" && {resident}"),
-                format!("eth.src = {m}; reg1 = {a}; next;"),
-            );
-        }
+    if let (true, Some(m), Some(IpAddr::V4(li))) =
+        (distributed, ext_mac, parse_ip_net(&n.logical_ip))
+    {
+        out.add(
+            LrInGwRedirect,
+            100,
+            format!("ip4.src == {li} && outport == \"{gname}\" && {resident}"),
+            format!("eth.src = {m}; reg1 = {a}; next;"),
+        );
     }
     out.add(
         LrOutEgrLoop,
