@@ -746,6 +746,142 @@ pub fn router_lb(_ctx: &Ctx<'_>, _rt: usize, _lb: &LoadBalancer, _out: &mut Sink
 mod tests {
     use super::*;
 
+    use crate::build::build_serial;
+    use crate::nb::{LogicalSwitch, Lrp, Lsp, StaticRoute};
+
+    fn lrp(name: &str, mac: &str, net: &str) -> Lrp {
+        Lrp {
+            uuid: ovsdb::Uuid::default(),
+            name: name.into(),
+            mac: mac.into(),
+            networks: vec![net.into()],
+            peer: None,
+            options: Default::default(),
+            enabled: None,
+            gateway_chassis: vec![],
+            ha_chassis_group: None,
+            row: Default::default(),
+        }
+    }
+
+    fn lsp(name: &str, kind: &str, addr: &str, rp: Option<&str>) -> Lsp {
+        Lsp {
+            uuid: ovsdb::Uuid::default(),
+            name: name.into(),
+            kind: kind.into(),
+            addresses: vec![addr.into()],
+            port_security: vec![],
+            options: rp
+                .map(|r| [("router-port".to_string(), r.to_string())].into())
+                .unwrap_or_default(),
+            enabled: None,
+            up: None,
+            external_ids: Default::default(),
+            row: Default::default(),
+        }
+    }
+
+    fn route(prefix: &str, nh: &str, policy: Option<&str>) -> StaticRoute {
+        StaticRoute {
+            uuid: ovsdb::Uuid::default(),
+            ip_prefix: prefix.into(),
+            nexthop: nh.into(),
+            policy: policy.map(Into::into),
+            output_port: None,
+            route_table: String::new(),
+            options: Default::default(),
+            row: Default::default(),
+        }
+    }
+
+    /// One router `R` (gateway router when `chassis`) with port `rp` (10.0.0.1/24) on
+    /// switch `S`, which has a VIF 10.0.0.5, and the given static routes.
+    fn net(chassis: bool, routes: Vec<StaticRoute>) -> Nb {
+        let mut options = crate::nb::Smap::new();
+        if chassis {
+            options.insert("chassis".into(), "ch1".into());
+        }
+        Nb {
+            switches: vec![LogicalSwitch {
+                uuid: ovsdb::Uuid::default(),
+                name: "S".into(),
+                ports: vec![
+                    lsp("s-r", "router", "router", Some("rp")),
+                    lsp("vm", "", "0a:00:00:00:00:05 10.0.0.5", None),
+                ],
+                acls: vec![],
+                load_balancer: vec![],
+                load_balancer_group: vec![],
+                other_config: Default::default(),
+                external_ids: Default::default(),
+                row: Default::default(),
+            }],
+            routers: vec![LogicalRouter {
+                uuid: ovsdb::Uuid::default(),
+                name: "R".into(),
+                ports: vec![lrp("rp", "0a:00:00:00:00:01", "10.0.0.1/24")],
+                static_routes: routes,
+                policies: vec![],
+                nat: vec![],
+                load_balancer: vec![],
+                load_balancer_group: vec![],
+                enabled: None,
+                options,
+                external_ids: Default::default(),
+                row: Default::default(),
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// The router's flows in `stage` as `priority match => actions`.
+    fn flows(nb: &Nb, stage: Stage) -> Vec<String> {
+        let ctx = Ctx::new(nb);
+        build_serial(&ctx)
+            .into_iter()
+            .filter(|f| f.stage == stage)
+            .map(|f| format!("{} {} => {}", f.priority, f.match_, f.actions))
+            .collect()
+    }
+
+    #[test]
+    fn gateway_router_has_no_unreachables_but_time_exceeded() {
+        let g = flows(&net(true, vec![]), Stage::LrInIpInput);
+        assert!(
+            !g.iter()
+                .any(|f| f.starts_with("80 ") || f.starts_with("70 "))
+        );
+        assert!(g.contains(&"31 inport == \"rp\" && ip4 && ip.ttl == {0, 1} && !ip.later_frag => icmp4 {eth.dst <-> eth.src; icmp4.type = 11; /* Time exceeded */ icmp4.code = 0; /* TTL exceeded in transit */ ip4.dst = ip4.src; ip4.src = 10.0.0.1 ; ip.ttl = 254; outport = \"rp\"; flags.loopback = 1; output; };".to_string()));
+        let d = flows(&net(false, vec![]), Stage::LrInIpInput);
+        assert!(d.contains(&"70 ip4 && ip4.dst == 10.0.0.1 && !ip.later_frag => icmp4 {eth.dst <-> eth.src; ip4.dst <-> ip4.src; ip.ttl = 255; icmp4.type = 3; icmp4.code = 2; next; };".to_string()));
+        assert!(d.contains(&"60 ip4.dst == {10.0.0.1} => drop;".to_string()));
+    }
+
+    #[test]
+    fn routes_priorities_and_resolve() {
+        let nb = net(
+            false,
+            vec![
+                route("10.0.0.0/24", "10.0.0.9", Some("src-ip")),
+                route("192.168.0.0/16", "10.0.0.7", None),
+                route("192.168.0.0/16", "10.0.0.8", None),
+            ],
+        );
+        let r = flows(&nb, Stage::LrInIpRouting);
+        assert!(r.contains(&"74 ip4.dst == 10.0.0.0/24 => ip.ttl--; reg8[0..15] = 0; reg0 = ip4.dst; reg1 = 10.0.0.1; eth.src = 0a:00:00:00:00:01; outport = \"rp\"; flags.loopback = 1; next;".to_string()));
+        assert!(r.contains(&"72 ip4.src == 10.0.0.0/24 => ip.ttl--; reg8[0..15] = 0; reg0 = 10.0.0.9; reg1 = 10.0.0.1; eth.src = 0a:00:00:00:00:01; outport = \"rp\"; flags.loopback = 1; next;".to_string()));
+        assert!(r.contains(&"49 reg7 == 0 && ip4.dst == 192.168.0.0/16 => ip.ttl--; flags.loopback = 1; reg8[0..15] = 1; reg8[16..31] = select(1, 2);".to_string()));
+        let e = flows(&nb, Stage::LrInIpRoutingEcmp);
+        assert!(e.contains(&"100 reg8[0..15] == 1 && reg8[16..31] == 2 => reg0 = 10.0.0.8; reg1 = 10.0.0.1; eth.src = 0a:00:00:00:00:01; outport = \"rp\"; next;".to_string()));
+        let a = flows(&nb, Stage::LrInArpResolve);
+        assert!(
+            a.contains(
+                &"100 outport == \"rp\" && reg0 == 10.0.0.5 => eth.dst = 0a:00:00:00:00:05; next;"
+                    .to_string()
+            )
+        );
+    }
+
     #[test]
     fn solicited() {
         let a: Ipv6Addr = "fe80::858:64ff:fe40:1".parse().unwrap();
