@@ -23,8 +23,8 @@ use crate::addr::{Ipv4Net, Ipv6Net, LportAddresses, parse_ip_net};
 use crate::lflow::Sink;
 use crate::nb::{LoadBalancer, LogicalRouter, Nb};
 use crate::stage::Stage;
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv6Addr};
 
 pub use port::router_port;
 pub use route::{router_policy, router_route};
@@ -45,6 +45,11 @@ pub struct RouterIndex {
     pub ecmp: Vec<Option<Ecmp>>,
     /// The first distributed gateway port (not on gateway routers).
     pub dgp: Option<usize>,
+    /// The router's own IPs that are also SNAT external IPs or load-balancer VIPs (no
+    /// "drop traffic to router IP" flows for them; dropped late in ARP resolve instead).
+    pub snat_lb_ips: Vec<IpAddr>,
+    /// Whether some IPv4 / IPv6 load-balancer VIP is in one of the router's networks.
+    pub lb_reach: (bool, bool),
 }
 
 /// One static route's place in an ECMP group.
@@ -65,11 +70,11 @@ pub fn index_routers(nb: &Nb, nets: &[Vec<Option<LportAddresses>>]) -> Vec<Route
     nb.routers
         .iter()
         .zip(nets)
-        .map(|(r, n)| index_router(r, n))
+        .map(|(r, n)| index_router(nb, r, n))
         .collect()
 }
 
-fn index_router(r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterIndex {
+fn index_router(nb: &Nb, r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterIndex {
     let mut ix = RouterIndex {
         dgp: if is_gateway_router(r) {
             None
@@ -96,6 +101,60 @@ fn index_router(r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterInd
     for p in [&mut ix.plens_v4, &mut ix.plens_v6] {
         p.sort_unstable_by(|a, b| b.cmp(a));
         p.dedup();
+    }
+    let owned: HashSet<IpAddr> = nets
+        .iter()
+        .flatten()
+        .flat_map(|n| {
+            n.ipv4
+                .iter()
+                .map(|a| IpAddr::V4(a.addr))
+                .chain(all_ipv6(n).into_iter().map(|a| IpAddr::V6(a.addr)))
+        })
+        .collect();
+    let add_owned = |ix: &mut RouterIndex, ip: IpAddr| {
+        if owned.contains(&ip) && !ix.snat_lb_ips.contains(&ip) {
+            ix.snat_lb_ips.push(ip);
+        }
+    };
+    for nat in &r.nat {
+        if (nat.kind == "snat" || nat.kind == "dnat_and_snat")
+            && let Some(ip) = nat_external_ip(&nat.external_ip)
+        {
+            add_owned(&mut ix, ip);
+        }
+    }
+    for u in nb.lbs_of(&r.load_balancer, &r.load_balancer_group) {
+        let Some(lb) = nb.lbs.get(&u) else { continue };
+        for (vip, _) in &lb.vips {
+            let Some(ip) = vip_ip(vip) else { continue };
+            add_owned(&mut ix, ip);
+            let reach = match ip {
+                IpAddr::V4(_) => &mut ix.lb_reach.0,
+                IpAddr::V6(_) => &mut ix.lb_reach.1,
+            };
+            if !*reach {
+                // Global networks only: a VIP is not reachable through a link-local one.
+                *reach = nets.iter().flatten().any(|n| match ip {
+                    IpAddr::V4(a) => n.ipv4.iter().any(|x| {
+                        Ipv4Net {
+                            addr: a,
+                            plen: x.plen,
+                        }
+                        .network()
+                            == x.network()
+                    }),
+                    IpAddr::V6(a) => n.ipv6.iter().any(|x| {
+                        Ipv6Net {
+                            addr: a,
+                            plen: x.plen,
+                        }
+                        .network()
+                            == x.network()
+                    }),
+                });
+            }
+        }
     }
     let mut tables: Vec<&str> = r
         .static_routes
@@ -285,34 +344,6 @@ fn nat_external_ip(s: &str) -> Option<IpAddr> {
     parse_ip_net(s)
 }
 
-/// The router's NAT external IPs that are also IPs of its ports.
-fn router_owned_snat_ips(ctx: &Ctx<'_>, rt: usize) -> (Vec<Ipv4Addr>, Vec<Ipv6Addr>) {
-    let r = ctx.router(rt);
-    let mut v4 = Vec::new();
-    let mut v6 = Vec::new();
-    for nat in &r.nat {
-        if nat.kind != "snat" && nat.kind != "dnat_and_snat" {
-            continue;
-        }
-        let Some(ip) = nat_external_ip(&nat.external_ip) else {
-            continue;
-        };
-        let owned = ctx.lrp_networks[rt].iter().flatten().any(|n| match ip {
-            IpAddr::V4(a) => n.ipv4.iter().any(|x| x.addr == a),
-            IpAddr::V6(a) => all_ipv6(n).iter().any(|x| x.addr == a),
-        });
-        if !owned {
-            continue;
-        }
-        match ip {
-            IpAddr::V4(a) if !v4.contains(&a) => v4.push(a),
-            IpAddr::V6(a) if !v6.contains(&a) => v6.push(a),
-            _ => {}
-        }
-    }
-    (v4, v6)
-}
-
 /// The ARP reply actions (shared by router IPs, NAT IPs and LB VIPs).
 const ARP_REPLY: &str = "eth.dst = eth.src; eth.src = xreg0[0..47]; arp.op = 2; /* ARP reply */ arp.tha = arp.sha; arp.sha = xreg0[0..47]; arp.tpa <-> arp.spa; outport = inport; flags.loopback = 1; output;";
 
@@ -465,7 +496,9 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     out.add(LrInPolicyEcmp, 0, "1", "drop;");
 
     out.add(LrInArpResolve, 500, "ip4.mcast || ip6.mcast", "next;");
-    let (v4, v6) = router_owned_snat_ips(ctx, rt);
+    let ips = &ctx.lr_index[rt].snat_lb_ips;
+    let v4: Vec<&IpAddr> = ips.iter().filter(|a| a.is_ipv4()).collect();
+    let v6: Vec<&IpAddr> = ips.iter().filter(|a| a.is_ipv6()).collect();
     if !v4.is_empty() {
         let ips: Vec<String> = v4.iter().map(|a| a.to_string()).collect();
         out.add(
@@ -517,49 +550,7 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
 /// ARP replies for the router's load-balancer VIPs reachable from one of its ports: one
 /// flow per port matching the router's `$_rtr_lb_K_ip4` address set.
 fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
-    let lbs = &ctx.router_lbs[rt];
-    if lbs.is_empty() {
-        return;
-    }
-    let nets = &ctx.lrp_networks[rt];
-    let (mut any4, mut any6) = (false, false);
-    'lbs: for u in lbs {
-        let Some(lb) = ctx.nb.lbs.get(u) else {
-            continue;
-        };
-        for (vip, _) in &lb.vips {
-            match vip_ip(vip) {
-                Some(IpAddr::V4(a)) if !any4 => {
-                    any4 = nets.iter().flatten().any(|n| {
-                        n.ipv4.iter().any(|x| {
-                            Ipv4Net {
-                                addr: a,
-                                plen: x.plen,
-                            }
-                            .network()
-                                == x.network()
-                        })
-                    });
-                }
-                Some(IpAddr::V6(a)) if !any6 => {
-                    any6 = nets.iter().flatten().any(|n| {
-                        n.ipv6.iter().any(|x| {
-                            Ipv6Net {
-                                addr: a,
-                                plen: x.plen,
-                            }
-                            .network()
-                                == x.network()
-                        })
-                    });
-                }
-                _ => {}
-            }
-            if any4 && any6 {
-                break 'lbs;
-            }
-        }
-    }
+    let (any4, any6) = ctx.lr_index[rt].lb_reach;
     if !any4 && !any6 {
         return;
     }

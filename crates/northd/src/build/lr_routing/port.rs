@@ -4,11 +4,12 @@
 use super::{
     ARP_REPLY, all_ipv6, always_learn, is_gateway_router, opt_true, set_or_one, solicited_node,
 };
+use crate::addr::Mac;
 use crate::addr::{Ipv4Net, Ipv6Net, parse_lsp_addresses};
 use crate::build::Ctx;
 use crate::lflow::Sink;
 use crate::stage::Stage::*;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One router port's flows in these stages.
 pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
@@ -36,19 +37,75 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     // is_chassis_resident() conditions, chassisredirect ports.
 
     // Admission.
+    let mtu = gateway_mtu(p);
+    let chk = mtu
+        .map(|m| format!("reg9[1] = check_pkt_larger({}); ", m + 14))
+        .unwrap_or_default();
     if enabled {
         out.add(
             LrInAdmission,
             50,
             format!("eth.mcast && inport == \"{name}\""),
-            format!("xreg0[0..47] = {mac}; next;"),
+            format!("{chk}xreg0[0..47] = {mac}; next;"),
         );
         out.add(
             LrInAdmission,
             50,
             format!("eth.dst == {mac} && inport == \"{name}\"{res}"),
-            format!("xreg0[0..47] = {mac}; next;"),
+            format!("{chk}xreg0[0..47] = {mac}; next;"),
         );
+    }
+    if let Some(m) = mtu {
+        // Not yet: options:gateway_mtu_bypass (priority-55 flows).
+        out.add(
+            LrInChkPktLen,
+            50,
+            format!("outport == \"{name}\""),
+            format!("{chk}next;"),
+        );
+        if let Some(a) = n.ipv4.first() {
+            out.add(
+                LrInIpInput,
+                150,
+                format!("inport == \"{name}\" && ip4 && reg9[1] && reg9[0] == 0"),
+                frag_needed4(mac, a.addr, m),
+            );
+        }
+        if let Some(a) = v6.first() {
+            out.add(
+                LrInIpInput,
+                150,
+                format!("inport == \"{name}\" && ip6 && reg9[1] && reg9[0] == 0"),
+                frag_needed6(mac, a.addr, m),
+            );
+        }
+        // Packets routed from every other port out of this one.
+        for (q, qp) in r.ports.iter().enumerate() {
+            if q == port {
+                continue;
+            }
+            let Some(qn) = ctx.lrp_networks[rt][q].as_ref() else {
+                continue;
+            };
+            let Some(qmac) = qn.mac else { continue };
+            let qname = &qp.name;
+            if let Some(a) = qn.ipv4.first() {
+                out.add(
+                    LrInLargerPkts,
+                    150,
+                    format!("inport == \"{qname}\" && outport == \"{name}\" && ip4 && reg9[1] && reg9[0] == 0"),
+                    frag_needed4(qmac, a.addr, m),
+                );
+            }
+            if let Some(a) = all_ipv6(qn).first() {
+                out.add(
+                    LrInLargerPkts,
+                    150,
+                    format!("inport == \"{qname}\" && outport == \"{name}\" && ip6 && reg9[1] && reg9[0] == 0"),
+                    frag_needed6(qmac, a.addr, m),
+                );
+            }
+        }
     }
 
     // Neighbor lookup.
@@ -86,9 +143,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
         let mut srcs = Vec::new();
         for a in &n.ipv4 {
             srcs.push(a.addr.to_string());
-            if a.plen < 32 {
-                srcs.push(a.broadcast().to_string());
-            }
+            srcs.push(a.broadcast().to_string());
         }
         out.add(
             LrInIpInput,
@@ -171,7 +226,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             .get("lb_force_snat_ip")
             .is_some_and(|v| v == "router_ip");
     if !force_snat_router_ip {
-        let snat = snat_ips(ctx, rt);
+        let snat = &ctx.lr_index[rt].snat_lb_ips;
         let d4: Vec<String> = n
             .ipv4
             .iter()
@@ -310,6 +365,28 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     );
 }
 
+/// A port's `options:gateway_mtu`, when a positive integer.
+fn gateway_mtu(p: &crate::nb::Lrp) -> Option<u32> {
+    p.options
+        .get("gateway_mtu")
+        .and_then(|m| m.parse::<u32>().ok())
+        .filter(|&m| m > 0)
+}
+
+/// ICMPv4 "fragmentation needed" back through the ingress pipeline.
+fn frag_needed4(mac: Mac, src: Ipv4Addr, mtu: u32) -> String {
+    format!(
+        "icmp4_error {{reg9[0] = 1; reg9[1] = 0; eth.dst = {mac}; ip4.dst = ip4.src; ip4.src = {src}; ip.ttl = 255; icmp4.type = 3; /* Destination Unreachable. */ icmp4.code = 4; /* Frag Needed and DF was Set. */ icmp4.frag_mtu = {mtu}; next(pipeline=ingress, table=0); }};"
+    )
+}
+
+/// ICMPv6 "packet too big" back through the ingress pipeline.
+fn frag_needed6(mac: Mac, src: Ipv6Addr, mtu: u32) -> String {
+    format!(
+        "icmp6_error {{reg9[0] = 1; reg9[1] = 0; eth.dst = {mac}; ip6.dst = ip6.src; ip6.src = {src}; ip.ttl = 255; icmp6.type = 2; /* Packet Too Big. */ icmp6.code = 0; icmp6.frag_mtu = {mtu}; next(pipeline=ingress, table=0); }};"
+    )
+}
+
 /// The UDP/TCP/SCTP (priority 80) and other-protocol (70) unreachables for one address.
 fn unreachables(
     out: &mut Sink<'_>,
@@ -350,28 +427,51 @@ fn unreachables(
     );
 }
 
-/// The router's SNAT external IPs (NAT rules of type snat / dnat_and_snat).
-fn snat_ips(ctx: &Ctx<'_>, rt: usize) -> Vec<IpAddr> {
-    ctx.router(rt)
-        .nat
-        .iter()
-        .filter(|n| n.kind == "snat" || n.kind == "dnat_and_snat")
-        .filter_map(|n| super::nat_external_ip(&n.external_ip))
-        .collect()
-}
-
 /// Static MAC bindings for router port `port`: the addresses of the ports on the switch it
 /// is attached to (VIFs, and other routers' ports unless `dynamic_neigh_routers`).
 fn arp_resolve(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
-    let Some((si, _)) = ctx.lrp_switch_peer[rt][port] else {
-        return;
-    };
     let Some(me) = ctx.lrp_networks[rt][port].as_ref() else {
         return;
     };
     let name = &ctx.lrp(rt, port).name;
     let dyn_neigh = opt_true(ctx.router(rt), "dynamic_neigh_routers");
     let my6 = all_ipv6(me);
+    // A router port patched directly to another router's port (`peer`).
+    if let Some(&(ort, oport)) = ctx
+        .lrp(rt, port)
+        .peer
+        .as_deref()
+        .and_then(|p| ctx.lrp_by_name.get(p))
+    {
+        if dyn_neigh {
+            return;
+        }
+        let Some(other) = ctx.lrp_networks[ort][oport].as_ref() else {
+            return;
+        };
+        let Some(omac) = other.mac else { return };
+        if !other.ipv4.is_empty() {
+            let ips: Vec<String> = other.ipv4.iter().map(|a| a.addr.to_string()).collect();
+            out.add(
+                LrInArpResolve,
+                100,
+                // (sic: no space before `==`, as ovn-northd prints it)
+                format!("outport == \"{name}\" && reg0== {}", set_or_one(&ips)),
+                format!("eth.dst = {omac}; next;"),
+            );
+        }
+        let ips: Vec<String> = all_ipv6(other).iter().map(|a| a.addr.to_string()).collect();
+        out.add(
+            LrInArpResolve,
+            100,
+            format!("outport == \"{name}\" && xxreg0 == {}", set_or_one(&ips)),
+            format!("eth.dst = {omac}; next;"),
+        );
+        return;
+    }
+    let Some((si, _)) = ctx.lrp_switch_peer[rt][port] else {
+        return;
+    };
     let s = ctx.switch(si);
     for (k, lsp) in s.ports.iter().enumerate() {
         if lsp.kind == "router" {
