@@ -48,6 +48,8 @@ pub struct RouterIndex {
     /// The router's own IPs that are also SNAT external IPs or load-balancer VIPs (no
     /// "drop traffic to router IP" flows for them; dropped late in ARP resolve instead).
     pub snat_lb_ips: Vec<IpAddr>,
+    /// Multicast relay on and some port floods multicast (`options:mcast_flood`).
+    pub mcast_flood: bool,
     /// Whether some IPv4 / IPv6 load-balancer VIP is in one of the router's networks.
     pub lb_reach: (bool, bool),
 }
@@ -102,6 +104,10 @@ fn index_router(nb: &Nb, r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> 
         p.sort_unstable_by(|a, b| b.cmp(a));
         p.dedup();
     }
+    ix.mcast_flood = opt_true(r, "mcast_relay")
+        && r.ports
+            .iter()
+            .any(|p| p.options.get("mcast_flood").is_some_and(|v| v == "true"));
     let owned: HashSet<IpAddr> = nets
         .iter()
         .flatten()
@@ -475,16 +481,39 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     );
     out.add(LrInIpInput, 30, "ip.ttl == {0, 1}", "drop;");
     out.add(LrInIpInput, 0, "1", "next;");
-    // Not yet: priority-120 IGMP/MLD admission for ports with options:mcast_flood.
+    let flood = ctx.lr_index[rt].mcast_flood;
+    if flood {
+        out.add(LrInIpInput, 120, "igmp && ip.ttl == 1", "next;");
+        out.add(LrInIpInput, 120, "(mldv1 || mldv2) && ip.ttl == 1", "next;");
+    }
 
     out.add(LrInNdRaOptions, 0, "1", "next;");
     out.add(LrInNdRaResponse, 0, "1", "next;");
 
     out.add(LrInIpRoutingPre, 0, "1", "reg7 = 0; next;");
     out.add(LrInIpRouting, 10550, "nd_rs || nd_ra", "drop;");
-    if mcast_relay {
-        // No router port floods (options:mcast_flood), so unregistered multicast drops.
-        // Not yet: the 10460/10500 IGMP/MLD and registered-group flows (need IGMP_Group).
+    // Not yet: the 10500 registered-group flows (need SB IGMP_Group).
+    if flood {
+        out.add(
+            LrInIpRouting,
+            10460,
+            "igmp",
+            "clone { outport = \"_MC_static\"; next; };",
+        );
+        out.add(
+            LrInIpRouting,
+            10460,
+            "mldv1 || mldv2",
+            "clone { outport = \"_MC_static\"; next; };",
+        );
+        out.add(
+            LrInIpRouting,
+            10450,
+            "ip4.mcast || ip6.mcast",
+            "clone { outport = \"_MC_static\"; ip.ttl--; next; };",
+        );
+    } else if mcast_relay {
+        // No router port floods: unregistered multicast drops.
         out.add(LrInIpRouting, 10450, "ip4.mcast || ip6.mcast", "drop;");
     }
     out.add(LrInIpRouting, 0, "1", "drop;");

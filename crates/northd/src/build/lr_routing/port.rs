@@ -298,7 +298,22 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             format!("reg7 = {id}; next;"),
         );
     }
-    // Not yet: IPv6 ND RA (options:ipv6_ra_configs), BFD.
+    nd_ra(ctx, rt, port, mac, n, &v6, out);
+    if ctx.lr_index[rt].mcast_flood {
+        out.add(
+            LrInIpRouting,
+            10550,
+            format!("eth.src == {mac} && igmp"),
+            "drop;",
+        );
+        out.add(
+            LrInIpRouting,
+            10550,
+            format!("eth.src == {mac} && (mldv1 || mldv2)"),
+            "drop;",
+        );
+    }
+    // Not yet: BFD.
 
     // Connected routes.
     for a in &n.ipv4 {
@@ -362,6 +377,55 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
         100,
         format!("outport == \"{name}\""),
         "output;",
+    );
+}
+
+/// IPv6 router advertisement replies for a port with `ipv6_ra_configs:address_mode`.
+fn nd_ra(
+    ctx: &Ctx<'_>,
+    rt: usize,
+    port: usize,
+    mac: Mac,
+    n: &crate::addr::LportAddresses,
+    v6: &[crate::addr::Ipv6Net],
+    out: &mut Sink<'_>,
+) {
+    let p = ctx.lrp(rt, port);
+    if n.ipv6.is_empty() || (ctx.lrp_switch_peer[rt][port].is_none() && p.peer.is_none()) {
+        return;
+    }
+    let cfg: std::collections::BTreeMap<&str, &str> =
+        p.row.get("ipv6_ra_configs").str_pairs().collect();
+    let Some(&mode) = cfg.get("address_mode") else {
+        return;
+    };
+    if !matches!(mode, "slaac" | "dhcpv6_stateful" | "dhcpv6_stateless") {
+        return;
+    }
+    let name = &p.name;
+    let mut opts = format!("addr_mode = \"{mode}\", slla = {mac}");
+    if let Some(m) = cfg.get("mtu").and_then(|m| m.parse::<u32>().ok()) {
+        opts.push_str(&format!(", mtu = {m}"));
+    }
+    if let Some(&pref @ ("HIGH" | "LOW")) = cfg.get("router_preference") {
+        opts.push_str(&format!(", router_preference = \"{pref}\""));
+    }
+    for a in &n.ipv6 {
+        opts.push_str(&format!(", prefix = {}/{}", a.network(), a.plen));
+    }
+    // Not yet: rdnss, dnssl, route_info, prefix delegation.
+    out.add(
+        LrInNdRaOptions,
+        50,
+        format!("inport == \"{name}\" && ip6.dst == ff02::2 && nd_rs"),
+        format!("reg0[5] = put_nd_ra_opts({opts}); next;"),
+    );
+    let lla = v6.last().map(|a| a.addr).unwrap_or(Ipv6Addr::UNSPECIFIED);
+    out.add(
+        LrInNdRaResponse,
+        50,
+        format!("inport == \"{name}\" && ip6.dst == ff02::2 && nd_ra && reg0[5]"),
+        format!("eth.dst = eth.src; eth.src = {mac}; ip6.dst = ip6.src; ip6.src = {lla}; outport = inport; flags.loopback = 1; output;"),
     );
 }
 
