@@ -69,14 +69,51 @@ pub struct Ecmp {
 
 /// Computes the [`RouterIndex`] of every router (`nets` is [`Ctx::lrp_networks`]).
 pub fn index_routers(nb: &Nb, nets: &[Vec<Option<LportAddresses>>]) -> Vec<RouterIndex> {
+    // The VIPs of each load-balancer group routers use, sorted: routers share groups (one
+    // cluster-wide group on every gateway router), so each group is parsed once.
+    let mut group_vips: HashMap<ovsdb::Uuid, Vec<IpAddr>> = HashMap::new();
+    for r in &nb.routers {
+        for g in &r.load_balancer_group {
+            group_vips.entry(*g).or_insert_with(|| {
+                let lbs = nb
+                    .lb_groups
+                    .get(g)
+                    .map_or(&[][..], |g| &g.load_balancer[..]);
+                sorted_vips(nb, lbs)
+            });
+        }
+    }
     nb.routers
         .iter()
         .zip(nets)
-        .map(|(r, n)| index_router(nb, r, n))
+        .map(|(r, n)| index_router(nb, &group_vips, r, n))
         .collect()
 }
 
-fn index_router(nb: &Nb, r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> RouterIndex {
+/// The VIPs of these load balancers, sorted, each once.
+fn sorted_vips(nb: &Nb, lbs: &[ovsdb::Uuid]) -> Vec<IpAddr> {
+    let mut v: Vec<IpAddr> = lbs
+        .iter()
+        .filter_map(|u| nb.lbs.get(u))
+        .flat_map(|lb| lb.vips.iter().filter_map(|(vip, _)| vip_ip(vip)))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// True when some IP of the sorted `vips` is in `lo..=hi`.
+fn any_in(vips: &[IpAddr], lo: IpAddr, hi: IpAddr) -> bool {
+    let i = vips.partition_point(|&v| v < lo);
+    vips.get(i).is_some_and(|&v| v <= hi)
+}
+
+fn index_router(
+    nb: &Nb,
+    group_vips: &HashMap<ovsdb::Uuid, Vec<IpAddr>>,
+    r: &LogicalRouter,
+    nets: &[Option<LportAddresses>],
+) -> RouterIndex {
     let mut ix = RouterIndex {
         dgp: if is_gateway_router(r) {
             None
@@ -108,7 +145,7 @@ fn index_router(nb: &Nb, r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> 
         && r.ports
             .iter()
             .any(|p| p.options.get("mcast_flood").is_some_and(|v| v == "true"));
-    let owned: HashSet<IpAddr> = nets
+    let owned_order: Vec<IpAddr> = nets
         .iter()
         .flatten()
         .flat_map(|n| {
@@ -118,6 +155,7 @@ fn index_router(nb: &Nb, r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> 
                 .chain(all_ipv6(n).into_iter().map(|a| IpAddr::V6(a.addr)))
         })
         .collect();
+    let owned: HashSet<IpAddr> = owned_order.iter().copied().collect();
     let add_owned = |ix: &mut RouterIndex, ip: IpAddr| {
         if owned.contains(&ip) && !ix.snat_lb_ips.contains(&ip) {
             ix.snat_lb_ips.push(ip);
@@ -130,35 +168,33 @@ fn index_router(nb: &Nb, r: &LogicalRouter, nets: &[Option<LportAddresses>]) -> 
             add_owned(&mut ix, ip);
         }
     }
-    for u in nb.lbs_of(&r.load_balancer, &r.load_balancer_group) {
-        let Some(lb) = nb.lbs.get(&u) else { continue };
-        for (vip, _) in &lb.vips {
-            let Some(ip) = vip_ip(vip) else { continue };
-            add_owned(&mut ix, ip);
-            let reach = match ip {
-                IpAddr::V4(_) => &mut ix.lb_reach.0,
-                IpAddr::V6(_) => &mut ix.lb_reach.1,
-            };
-            if !*reach {
-                // Global networks only: a VIP is not reachable through a link-local one.
-                *reach = nets.iter().flatten().any(|n| match ip {
-                    IpAddr::V4(a) => n.ipv4.iter().any(|x| {
-                        Ipv4Net {
-                            addr: a,
-                            plen: x.plen,
-                        }
-                        .network()
-                            == x.network()
-                    }),
-                    IpAddr::V6(a) => n.ipv6.iter().any(|x| {
-                        Ipv6Net {
-                            addr: a,
-                            plen: x.plen,
-                        }
-                        .network()
-                            == x.network()
-                    }),
-                });
+    let own_vips = sorted_vips(nb, &r.load_balancer);
+    let sets = std::iter::once(&own_vips).chain(
+        r.load_balancer_group
+            .iter()
+            .filter_map(|g| group_vips.get(g)),
+    );
+    for vips in sets {
+        if vips.is_empty() {
+            continue;
+        }
+        for &ip in &owned_order {
+            if vips.binary_search(&ip).is_ok() {
+                add_owned(&mut ix, ip);
+            }
+        }
+        // Global networks only: a VIP is not reachable through a link-local one.
+        for n in nets.iter().flatten() {
+            for x in &n.ipv4 {
+                let (lo, hi) = (IpAddr::V4(x.network()), IpAddr::V4(x.broadcast()));
+                ix.lb_reach.0 |= any_in(vips, lo, hi);
+            }
+            for x in &n.ipv6 {
+                let lo = x.network();
+                let hi = Ipv6Addr::from(
+                    u128::from(lo) | (u128::MAX.checked_shr(x.plen as u32).unwrap_or(0)),
+                );
+                ix.lb_reach.1 |= any_in(vips, IpAddr::V6(lo), IpAddr::V6(hi));
             }
         }
     }
