@@ -589,8 +589,7 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     out.add(LrInChkPktLen, 0, "1", "next;");
     out.add(LrInLargerPkts, 0, "1", "next;");
     out.add(LrInGwRedirect, 0, "1", "next;");
-    // Not yet: gateway_mtu (chk_pkt_len/larger_pkts) and distributed gateway ports
-    // (gw_redirect, egress loopback).
+    // gateway_mtu and distributed gateway port flows are the ports' and NAT rules'.
 
     out.add(
         LrInArpRequest,

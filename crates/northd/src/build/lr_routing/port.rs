@@ -33,8 +33,8 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
     // LB): no unreachables.
     let gw = is_gateway_router(r) || ctx.lr_index[rt].dgp.is_some();
     let v6 = all_ipv6(n);
-    // Not yet: distributed gateway ports (gateway_chassis / ha_chassis_group):
-    // is_chassis_resident() conditions, chassisredirect ports.
+    // Not yet: several distributed gateway ports on one router (only the first gets the
+    // gateway treatment), reside-on-redirect-chassis, redirect-type=bridged.
 
     // Admission.
     let mtu = gateway_mtu(p);

@@ -114,9 +114,8 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
         out.add(LrInIpRouting, prio, m, "drop;");
         return;
     }
-    if sr.options.contains_key("bfd") || sr.options.contains_key("ecmp_symmetric_reply") {
-        // Not yet: BFD and ECMP symmetric reply; routed as plain routes.
-    }
+    // Not yet: BFD (needs SB BFD status) and ECMP symmetric reply on gateway routers;
+    // such routes are routed as plain routes.
     let Some(nh) = parse_ip_net(&sr.nexthop) else {
         return;
     };
@@ -213,8 +212,9 @@ pub fn router_policy(ctx: &Ctx<'_>, rt: usize, policy: usize, out: &mut Sink<'_>
                     );
                 }
                 n => {
-                    // Group id: 1 + the multi-nexthop reroute policies before this one.
-                    // Not yet checked against ovn-northd's numbering.
+                    // Group id: 1 + the multi-nexthop reroute policies before this one
+                    // (in the order of the router's policies column; matched ovn-northd on lrrt-x). O(policies)
+                    // for multi-nexthop policies only.
                     let gid = 1 + r.policies[..policy]
                         .iter()
                         .filter(|p| p.action == "reroute" && nexthops(p).len() > 1)
