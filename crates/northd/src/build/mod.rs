@@ -84,6 +84,9 @@ pub struct Ctx<'a> {
     /// position + 1; a caller that knows the SB `Datapath_Binding` keys may overwrite them
     /// (they appear in flows as `$_rtr_lb_KEY_ip4`).
     pub tunnel_keys: Vec<u32>,
+    /// Per router: per port, its SB `Port_Binding` tunnel key (default position + 1;
+    /// [`Ctx::load_tunnel_keys`] takes the SB's). Appears in ECMP symmetric-reply flows.
+    pub lrp_tunnel_keys: Vec<Vec<u32>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -200,10 +203,16 @@ impl<'a> Ctx<'a> {
             .collect();
         let lr_index = lr_routing::index_routers(nb, &lrp_networks);
         let tunnel_keys = (1..=datapaths.len() as u32).collect();
+        let lrp_tunnel_keys = nb
+            .routers
+            .iter()
+            .map(|r| (1..=r.ports.len() as u32).collect())
+            .collect();
         Ctx {
             nb,
             lr_index,
             tunnel_keys,
+            lrp_tunnel_keys,
             datapaths,
             lsp_by_name,
             lsp_by_uuid,
@@ -240,6 +249,14 @@ impl<'a> Ctx<'a> {
         for (i, d) in self.datapaths.iter().enumerate() {
             if let Some(&k) = by_uuid.get(&d.uuid.to_string()) {
                 self.tunnel_keys[i] = k;
+            }
+        }
+        for r in sb.table("Port_Binding").rows.values() {
+            let Some(key) = r.int("tunnel_key").and_then(|k| u32::try_from(k).ok()) else {
+                continue;
+            };
+            if let Some(&(ri, rj)) = self.lrp_by_name.get(r.str("logical_port")) {
+                self.lrp_tunnel_keys[ri][rj] = key;
             }
         }
     }

@@ -114,8 +114,7 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
         out.add(LrInIpRouting, prio, m, "drop;");
         return;
     }
-    // Not yet: BFD (needs SB BFD status) and ECMP symmetric reply on gateway routers;
-    // such routes are routed as plain routes.
+    // Not yet: BFD (needs SB BFD status); such routes are routed as plain routes.
     let Some(nh) = parse_ip_net(&sr.nexthop) else {
         return;
     };
@@ -125,6 +124,14 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
     let Some(hop) = resolve(ctx, rt, nh, sr.output_port.as_deref()) else {
         return;
     };
+    if sr
+        .options
+        .get("ecmp_symmetric_reply")
+        .is_some_and(|v| v == "true")
+        && super::is_gateway_router(r)
+    {
+        symmetric_reply(ctx, rt, &hop, pfx, fam, &m, out);
+    }
     if let IpAddr::V6(g) = nh {
         let sn = super::solicited_node(g);
         let o = sn.octets();
@@ -170,6 +177,63 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
             );
         }
     }
+}
+
+/// ECMP symmetric reply: replies to connections that came in through the route's port
+/// go back to the MAC they came from. The `lr_in_ecmp_stateful` commits (a stage of
+/// `lr_nat`) come from the route too, so they are written here.
+fn symmetric_reply(
+    ctx: &Ctx<'_>,
+    rt: usize,
+    hop: &Hop,
+    pfx: Prefix,
+    fam: &str,
+    route_match: &str,
+    out: &mut Sink<'_>,
+) {
+    let Some(&(_, j)) = ctx.lrp_by_name.get(hop.port.as_str()) else {
+        return;
+    };
+    let key = ctx.lrp_tunnel_keys[rt][j];
+    let port = &hop.port;
+    let v6 = pfx.ip.is_ipv6();
+    for proto in ["sctp", "tcp", "udp"] {
+        let act = format!(
+            "ct_commit {{ ct_label.ecmp_reply_eth = eth.src;  ct_mark.ecmp_reply_port = {key};}}; commit_ecmp_nh(ipv6 = {v6}, proto = {proto}); next;"
+        );
+        out.add(
+            LrInEcmpStateful,
+            100,
+            format!(
+                "inport == \"{port}\" && {fam}.src == {pfx} && (!ct.rpl && ct.est) && {proto} && reg9[5] == 0"
+            ),
+            act.clone(),
+        );
+        out.add(
+            LrInEcmpStateful,
+            100,
+            format!("inport == \"{port}\" && {fam}.src == {pfx} && (ct.new && !ct.est) && {proto}"),
+            act,
+        );
+    }
+    let rpl = format!("ct.rpl && reg9[5] == 1 && ct_mark.ecmp_reply_port == {key}");
+    let x = if v6 { "xx" } else { "" };
+    out.add(
+        LrInIpRouting,
+        10300,
+        format!("{rpl} && {route_match}"),
+        format!(
+            "ip.ttl--; flags.loopback = 1; eth.src = {}; {x}reg1 = {}; outport = \"{port}\"; next;",
+            hop.mac, hop.addr
+        ),
+    );
+    out.add(LrInPolicy, 65535, rpl.clone(), "next;");
+    out.add(
+        LrInArpResolve,
+        200,
+        rpl,
+        "push(xxreg1); xxreg1 = ct_label; eth.dst = xxreg1[32..79]; pop(xxreg1); next;",
+    );
 }
 
 /// One policy's flows.
