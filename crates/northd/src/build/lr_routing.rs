@@ -45,8 +45,9 @@ pub struct RouterIndex {
     pub ecmp: Vec<Option<Ecmp>>,
     /// The first distributed gateway port (not on gateway routers).
     pub dgp: Option<usize>,
-    /// The router's own IPs that are also SNAT external IPs or load-balancer VIPs (no
-    /// "drop traffic to router IP" flows for them; dropped late in ARP resolve instead).
+    /// The router's own IPs that are also SNAT IPs (NAT external IPs, explicit
+    /// `lb_force_snat_ip` / `dnat_force_snat_ip`) or load-balancer VIPs: no "drop traffic
+    /// to router IP" flows for them in IP input; dropped late in ARP resolve instead.
     pub snat_lb_ips: Vec<IpAddr>,
     /// Multicast relay on and some port floods multicast (`options:mcast_flood`).
     pub mcast_flood: bool,
@@ -161,6 +162,17 @@ fn index_router(
             ix.snat_lb_ips.push(ip);
         }
     };
+    if is_gateway_router(r) {
+        for key in ["lb_force_snat_ip", "dnat_force_snat_ip"] {
+            let ips = r.options.get(key).map_or("", String::as_str);
+            if ips == "router_ip" {
+                continue;
+            }
+            for ip in ips.split_whitespace().filter_map(|a| a.parse().ok()) {
+                add_owned(&mut ix, ip);
+            }
+        }
+    }
     for nat in &r.nat {
         if (nat.kind == "snat" || nat.kind == "dnat_and_snat")
             && let Some(ip) = nat_external_ip(&nat.external_ip)
@@ -561,27 +573,6 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     out.add(LrInPolicyEcmp, 0, "1", "drop;");
 
     out.add(LrInArpResolve, 500, "ip4.mcast || ip6.mcast", "next;");
-    let ips = &ctx.lr_index[rt].snat_lb_ips;
-    let v4: Vec<&IpAddr> = ips.iter().filter(|a| a.is_ipv4()).collect();
-    let v6: Vec<&IpAddr> = ips.iter().filter(|a| a.is_ipv6()).collect();
-    if !v4.is_empty() {
-        let ips: Vec<String> = v4.iter().map(|a| a.to_string()).collect();
-        out.add(
-            LrInArpResolve,
-            2,
-            format!("ip4.dst == {{{}}}", ips.join(", ")),
-            "drop;",
-        );
-    }
-    if !v6.is_empty() {
-        let ips: Vec<String> = v6.iter().map(|a| a.to_string()).collect();
-        out.add(
-            LrInArpResolve,
-            2,
-            format!("ip6.dst == {{{}}}", ips.join(", ")),
-            "drop;",
-        );
-    }
     out.add(LrInArpResolve, 1, "ip4", "get_arp(outport, reg0); next;");
     out.add(LrInArpResolve, 1, "ip6", "get_nd(outport, xxreg0); next;");
     out.add(LrInArpResolve, 0, "1", "drop;");

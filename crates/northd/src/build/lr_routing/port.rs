@@ -255,6 +255,35 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
             );
         }
     }
+    // Traffic still addressed to one of the port's SNAT / LB IPs after unSNAT / DNAT.
+    let late = &ctx.lr_index[rt].snat_lb_ips;
+    let l4: Vec<String> = n
+        .ipv4
+        .iter()
+        .filter(|a| late.contains(&IpAddr::V4(a.addr)))
+        .map(|a| a.addr.to_string())
+        .collect();
+    if !l4.is_empty() {
+        out.add(
+            LrInArpResolve,
+            2,
+            format!("ip4.dst == {{{}}}", l4.join(", ")),
+            "drop;",
+        );
+    }
+    let l6: Vec<String> = v6
+        .iter()
+        .filter(|a| late.contains(&IpAddr::V6(a.addr)))
+        .map(|a| a.addr.to_string())
+        .collect();
+    if !l6.is_empty() {
+        out.add(
+            LrInArpResolve,
+            2,
+            format!("ip6.dst == {{{}}}", l6.join(", ")),
+            "drop;",
+        );
+    }
     for a in &n.ipv4 {
         out.add(
             LrInIpInput,
