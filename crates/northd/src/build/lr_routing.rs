@@ -4,16 +4,28 @@
 //!
 //! Split by NB object:
 //!
-//! * [`router_dp`]: each stage's fixed flows, and the aggregates over a whole router (the
-//!   SNAT-IP drop in ARP resolve, the reachable load-balancer VIP ARP replies).
-//! * [`router_port`]: one router port's admission, neighbor lookup, IP input (ARP/ND/ICMP
-//!   replies, unreachables, drops), connected routes, delivery, and the static MAC bindings
-//!   of the ports on the switch it is attached to (ARP resolve).
-//! * [`router_route`], [`router_policy`]: one static route, one policy.
-//! * [`router_nat`]: the ARP replies for a NAT external IP.
+//! * [`router_dp`]: each stage's fixed flows (they depend on router options:
+//!   `always_learn_from_arp_request`, `mcast_relay`), multicast flooding, and the ARP/ND
+//!   replies for the router's reachable load-balancer VIPs (one flow per port matching the
+//!   `$_rtr_lb_KEY_ip4/6` address set).
+//! * [`router_port`]: one router port's admission (with `gateway_mtu` checks), neighbor
+//!   lookup, IP input (ARP/ND/ICMP replies, unreachables, drops, time exceeded,
+//!   fragmentation needed), ND RA, connected routes, the late drop of its SNAT/LB IPs,
+//!   the static MAC bindings of its neighbours (the ports of the switch it is attached
+//!   to, or its `peer` router port), the gateway redirect of a distributed gateway port,
+//!   larger-packet replies, delivery.
+//! * [`router_route`]: one static route (dst-ip / src-ip, `output_port`, route tables,
+//!   discard, ECMP groups, ECMP symmetric reply, IPv6 next-hop solicitations).
+//! * [`router_policy`]: one policy (allow / drop / reroute, multi-nexthop ECMP, pkt_mark).
+//! * [`router_nat`]: a NAT rule's ARP/ND replies and, on a router with a distributed
+//!   gateway port, its admission, IP input, ARP resolve, redirect and egress loopback.
 //!
-//! The per-router lookups routes and policies need (which port reaches a next hop, ECMP
-//! groups) are precomputed once in [`RouterIndex`], stored in [`Ctx::lr_index`].
+//! What routes, policies, NAT rules and ports need about the whole router (which port
+//! reaches a next hop, ECMP groups, route table ids, the distributed gateway port, the
+//! router IPs that are SNAT IPs or LB VIPs, VIP reachability) is computed once per router
+//! in [`RouterIndex`] ([`Ctx::lr_index`]). Dependencies for incremental runs: a router's
+//! index depends on its ports, static routes, NAT rules, options and load balancers; a
+//! port item also reads the ports of the switch it is attached to (or its peer port).
 
 mod port;
 mod route;
