@@ -15,7 +15,19 @@ fn main() {
     let prefix = args.get(4).cloned().unwrap_or_default();
     let db = ovsdb::file::read(&args[1]).unwrap_or_else(|e| panic!("{e}"));
     let (nb, diags) = Nb::from_db(&db);
-    let ctx = build::Ctx::new(&nb);
+    let mut ctx = build::Ctx::new(&nb);
+    // Tunnel keys (they appear in some flows) come from the SB ovn-northd wrote, when
+    // there is one next to the NB.
+    if let Some(sb_path) = args[1]
+        .strip_suffix("nb.db")
+        .map(|p| format!("{p}sb.db"))
+        .filter(|p| std::path::Path::new(p).exists())
+    {
+        match ovsdb::file::read(&sb_path) {
+            Ok(sb) => ctx.load_tunnel_keys(&sb),
+            Err(e) => eprintln!("warning: {sb_path}: {e}"),
+        }
+    }
     for d in diags.iter().chain(&ctx.diags) {
         eprintln!("warning: {d}");
     }

@@ -110,6 +110,16 @@ pub struct Ctx<'a> {
     /// Per switch port (switch index, port index): the service-monitor source IPs that
     /// health-checked load balancers map to it (`ip_port_mappings` `PORT:SRC_IP`), sorted.
     pub svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>>,
+    /// Per router: next-hop lookup and ECMP groups of its static routes
+    /// ([`lr_routing::index_routers`]).
+    pub lr_index: Vec<lr_routing::RouterIndex>,
+    /// Per datapath (same order as `datapaths`): its SB tunnel key. Defaults to the
+    /// position + 1; a caller that knows the SB `Datapath_Binding` keys may overwrite them
+    /// (they appear in flows as `$_rtr_lb_KEY_ip4`).
+    pub tunnel_keys: Vec<u32>,
+    /// Per router: per port, its SB `Port_Binding` tunnel key (default position + 1;
+    /// [`Ctx::load_tunnel_keys`] takes the SB's). Appears in ECMP symmetric-reply flows.
+    pub lrp_tunnel_keys: Vec<Vec<u32>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -469,8 +479,18 @@ impl<'a> Ctx<'a> {
             v.sort_unstable();
             v.dedup();
         }
+        let lr_index = lr_routing::index_routers(nb, &lrp_networks);
+        let tunnel_keys = (1..=datapaths.len() as u32).collect();
+        let lrp_tunnel_keys = nb
+            .routers
+            .iter()
+            .map(|r| (1..=r.ports.len() as u32).collect())
+            .collect();
         Ctx {
             nb,
+            lr_index,
+            tunnel_keys,
+            lrp_tunnel_keys,
             datapaths,
             lsp_by_name,
             lsp_by_uuid,
@@ -493,6 +513,37 @@ impl<'a> Ctx<'a> {
             router_lb_ips,
             svc_mon_src_ips,
             diags,
+        }
+    }
+
+    /// Takes the datapaths' tunnel keys from an `OVN_Southbound` replica's
+    /// `Datapath_Binding` rows (matched by `external_ids:logical-switch` /
+    /// `logical-router`), as ovn-northd keeps the keys it assigned before. Datapaths the SB
+    /// does not know keep their default key.
+    pub fn load_tunnel_keys(&mut self, sb: &ovsdb::Database) {
+        let mut by_uuid: HashMap<String, u32> = HashMap::new();
+        for r in sb.table("Datapath_Binding").rows.values() {
+            let Some(key) = r.int("tunnel_key").and_then(|k| u32::try_from(k).ok()) else {
+                continue;
+            };
+            for (k, v) in r.get("external_ids").str_pairs() {
+                if k == "logical-switch" || k == "logical-router" {
+                    by_uuid.insert(v.to_owned(), key);
+                }
+            }
+        }
+        for (i, d) in self.datapaths.iter().enumerate() {
+            if let Some(&k) = by_uuid.get(&d.uuid.to_string()) {
+                self.tunnel_keys[i] = k;
+            }
+        }
+        for r in sb.table("Port_Binding").rows.values() {
+            let Some(key) = r.int("tunnel_key").and_then(|k| u32::try_from(k).ok()) else {
+                continue;
+            };
+            if let Some(&(ri, rj)) = self.lrp_by_name.get(r.str("logical_port")) {
+                self.lrp_tunnel_keys[ri][rj] = key;
+            }
         }
     }
 
