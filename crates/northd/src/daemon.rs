@@ -4,8 +4,8 @@
 //! `NB_Global.sb_cfg` once the SB holds the result.
 //!
 //! Every NB change triggers a full recompute today (the engine's incremental mode is a
-//! plan, not built yet); changes that touch only `NB_Global` run the `nb_cfg` handshake
-//! without recomputing.
+//! plan, not built yet), and so does a new `nb_cfg` (`ovn-nbctl --wait=sb sync`), as in
+//! ovn-northd 23.03; our own `sb_cfg` writes do not.
 
 use crate::build::Ctx;
 use crate::engine::{self, Strategy};
@@ -58,6 +58,7 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
     let mut nb = Session::new(&cfg.nb, "OVN_Northbound", MonitorSpec::all());
     let mut sbs = Session::new(&cfg.sb, "OVN_Southbound", MonitorSpec::all());
     let mut dirty = true;
+    let mut last_nb_cfg: Option<i64> = None;
     loop {
         let _ = nb
             .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
@@ -88,7 +89,7 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
             .and_then(|r| r.int("sb_cfg"))
             .unwrap_or(0);
         if dirty {
-            let round = compute_and_sync(cfg, &mut nb, &mut sbs)?;
+            let round = compute_and_sync(cfg, &mut nb, &mut sbs, &mut log)?;
             log(&format!(
                 "computed {} flows in {:.1} ms, SB synced in {:.1} ms (+{} -{})",
                 round.flows,
@@ -108,39 +109,69 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
     }
 }
 
-fn compute_and_sync(cfg: &Config, nb: &mut Session, sbs: &mut Session) -> Result<Round, String> {
+fn compute_and_sync(
+    cfg: &Config,
+    nb: &mut Session,
+    sbs: &mut Session,
+    log: &mut impl FnMut(&str),
+) -> Result<Round, String> {
     let t0 = Instant::now();
     let nbdb = nb.replica().ok_or("NB not connected")?;
     let (model, diags) = Nb::from_db(nbdb);
-    let ctx = Ctx::new(&model);
-    let flows = engine::build(&ctx, cfg.threads, cfg.strategy);
+    let mut ctx = Ctx::new(&model);
+    for d in diags.iter().chain(&ctx.diags) {
+        log(&format!("warning: {d}"));
+    }
     let want = sb::want(&ctx);
-    let compute = t0.elapsed();
-    let _ = diags;
+    let mut compute = t0.elapsed();
     let t1 = Instant::now();
-    let mut round = Round {
-        flows: flows.len(),
-        compute,
-        ..Round::default()
-    };
     ensure_sb_global(sbs)?;
+    // Bindings first: flows name tunnel keys (`$_rtr_lb_<key>_ip4`, ECMP reply ports), and
+    // a new datapath or port has its key only once the SB holds it.
+    let mut ready = false;
     for _ in 0..3 {
-        let sbdb = sbs.replica().ok_or("SB not connected")?;
-        let plan = sb::plan(&ctx, &want, &flows, sbdb);
-        round.added += plan.flows_added;
-        round.deleted += plan.flows_deleted;
+        let plan = sb::plan(&ctx, &want, None, sbs.replica().ok_or("SB not connected")?);
         for txn in plan.txns {
             sbs.transact(txn)
                 .map_err(|e| format!("SB transaction: {e}"))?;
         }
-        // Our own writes come back as updates: drop them from the change list.
         let _ = sbs.take_changes();
         if plan.flows_ready {
-            round.sync = t1.elapsed();
-            return Ok(round);
+            ready = true;
+            break;
         }
     }
-    Err("SB datapaths did not appear after inserting them".into())
+    if !ready {
+        return Err("SB datapaths did not appear after inserting them".into());
+    }
+    let bindings = t1.elapsed();
+    let t2 = Instant::now();
+    ctx.load_tunnel_keys(sbs.replica().ok_or("SB not connected")?);
+    let flows = engine::build(&ctx, cfg.threads, cfg.strategy);
+    compute += t2.elapsed();
+    let t3 = Instant::now();
+    let plan = sb::plan(
+        &ctx,
+        &want,
+        Some(&flows),
+        sbs.replica().ok_or("SB not connected")?,
+    );
+    let round = Round {
+        flows: flows.len(),
+        compute,
+        sync: bindings,
+        added: plan.flows_added,
+        deleted: plan.flows_deleted,
+    };
+    for txn in plan.txns {
+        sbs.transact(txn)
+            .map_err(|e| format!("SB transaction: {e}"))?;
+    }
+    let _ = sbs.take_changes();
+    Ok(Round {
+        sync: round.sync + t3.elapsed(),
+        ..round
+    })
 }
 
 fn ensure_sb_global(sbs: &mut Session) -> Result<(), String> {

@@ -65,6 +65,9 @@ pub struct SbWant {
     pub port_groups: Vec<(usize, String, Vec<String>)>,
     /// Address sets: name → addresses.
     pub address_sets: BTreeMap<String, Vec<String>>,
+    /// Per router datapath with load-balancer VIPs inside its networks: those VIPs, IPv4
+    /// and IPv6 (`_rtr_lb_<dp key>_ip4` / `_ip6`, named at sync when the key is known).
+    pub rtr_lb_sets: Vec<(usize, Vec<String>, Vec<String>)>,
 }
 
 /// Derives the SB bindings, groups and sets from the NB.
@@ -198,6 +201,54 @@ pub fn want(ctx: &Ctx<'_>) -> SbWant {
     for a in &nb.address_sets {
         w.address_sets.insert(a.name.clone(), a.addresses.clone());
     }
+    for (i, r) in nb.routers.iter().enumerate() {
+        let (r4, r6) = ctx.lr_index[i].lb_reach;
+        if !r4 && !r6 {
+            continue;
+        }
+        let nets = &ctx.lrp_networks[i];
+        let inside = |ip: &std::net::IpAddr| {
+            nets.iter().flatten().any(|la| match ip {
+                std::net::IpAddr::V4(a) => la.ipv4.iter().any(|n| {
+                    n.network()
+                        == crate::addr::Ipv4Net {
+                            addr: *a,
+                            plen: n.plen,
+                        }
+                        .network()
+                }),
+                std::net::IpAddr::V6(a) => la.ipv6.iter().any(|n| {
+                    n.network()
+                        == crate::addr::Ipv6Net {
+                            addr: *a,
+                            plen: n.plen,
+                        }
+                        .network()
+                }),
+            })
+        };
+        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
+        for u in &ctx.router_lbs[i] {
+            let Some(lb) = nb.lbs.get(u) else { continue };
+            for (k, _) in &lb.vips {
+                match crate::build::vip_ip(k) {
+                    Some(ip @ std::net::IpAddr::V4(a)) if inside(&ip) => {
+                        v4.insert(a.to_string());
+                    }
+                    Some(ip @ std::net::IpAddr::V6(a)) if inside(&ip) => {
+                        v6.insert(a.to_string());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let _ = r;
+        w.rtr_lb_sets.push((
+            ctx.router_dp(i).0 as usize,
+            v4.into_iter().collect(),
+            v6.into_iter().collect(),
+        ));
+    }
     w
 }
 
@@ -264,8 +315,9 @@ impl std::fmt::Debug for SyncPlan {
     }
 }
 
-/// Plans the SB transactions (see [`SyncPlan`]).
-pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: &[Lflow], sb: &Database) -> SyncPlan {
+/// Plans the SB transactions (see [`SyncPlan`]); with `flows` `None`, only the bindings,
+/// groups and sets (logical flows are left as they are).
+pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database) -> SyncPlan {
     let mut base = Vec::new();
     // Datapaths, keyed by NB UUID.
     let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::new();
@@ -449,7 +501,7 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: &[Lflow], sb: &Database) -> Syn
     let mut txns = Vec::new();
     let flows_ready = dp_uuid.iter().all(Option::is_some);
     let (mut flows_added, mut flows_deleted) = (0, 0);
-    if flows_ready {
+    if let (true, Some(flows)) = (flows_ready, flows) {
         let dpu: Vec<Uuid> = dp_uuid.iter().map(|u| u.unwrap_or_default()).collect();
         // Group our flows by everything but the datapath.
         let mut grouped: HashMap<(Stage, u16, &str, &str), Vec<Uuid>> = HashMap::new();

@@ -207,8 +207,25 @@ impl Sandbox {
                     self.path(&format!("trace-{tag}.pid"))
                 )),
         );
-        self.wait_for(&ctl, "ovn-trace", &log);
-        // --detach: the daemon is a grandchild; remember its pid to kill it on drop.
+        // --detach: the process we started exits once the daemon (a grandchild, killed on
+        // drop through its pidfile) has loaded the SB and signalled that it is ready; a
+        // query sent before that can crash ovn-trace 23.03.
+        let t0 = Instant::now();
+        loop {
+            if let Some(Ok(Some(st))) = self.children.last_mut().map(|c| c.try_wait()) {
+                assert!(
+                    st.success(),
+                    "ovn-trace failed to start ({st}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "ovn-trace never became ready"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         ctl
     }
 }
@@ -278,7 +295,7 @@ impl Unixctl {
                     let used = it.byte_offset();
                     self.buf.drain(..used);
                     if v.get("id").and_then(Value::as_u64) != Some(self.id) {
-                        continue;
+                        return Err(format!("reply to another request: {v}"));
                     }
                     if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
                         return Err(e
@@ -297,7 +314,10 @@ impl Unixctl {
                     let mut chunk = [0u8; 65536];
                     let n = self.sock.read(&mut chunk).map_err(|e| e.to_string())?;
                     if n == 0 {
-                        return Err("connection closed".into());
+                        return Err(format!(
+                            "connection closed after {:?}",
+                            String::from_utf8_lossy(&self.buf)
+                        ));
                     }
                     self.buf.extend_from_slice(&chunk[..n]);
                 }

@@ -1,0 +1,327 @@
+//! northd against real ovn-northd 23.03 on the same NB (the benchmark topology from
+//! `northd::topology`): the logical flows, set for set, stage by stage; and `ovn-trace`
+//! verdicts on random logical packets, on ovn-northd's SB and on the SB our daemon writes.
+//!
+//! Needs OVN (`ovn-central`: ovsdb-server, ovn-northd, ovn-nbctl, ovn-sbctl, ovn-trace,
+//! the schemas); without it the tests skip (`testutil::skip`; `FLOWSWITCH_NO_SKIP=1` makes
+//! that a failure).
+
+use northd::build::{Ctx, DpKind};
+use northd::nb::Nb;
+use northd::topology::{self, Params};
+use northd::{compare, engine, output};
+use testutil::ovn::{OvnTools, Sandbox, Unixctl};
+use testutil::rng::TestRng;
+
+fn tools() -> Option<OvnTools> {
+    match OvnTools::find() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            testutil::skip(&e);
+            None
+        }
+    }
+}
+
+/// Writes the topology's NB file into the sandbox; returns its path.
+fn nb_file(sb: &Sandbox, p: &Params) -> String {
+    let path = sb.path("nb.db");
+    let (schema_json, schema) =
+        topology::read_schema(sb.tools().nb_schema.to_str().unwrap()).unwrap();
+    let db = topology::generate(&schema, p).unwrap();
+    ovsdb::file::write(&path, &schema_json, &db).unwrap();
+    path
+}
+
+/// ovn-northd's logical flows for `p`, and the sandbox (NB and SB servers, ovn-northd
+/// running) with the NB file path and the targets.
+fn ovn_northd_run(t: &OvnTools, tag: &str, p: &Params) -> (Sandbox, String, String, String) {
+    let mut sb = Sandbox::new(t, tag);
+    let file = nb_file(&sb, p);
+    let copy = sb.path("nb-served.db");
+    std::fs::copy(&file, &copy).unwrap();
+    let nb = sb.ovsdb_server("nb", &t.nb_schema.clone(), Some(&copy));
+    let sbt = sb.ovsdb_server("sb", &t.sb_schema.clone(), None);
+    sb.ovn_northd(&nb, &sbt);
+    sb.nbctl(&nb, &["--timeout=120", "--wait=sb", "sync"]);
+    (sb, file, nb, sbt)
+}
+
+/// A snapshot of a running SB.
+fn sb_replica(target: &str) -> ovsdb::Database {
+    let mut c = ovsdb::Client::connect(target).unwrap();
+    c.monitor_cond("OVN_Southbound", &ovsdb::MonitorSpec::all())
+        .unwrap();
+    c.take_replica().unwrap()
+}
+
+fn assert_flows_equal(tag: &str, p: &Params) {
+    let Some(t) = tools() else { return };
+    let (sandbox, file, _nb, sbt) = ovn_northd_run(&t, tag, p);
+    let theirs = output::parse_lflow_list(&sandbox.sbctl(&sbt, &["lflow-list"])).unwrap();
+    let db = ovsdb::file::read(&file).unwrap();
+    let (model, diags) = Nb::from_db(&db);
+    assert!(diags.is_empty(), "{diags:?}");
+    let mut ctx = Ctx::new(&model);
+    // Some flows name SB tunnel keys: use the ones ovn-northd assigned.
+    ctx.load_tunnel_keys(&sb_replica(&sbt));
+    let flows = engine::build(&ctx, 2, engine::Strategy::PerThread);
+    let ours = output::to_text_flows(&ctx, &flows);
+    let d = compare::diff(&ours, &theirs);
+    assert!(
+        compare::is_equal(&d),
+        "{tag}: logical flows differ from ovn-northd's:\n{}",
+        compare::report(&d, 5)
+    );
+}
+
+#[test]
+fn lflows_equal_ovn_northd_two_nodes() {
+    assert_flows_equal("two", &Params::with_nodes(2));
+}
+
+#[test]
+fn lflows_equal_ovn_northd_nodeports() {
+    let p = Params {
+        nodes: 6,
+        pods_per_node: 5,
+        services: Some(20),
+        nodeport_svcs: 2,
+        ..Params::with_nodes(6)
+    };
+    assert_flows_equal("nodeports", &p);
+}
+
+#[test]
+fn lflows_equal_ovn_northd_odd_shapes() {
+    let p = Params {
+        nodes: 3,
+        pods_per_node: 2,
+        services: Some(5),
+        backends: 7,
+        namespaces: Some(8),
+        netpols: Some(11),
+        nodeport_svcs: 1,
+    };
+    assert_flows_equal("odd", &p);
+}
+
+/// A random logical packet entering at a VIF: its datapath name and microflow.
+fn random_microflow(ctx: &Ctx<'_>, rng: &mut TestRng) -> Option<(String, String)> {
+    let nb = ctx.nb;
+    let switches: Vec<usize> = ctx
+        .datapaths
+        .iter()
+        .filter_map(|d| match d.kind {
+            DpKind::Switch(i) if nb.switches[i].ports.iter().any(|p| p.kind.is_empty()) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let si = switches[rng.below(switches.len() as u64) as usize];
+    let sw = &nb.switches[si];
+    let vifs: Vec<_> = sw.ports.iter().filter(|p| p.kind.is_empty()).collect();
+    let src = vifs[rng.below(vifs.len() as u64) as usize];
+    let addr = northd::addr::parse_lsp_addresses(src.addresses.first()?)?;
+    let smac = addr.mac?.to_string();
+    let sip = addr.ipv4.first()?.addr.to_string();
+    // Destinations: a neighbour, the router's MAC towards a pod elsewhere or a VIP or the
+    // outside, broadcast.
+    let all_ips: Vec<String> = nb
+        .switches
+        .iter()
+        .flat_map(|s| s.ports.iter())
+        .filter_map(|p| northd::addr::parse_lsp_addresses(p.addresses.first()?))
+        .filter_map(|a| a.ipv4.first().map(|n| n.addr.to_string()))
+        .collect();
+    let router_mac = sw
+        .ports
+        .iter()
+        .enumerate()
+        .find_map(|(j, _)| ctx.lsp_router_peer[si][j])
+        .and_then(|(ri, rj)| ctx.lrp_networks[ri][rj].as_ref().and_then(|n| n.mac))
+        .map(|m| m.to_string());
+    let vips: Vec<String> = nb
+        .lbs
+        .values()
+        .flat_map(|lb| lb.vips.iter().map(|(k, _)| k.clone()))
+        .collect();
+    let (dmac, dip, mut l4) = match rng.below(5) {
+        0 => {
+            let d = vifs[rng.below(vifs.len() as u64) as usize];
+            let a = northd::addr::parse_lsp_addresses(d.addresses.first()?)?;
+            (a.mac?.to_string(), a.ipv4.first()?.addr.to_string(), None)
+        }
+        1 if !vips.is_empty() => {
+            let v = &vips[rng.below(vips.len() as u64) as usize];
+            let (ip, port) = v.rsplit_once(':').unwrap_or((v, "80"));
+            (router_mac.clone()?, ip.to_owned(), Some(port.to_owned()))
+        }
+        2 => (
+            router_mac.clone()?,
+            all_ips[rng.below(all_ips.len() as u64) as usize].clone(),
+            None,
+        ),
+        3 => (
+            router_mac.clone()?,
+            format!("8.8.{}.{}", rng.below(256), rng.below(256)),
+            None,
+        ),
+        _ => {
+            let tpa = all_ips[rng.below(all_ips.len() as u64) as usize].clone();
+            let m = format!(
+                "inport == \"{}\" && eth.src == {smac} && eth.dst == ff:ff:ff:ff:ff:ff && arp.op == 1 && arp.sha == {smac} && arp.spa == {sip} && arp.tha == 00:00:00:00:00:00 && arp.tpa == {tpa}",
+                src.name
+            );
+            return Some((sw.name.clone(), m));
+        }
+    };
+    let ttl = if rng.below(10) == 0 { 1 } else { 64 };
+    let proto = match rng.below(3) {
+        0 => {
+            l4.get_or_insert_with(|| (1 + rng.below(65535)).to_string());
+            format!(
+                "tcp && tcp.src == {} && tcp.dst == {}",
+                1024 + rng.below(60000),
+                l4.unwrap()
+            )
+        }
+        1 => format!(
+            "udp && udp.src == {} && udp.dst == {}",
+            1024 + rng.below(60000),
+            1 + rng.below(65535)
+        ),
+        _ => "icmp4 && icmp4.type == 8 && icmp4.code == 0".to_owned(),
+    };
+    let m = format!(
+        "inport == \"{}\" && eth.src == {smac} && eth.dst == {dmac} && ip4.src == {sip} && ip4.dst == {dip} && ip.ttl == {ttl} && {proto}",
+        src.name
+    );
+    Some((sw.name.clone(), m))
+}
+
+/// `$_rtr_lb_<key>_` in matches rewritten to `$_rtr_lb_<datapath name>_`.
+fn keys_to_names(mut flows: Vec<output::TextFlow>, sb: &ovsdb::Database) -> Vec<output::TextFlow> {
+    let names: std::collections::HashMap<i64, String> = sb
+        .table("Datapath_Binding")
+        .rows
+        .values()
+        .filter_map(|r| {
+            Some((
+                r.int("tunnel_key")?,
+                r.map_get("external_ids", "name")?.to_owned(),
+            ))
+        })
+        .collect();
+    for f in &mut flows {
+        let mut out = String::new();
+        let mut rest = f.match_.as_str();
+        while let Some(i) = rest.find("$_rtr_lb_") {
+            out.push_str(&rest[..i + 9]);
+            rest = &rest[i + 9..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            match rest[..digits]
+                .parse::<i64>()
+                .ok()
+                .and_then(|k| names.get(&k))
+            {
+                Some(n) => out.push_str(n),
+                None => out.push_str(&rest[..digits]),
+            }
+            rest = &rest[digits..];
+        }
+        out.push_str(rest);
+        f.match_ = out;
+    }
+    flows
+}
+
+/// The trace without its first line (the microflow with our/their port tunnel keys).
+fn verdict(s: &str) -> String {
+    s.lines().skip(1).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn ovn_trace_verdicts_equal_on_our_sb() {
+    let Some(t) = tools() else { return };
+    let p = Params {
+        nodes: 4,
+        pods_per_node: 4,
+        services: Some(10),
+        nodeport_svcs: 1,
+        ..Params::with_nodes(4)
+    };
+    let (mut sandbox, file, nb, sb_theirs) = ovn_northd_run(&t, "trace", &p);
+    let sb_ours = sandbox.ovsdb_server("sbours", &t.sb_schema.clone(), None);
+    let cfg = northd::daemon::Config {
+        nb: nb.clone(),
+        sb: sb_ours.clone(),
+        threads: 2,
+        strategy: engine::Strategy::PerThread,
+        once: true,
+    };
+    northd::daemon::run(&cfg, |l| eprintln!("northd: {l}")).unwrap();
+    // Both SBs hold the same logical flows (as lflow-list prints them), once the tunnel
+    // keys flows name (`$_rtr_lb_<key>_ip4`) are replaced by their datapaths' names: each
+    // northd assigns its own keys.
+    let a = keys_to_names(
+        output::parse_lflow_list(&sandbox.sbctl(&sb_theirs, &["lflow-list"])).unwrap(),
+        &sb_replica(&sb_theirs),
+    );
+    let b = keys_to_names(
+        output::parse_lflow_list(&sandbox.sbctl(&sb_ours, &["lflow-list"])).unwrap(),
+        &sb_replica(&sb_ours),
+    );
+    let d = compare::diff(&b, &a);
+    assert!(
+        compare::is_equal(&d),
+        "SB logical flows differ:\n{}",
+        compare::report(&d, 5)
+    );
+
+    let ctl_a = sandbox.ovn_trace(&sb_theirs, "theirs");
+    let ctl_b = sandbox.ovn_trace(&sb_ours, "ours");
+    let mut ta = Unixctl::connect(&ctl_a).unwrap();
+    let mut tb = Unixctl::connect(&ctl_b).unwrap();
+    let db = ovsdb::file::read(&file).unwrap();
+    let (model, _) = Nb::from_db(&db);
+    let ctx = Ctx::new(&model);
+    let n: usize = std::env::var("NORTHD_TRACES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    let mut rng = TestRng::new(0x5eed_0003);
+    let (mut done, mut outputs) = (0, 0);
+    while done < n {
+        let Some((dp, flow)) = random_microflow(&ctx, &mut rng) else {
+            continue;
+        };
+        let ra = ta.call("trace", &["--summary", &dp, &flow]);
+        let rb = tb.call("trace", &["--summary", &dp, &flow]);
+        match (&ra, &rb) {
+            (Ok(x), Ok(y)) => {
+                assert_eq!(verdict(y), verdict(x), "trace differs for {dp} {flow}");
+                outputs += usize::from(x.contains("egress("));
+            }
+            // ovn-trace refusing a microflow is a verdict too, but a broken connection is not.
+            _ => {
+                for r in [&ra, &rb] {
+                    if let Err(e) = r {
+                        assert!(
+                            !e.contains("connection") && !e.contains("os error"),
+                            "ovn-trace transport: {e} (after {done} traces; this one: {dp} {flow}); log: {}",
+                            std::fs::read_to_string(sandbox.path("trace-theirs.log"))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+                assert_eq!(rb, ra, "trace errors differ for {dp} {flow}")
+            }
+        }
+        done += 1;
+    }
+    eprintln!("{done} traces equal ({outputs} reached an egress pipeline)");
+    assert!(
+        outputs > n / 4,
+        "too few traces reached an egress pipeline ({outputs} of {n}): the generator is off"
+    );
+}
