@@ -81,6 +81,12 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
             .next()
             .and_then(|r| r.int("nb_cfg"))
             .unwrap_or(0);
+        // A new nb_cfg (`ovn-nbctl --wait=sb sync`) asks for a full recompute, as in
+        // ovn-northd 23.03.
+        if last_nb_cfg != Some(nb_cfg) {
+            dirty = true;
+            last_nb_cfg = Some(nb_cfg);
+        }
         let sb_cfg = nbdb
             .table("NB_Global")
             .rows
