@@ -123,12 +123,12 @@ fn compute_and_sync(
 ) -> Result<Round, String> {
     let t0 = Instant::now();
     let nbdb = nb.replica().ok_or("NB not connected")?;
-    let (model, diags) = Nb::from_db(nbdb);
+    let (model, diags) = Nb::from_db_threads(nbdb, cfg.threads);
     let mut ctx = Ctx::new(&model);
     for d in diags.iter().chain(&ctx.diags) {
         log(&format!("warning: {d}"));
     }
-    let want = sb::want(&ctx);
+    let want = sb::want_threads(&ctx, cfg.threads);
     let mut compute = t0.elapsed();
     let t1 = Instant::now();
     ensure_sb_global(sbs)?;

@@ -17,7 +17,7 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{DpId, Dps, Lflow, MergeMap, finish, merge_into, merge_maps};
+use crate::lflow::{DpId, Dps, Lflow, MergeMap, finish_unordered, merge_maps, merge_one, shard_of};
 use crate::stage::Stage;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -57,13 +57,13 @@ impl std::str::FromStr for Strategy {
 /// shared cursor is not contended.
 const CHUNK: usize = 32;
 
-/// Builds every flow with `threads` threads (at least 1) and `strategy`; the result is
-/// sorted with duplicates removed.
+/// Builds every flow with `threads` threads (at least 1) and `strategy`: one flow per
+/// (stage, priority, match, actions) on the union of its datapaths. The order is not
+/// defined (printing sorts; the SB sync hashes).
 pub fn build(ctx: &Ctx<'_>, threads: usize, strategy: Strategy) -> Vec<Lflow> {
     let threads = threads.max(1);
     match strategy {
         Strategy::Serial => build::build_serial(ctx),
-        _ if threads == 1 && strategy == Strategy::PerThread => build::build_serial(ctx),
         Strategy::PerThread => per_thread(ctx, &build::items(ctx), threads),
         Strategy::BucketLocks { buckets } => {
             bucket_locks(ctx, &build::items(ctx), threads, buckets.max(1))
@@ -72,14 +72,15 @@ pub fn build(ctx: &Ctx<'_>, threads: usize, strategy: Strategy) -> Vec<Lflow> {
 }
 
 fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
+    // Each thread's table is split into shards by key; afterwards each thread merges a
+    // disjoint set of shards across all threads, so the merge runs in parallel too.
+    let shards = threads * 4;
     let cursor = AtomicUsize::new(0);
-    let maps: Vec<MergeMap> = std::thread::scope(|s| {
+    let tables: Vec<Vec<MergeMap>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    // The thread's own table: equal flows merge here as they are built, so
-                    // the per-datapath defaults of thousands of datapaths cost one entry.
-                    let mut map = MergeMap::new();
+                    let mut mine: Vec<MergeMap> = (0..shards).map(|_| MergeMap::new()).collect();
                     let mut scratch = Vec::new();
                     loop {
                         let at = cursor.fetch_add(CHUNK, Ordering::Relaxed);
@@ -89,9 +90,12 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
                         for &it in &items[at..(at + CHUNK).min(items.len())] {
                             build::build_item(ctx, it, &mut scratch);
                         }
-                        merge_into(&mut map, std::mem::take(&mut scratch));
+                        for f in scratch.drain(..) {
+                            let sh = shard_of(f.stage, f.priority, &f.match_, &f.actions, shards);
+                            merge_one(&mut mine[sh], f);
+                        }
                     }
-                    map
+                    mine
                 })
             })
             .collect();
@@ -99,12 +103,39 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    let mut maps = maps.into_iter();
-    let mut all = maps.next().unwrap_or_default();
-    for m in maps {
-        merge_maps(&mut all, m);
+    // Transpose: shard -> the threads' maps for it.
+    let mut by_shard: Vec<Vec<MergeMap>> =
+        (0..shards).map(|_| Vec::with_capacity(threads)).collect();
+    for t in tables {
+        for (i, m) in t.into_iter().enumerate() {
+            by_shard[i].push(m);
+        }
     }
-    finish(all)
+    let work = std::sync::Mutex::new(by_shard.into_iter().collect::<Vec<_>>());
+    let parts: Vec<Vec<Lflow>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let next = work.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                        let Some(maps) = next else { break };
+                        let mut maps = maps.into_iter();
+                        let mut all = maps.next().unwrap_or_default();
+                        for m in maps {
+                            merge_maps(&mut all, m);
+                        }
+                        out.extend(finish_unordered(all));
+                    }
+                    out
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    parts.into_iter().flatten().collect()
 }
 
 fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {
@@ -168,6 +199,5 @@ fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -
             }
         }
     }
-    out.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
     out
 }

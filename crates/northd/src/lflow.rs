@@ -114,12 +114,17 @@ pub type MergeMap = HashMap<(Stage, u16, String, String), Vec<DpId>>;
 /// one entry and their datapaths are collected.
 pub fn merge_into(map: &mut MergeMap, v: Vec<Lflow>) {
     for f in v {
-        let dps = f.dps;
-        match map.entry((f.stage, f.priority, f.match_, f.actions)) {
-            Entry::Occupied(mut e) => e.get_mut().extend_from_slice(dps.as_slice()),
-            Entry::Vacant(e) => {
-                e.insert(dps.as_slice().to_vec());
-            }
+        merge_one(map, f);
+    }
+}
+
+/// Adds one built flow to a merge map.
+pub fn merge_one(map: &mut MergeMap, f: Lflow) {
+    let dps = f.dps;
+    match map.entry((f.stage, f.priority, f.match_, f.actions)) {
+        Entry::Occupied(mut e) => e.get_mut().extend_from_slice(dps.as_slice()),
+        Entry::Vacant(e) => {
+            e.insert(dps.as_slice().to_vec());
         }
     }
 }
@@ -134,6 +139,38 @@ pub fn merge_maps(a: &mut MergeMap, b: MergeMap) {
             }
         }
     }
+}
+
+/// The result of a merge map: one flow per key on the union of its datapaths, in no
+/// particular order.
+pub fn finish_unordered(map: MergeMap) -> Vec<Lflow> {
+    map.into_iter()
+        .filter_map(|((stage, priority, match_, actions), mut dps)| {
+            dps.sort_unstable();
+            dps.dedup();
+            Some(Lflow {
+                stage,
+                priority,
+                match_,
+                actions,
+                dps: Dps::from_sorted(dps)?,
+            })
+        })
+        .collect()
+}
+
+/// Which of `n` shards a flow key goes to: the same on every thread.
+pub fn shard_of(stage: Stage, priority: u16, match_: &str, actions: &str, n: usize) -> usize {
+    // FNV-1a over the key: cheap, fixed (no per-process seed), good enough to spread keys.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in [stage as u8, (priority >> 8) as u8, priority as u8]
+        .into_iter()
+        .chain(match_.bytes())
+        .chain(actions.bytes())
+    {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h % n as u64) as usize
 }
 
 /// The result of a merge map: one flow per key on the union of its datapaths, sorted by

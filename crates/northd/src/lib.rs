@@ -31,6 +31,7 @@ pub mod engine;
 pub mod lflow;
 pub mod nb;
 pub mod output;
+pub mod par;
 pub mod sb;
 pub mod stage;
 pub mod topology;

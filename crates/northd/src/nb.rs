@@ -385,6 +385,11 @@ impl Nb {
     /// Reads the typed model from an `OVN_Northbound` replica; problems are returned as
     /// diagnostics, one per bad row or reference.
     pub fn from_db(db: &Database) -> (Nb, Vec<Diag>) {
+        Nb::from_db_threads(db, 1)
+    }
+
+    /// [`Nb::from_db`] with the switches (most of the rows) read by `threads` threads.
+    pub fn from_db_threads(db: &Database, threads: usize) -> (Nb, Vec<Diag>) {
         let mut diags = Vec::new();
         let mut nb = Nb::default();
         if let Some(g) = db.table("NB_Global").rows.values().next() {
@@ -523,7 +528,9 @@ impl Nb {
         nb.port_groups
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
 
-        for (&uuid, r) in &db.table("Logical_Switch").rows {
+        let sw_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Logical_Switch").rows.iter().collect();
+        let built = crate::par::par_map(&sw_rows, threads, |&(&uuid, r)| {
+            let mut diags = Vec::new();
             let mut ports = Vec::new();
             for pu in r.uuids("ports") {
                 match lsps.get(&pu) {
@@ -565,7 +572,7 @@ impl Nb {
                 "load_balancer_group",
                 |u| nb.lb_groups.contains_key(&u),
             );
-            nb.switches.push(LogicalSwitch {
+            let sw = LogicalSwitch {
                 uuid,
                 name: r.str("name").to_owned(),
                 ports,
@@ -575,7 +582,12 @@ impl Nb {
                 other_config: smap(r, "other_config"),
                 external_ids: smap(r, "external_ids"),
                 row: r.clone(),
-            });
+            };
+            (sw, diags)
+        });
+        for (sw, d) in built {
+            nb.switches.push(sw);
+            diags.extend(d);
         }
         nb.switches
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
@@ -584,7 +596,11 @@ impl Nb {
         let routes = &db.table("Logical_Router_Static_Route").rows;
         let pols = &db.table("Logical_Router_Policy").rows;
         let nats = &db.table("NAT").rows;
-        for (&uuid, r) in &db.table("Logical_Router").rows {
+        let rt_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Logical_Router").rows.iter().collect();
+        let nb_ref = &nb;
+        let built = crate::par::par_map(&rt_rows, threads, |&(&uuid, r)| {
+            let nb = nb_ref;
+            let mut diags = Vec::new();
             let mut lr = LogicalRouter {
                 uuid,
                 name: r.str("name").to_owned(),
@@ -696,7 +712,11 @@ impl Nb {
                     row: s.clone(),
                 });
             }
+            (lr, diags)
+        });
+        for (lr, d) in built {
             nb.routers.push(lr);
+            diags.extend(d);
         }
         nb.routers
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));

@@ -72,6 +72,11 @@ pub struct SbWant {
 
 /// Derives the SB bindings, groups and sets from the NB.
 pub fn want(ctx: &Ctx<'_>) -> SbWant {
+    want_threads(ctx, 1)
+}
+
+/// [`want`] with the switches' bindings made by `threads` threads.
+pub fn want_threads(ctx: &Ctx<'_>, threads: usize) -> SbWant {
     let nb = ctx.nb;
     let mut w = SbWant::default();
     for d in &ctx.datapaths {
@@ -92,7 +97,12 @@ pub fn want(ctx: &Ctx<'_>) -> SbWant {
         }
         w.dp_external_ids.push(e);
     }
-    for (i, sw) in nb.switches.iter().enumerate() {
+    let idx: Vec<usize> = (0..nb.switches.len()).collect();
+    type SwitchPart = (Vec<SbPort>, Vec<(usize, &'static str, i64, Vec<String>)>);
+    let parts: Vec<SwitchPart> = crate::par::par_map(&idx, threads, |&i| {
+        let sw = &nb.switches[i];
+        let mut ports = Vec::with_capacity(sw.ports.len());
+        let mut mcast = Vec::new();
         let dp = ctx.switch_dp(i).0 as usize;
         let (mut flood, mut unknown, mut mrouter, mut l2) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -120,7 +130,7 @@ pub fn want(ctx: &Ctx<'_>) -> SbWant {
             if p.addresses.iter().any(|a| a == "unknown") {
                 unknown.push(p.name.clone());
             }
-            w.ports.push(SbPort {
+            ports.push(SbPort {
                 name: p.name.clone(),
                 dp,
                 kind,
@@ -137,9 +147,14 @@ pub fn want(ctx: &Ctx<'_>) -> SbWant {
             (MC_FLOOD_L2, l2),
         ] {
             if !ports.is_empty() {
-                w.mcast.push((dp, g.0, g.1, ports));
+                mcast.push((dp, g.0, g.1, ports));
             }
         }
+        (ports, mcast)
+    });
+    for (p, m) in parts {
+        w.ports.extend(p);
+        w.mcast.extend(m);
     }
     for (i, r) in nb.routers.iter().enumerate() {
         let dp = ctx.router_dp(i).0 as usize;

@@ -1,0 +1,47 @@
+//! The parallel builds against the serial one, on the benchmark topology: the same flows,
+//! whatever the strategy and thread count (the serial build is the trivially correct twin).
+//! Needs the OVN NB schema (installed with `ovn-central`); skips without it.
+
+use northd::build::{Ctx, build_serial};
+use northd::engine::{Strategy, build};
+use northd::lflow::Lflow;
+use northd::nb::Nb;
+use northd::topology::{self, Params};
+
+fn sorted(mut v: Vec<Lflow>) -> Vec<Lflow> {
+    v.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
+    v
+}
+
+#[test]
+fn parallel_builds_equal_serial() {
+    let Ok((_, schema)) = topology::read_schema(topology::DEFAULT_NB_SCHEMA) else {
+        testutil::skip("no OVN NB schema (apt-get install ovn-central)");
+        return;
+    };
+    for p in [
+        Params::with_nodes(7),
+        Params {
+            nodes: 5,
+            pods_per_node: 3,
+            services: Some(40),
+            nodeport_svcs: 2,
+            ..Params::with_nodes(5)
+        },
+    ] {
+        let db = topology::generate(&schema, &p).unwrap();
+        let (nb, _) = Nb::from_db(&db);
+        let ctx = Ctx::new(&nb);
+        let want = sorted(build_serial(&ctx));
+        assert!(want.len() > 500);
+        for strategy in [Strategy::PerThread, Strategy::BucketLocks { buckets: 7 }] {
+            for threads in [1, 2, 3, 5] {
+                let got = sorted(build(&ctx, threads, strategy));
+                assert!(
+                    got == want,
+                    "{strategy:?} with {threads} threads differs from the serial build"
+                );
+            }
+        }
+    }
+}
