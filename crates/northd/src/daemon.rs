@@ -132,20 +132,48 @@ fn compute_and_sync(
     let mut compute = t0.elapsed();
     let t1 = Instant::now();
     ensure_sb_global(sbs)?;
-    // Bindings first: flows name tunnel keys (`$_rtr_lb_<key>_ip4`, ECMP reply ports), and
-    // a new datapath or port has its key only once the SB holds it.
-    let mut ready = false;
+    // Flows name tunnel keys (`$_rtr_lb_<key>_ip4`, ECMP reply ports), and a new datapath
+    // or port has its key only once the SB holds it: when the SB lacks some binding, write
+    // the bindings first (one round), then plan the flows with the keys the SB holds.
+    let complete = |sb: &ovsdb::Database| {
+        let dps: std::collections::HashSet<String> = sb
+            .table("Datapath_Binding")
+            .rows
+            .values()
+            .filter_map(|r| {
+                r.map_get("external_ids", "logical-switch")
+                    .or_else(|| r.map_get("external_ids", "logical-router"))
+                    .map(str::to_owned)
+            })
+            .collect();
+        let pbs: std::collections::HashSet<&str> = sb
+            .table("Port_Binding")
+            .rows
+            .values()
+            .map(|r| r.str("logical_port"))
+            .collect();
+        ctx.datapaths
+            .iter()
+            .all(|d| dps.contains(&d.uuid.to_string()))
+            && ctx
+                .nb
+                .routers
+                .iter()
+                .flat_map(|r| &r.ports)
+                .all(|p| pbs.contains(p.name.as_str()))
+    };
+    let mut ready = complete(sbs.replica().ok_or("SB not connected")?);
     for _ in 0..3 {
+        if ready {
+            break;
+        }
         let plan = sb::plan(&ctx, &want, None, sbs.replica().ok_or("SB not connected")?);
         for txn in plan.txns {
             sbs.transact(txn)
                 .map_err(|e| format!("SB transaction: {e}"))?;
         }
         let _ = sbs.take_changes();
-        if plan.flows_ready {
-            ready = true;
-            break;
-        }
+        ready = plan.flows_ready;
     }
     if !ready {
         return Err("SB datapaths did not appear after inserting them".into());

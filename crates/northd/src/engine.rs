@@ -80,7 +80,8 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let mut mine: Vec<MergeMap> = (0..shards).map(|_| MergeMap::new()).collect();
+                    let mut mine: Vec<MergeMap> =
+                        (0..shards).map(|_| MergeMap::default()).collect();
                     let mut scratch = Vec::new();
                     loop {
                         let at = cursor.fetch_add(CHUNK, Ordering::Relaxed);

@@ -4,7 +4,6 @@
 //! not 800.
 
 use crate::stage::Stage;
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
@@ -108,7 +107,10 @@ impl<'a> Sink<'a> {
 }
 
 /// Flows being merged: (stage, priority, match, actions) → datapaths (unsorted, may repeat).
-pub type MergeMap = HashMap<(Stage, u16, String, String), Vec<DpId>>;
+///
+/// FxHash: the keys are our own flow text, not attacker-chosen, and SipHash cost a fifth of
+/// a recompute.
+pub type MergeMap = rustc_hash::FxHashMap<(Stage, u16, String, String), Vec<DpId>>;
 
 /// Adds built flows to a merge map: equal flows (same stage, priority, match, actions) share
 /// one entry and their datapaths are collected.
@@ -197,7 +199,7 @@ pub fn finish(map: MergeMap) -> Vec<Lflow> {
 /// Turns built flows into the result: one flow per (stage, priority, match, actions), on
 /// the union of the datapaths it was built for; sorted by that key.
 pub fn merge_same(v: Vec<Lflow>) -> Vec<Lflow> {
-    let mut map = MergeMap::with_capacity(v.len() / 4);
+    let mut map = MergeMap::with_capacity_and_hasher(v.len() / 4, Default::default());
     merge_into(&mut map, v);
     finish(map)
 }

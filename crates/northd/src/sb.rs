@@ -14,15 +14,17 @@
 //! transactions of at most [`FLOW_BATCH`] flows.
 
 use crate::build::{Ctx, DpKind};
-use crate::lflow::Lflow;
+use crate::lflow::{DpId, Lflow};
 use crate::nb::Smap;
 use crate::stage::Stage;
 use ovsdb::{Database, Row, Uuid};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// A logical flow's identity in the SB: stage, priority, match, actions, datapaths.
-type FlowKey<'a> = (Stage, u16, &'a str, &'a str, Vec<Uuid>);
+/// A logical flow's identity in the SB: stage, priority, match, actions, datapaths (as
+/// indices into [`Ctx::datapaths`], sorted).
+type FlowKey<'a> = (Stage, u16, &'a str, &'a str, &'a [DpId]);
 
 /// Logical flows inserted per transaction.
 pub const FLOW_BATCH: usize = 20_000;
@@ -335,8 +337,8 @@ impl std::fmt::Debug for SyncPlan {
 pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database) -> SyncPlan {
     let mut base = Vec::new();
     // Datapaths, keyed by NB UUID.
-    let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::new();
-    let mut used_dp_keys = HashSet::new();
+    let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::default();
+    let mut used_dp_keys = HashSet::default();
     for (&u, r) in &sb.table("Datapath_Binding").rows {
         let nb = r
             .map_get("external_ids", "logical-switch")
@@ -391,13 +393,13 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
         }
     }
     // Port bindings, keyed by logical_port.
-    let mut sb_pb: HashMap<&str, (Uuid, &Row)> = HashMap::new();
+    let mut sb_pb: HashMap<&str, (Uuid, &Row)> = HashMap::default();
     for (&u, r) in &sb.table("Port_Binding").rows {
         if sb_pb.insert(r.str("logical_port"), (u, r)).is_some() {
             base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(u)}));
         }
     }
-    let mut used_port_keys: HashMap<usize, HashSet<i64>> = HashMap::new();
+    let mut used_port_keys: HashMap<usize, HashSet<i64>> = HashMap::default();
     for p in &want.ports {
         if let Some((_, r)) = sb_pb.get(p.name.as_str())
             && r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
@@ -414,7 +416,7 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
             base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
         }
     }
-    let mut port_ref: HashMap<&str, Value> = HashMap::new();
+    let mut port_ref: HashMap<&str, Value> = HashMap::default();
     for (n, p) in want.ports.iter().enumerate() {
         let row = json!({
             "datapath": dp_ref[p.dp],
@@ -464,13 +466,13 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
         }
     }
     // Multicast groups: rewritten when their ports differ.
-    let mut sb_mc: HashMap<(Uuid, &str), (Uuid, &Row)> = HashMap::new();
+    let mut sb_mc: HashMap<(Uuid, &str), (Uuid, &Row)> = HashMap::default();
     for (&u, r) in &sb.table("Multicast_Group").rows {
         if let Some(d) = r.get("datapath").keys.first().and_then(|a| a.as_uuid()) {
             sb_mc.insert((d, r.str("name")), (u, r));
         }
     }
-    let mut wanted_mc = HashSet::new();
+    let mut wanted_mc = HashSet::default();
     for (dp, name, key, ports) in &want.mcast {
         let refs: Vec<Value> = ports
             .iter()
@@ -512,95 +514,117 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
         &want.address_sets,
     );
 
-    // Logical flows.
+    // Logical flows, compared in datapath-index space: our flows are unique per key with
+    // sorted datapaths already; each SB datapath group is mapped and sorted once.
     let mut txns = Vec::new();
     let flows_ready = dp_uuid.iter().all(Option::is_some);
     let (mut flows_added, mut flows_deleted) = (0, 0);
     if let (true, Some(flows)) = (flows_ready, flows) {
-        let dpu: Vec<Uuid> = dp_uuid.iter().map(|u| u.unwrap_or_default()).collect();
-        // Group our flows by everything but the datapath.
-        let mut grouped: HashMap<(Stage, u16, &str, &str), Vec<Uuid>> = HashMap::new();
-        for f in flows {
-            grouped
-                .entry((f.stage, f.priority, &f.match_, &f.actions))
-                .or_default()
-                .extend(f.dps.as_slice().iter().map(|d| dpu[d.0 as usize]));
-        }
-        // The SB's flows, same key.
+        let dp_of: HashMap<Uuid, DpId> = dp_uuid
+            .iter()
+            .enumerate()
+            .filter_map(|(i, u)| Some(((*u)?, DpId(i as u32))))
+            .collect();
+        let singles: Vec<DpId> = (0..ctx.datapaths.len() as u32).map(DpId).collect();
         let groups = &sb.table("Logical_DP_Group").rows;
-        let mut existing: HashMap<FlowKey<'_>, Vec<Uuid>> = HashMap::new();
-        let mut group_by_set: HashMap<Vec<Uuid>, Uuid> = HashMap::new();
-        for (&g, r) in groups {
-            let mut v: Vec<Uuid> = r.uuids("datapaths").collect();
-            v.sort();
-            group_by_set.insert(v, g);
+        // Group → its datapaths (None when it names a datapath that is not ours).
+        let group_dps: HashMap<Uuid, Option<Vec<DpId>>> = groups
+            .iter()
+            .map(|(&g, r)| {
+                let v: Option<Vec<DpId>> = r
+                    .uuids("datapaths")
+                    .map(|u| dp_of.get(&u).copied())
+                    .collect();
+                (
+                    g,
+                    v.map(|mut v| {
+                        v.sort_unstable();
+                        v.dedup();
+                        v
+                    }),
+                )
+            })
+            .collect();
+        let mut group_by_set: HashMap<&[DpId], Uuid> = HashMap::default();
+        for (g, v) in &group_dps {
+            if let Some(v) = v {
+                group_by_set.insert(v.as_slice(), *g);
+            }
         }
+        let stage_by_name: HashMap<&str, Stage> =
+            Stage::ALL.iter().map(|s| (s.name(), *s)).collect();
+        let mut existing: HashMap<FlowKey<'_>, Vec<Uuid>> = HashMap::default();
         let mut deletes = Vec::new();
         for (&u, r) in &sb.table("Logical_Flow").rows {
-            let stage = Stage::ALL.iter().copied().find(|s| {
-                s.table() as i64 == r.int("table_id").unwrap_or(-1)
-                    && s.pipeline().name() == r.str("pipeline")
-                    && r.map_get("external_ids", "stage-name") == Some(s.name())
-            });
-            let mut dps: Vec<Uuid> = if let Some(d) = r
+            let stage = r
+                .map_get("external_ids", "stage-name")
+                .and_then(|n| stage_by_name.get(n).copied())
+                .filter(|s| {
+                    s.table() as i64 == r.int("table_id").unwrap_or(-1)
+                        && s.pipeline().name() == r.str("pipeline")
+                });
+            let dps: Option<&[DpId]> = if let Some(d) = r
                 .get("logical_datapath")
                 .keys
                 .first()
                 .and_then(|a| a.as_uuid())
             {
-                vec![d]
+                dp_of
+                    .get(&d)
+                    .map(|i| &singles[i.0 as usize..i.0 as usize + 1])
             } else if let Some(g) = r
                 .get("logical_dp_group")
                 .keys
                 .first()
                 .and_then(|a| a.as_uuid())
             {
-                groups
-                    .get(&g)
-                    .map(|gr| gr.uuids("datapaths").collect())
-                    .unwrap_or_default()
+                group_dps.get(&g).and_then(|v| v.as_deref())
             } else {
-                Vec::new()
+                None
             };
-            dps.sort();
-            match (stage, u16::try_from(r.int("priority").unwrap_or(-1))) {
-                (Some(st), Ok(p)) => existing
-                    .entry((st, p, r.str("match"), r.str("actions"), dps))
+            match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), dps) {
+                (Some(st), Ok(p), Some(d)) if !d.is_empty() => existing
+                    .entry((st, p, r.str("match"), r.str("actions"), d))
                     .or_default()
                     .push(u),
                 _ => deletes.push(u),
             }
         }
         let mut inserts = Vec::new();
-        let mut new_groups: HashMap<Vec<Uuid>, String> = HashMap::new();
+        let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
         let mut group_ops = Vec::new();
-        for ((stage, prio, m, a), mut dps) in grouped {
-            dps.sort();
-            dps.dedup();
-            if let Some(mut us) = existing.remove(&(stage, prio, m, a, dps.clone())) {
+        for f in flows {
+            let dps = f.dps.as_slice();
+            if let Some(mut us) = existing.remove(&(
+                f.stage,
+                f.priority,
+                f.match_.as_str(),
+                f.actions.as_str(),
+                dps,
+            )) {
                 // Keep one; duplicates go.
                 us.pop();
                 deletes.extend(us);
                 continue;
             }
             let mut row = json!({
-                "pipeline": stage.pipeline().name(),
-                "table_id": stage.table(),
-                "priority": prio,
-                "match": m,
-                "actions": a,
-                "external_ids": ["map", [["stage-name", stage.name()]]],
+                "pipeline": f.stage.pipeline().name(),
+                "table_id": f.stage.table(),
+                "priority": f.priority,
+                "match": f.match_,
+                "actions": f.actions,
+                "external_ids": ["map", [["stage-name", f.stage.name()]]],
             });
             if dps.len() == 1 {
-                row["logical_datapath"] = uuid_json(dps[0]);
-            } else if let Some(&g) = group_by_set.get(&dps) {
+                row["logical_datapath"] = dp_ref[dps[0].0 as usize].clone();
+            } else if let Some(&g) = group_by_set.get(dps) {
                 row["logical_dp_group"] = uuid_json(g);
             } else {
                 let n = new_groups.len();
-                let name = new_groups.entry(dps.clone()).or_insert_with(|| {
+                let name = new_groups.entry(dps).or_insert_with(|| {
                     let name = format!("g{n}");
                     group_ops.push(json!({"op": "insert", "table": "Logical_DP_Group", "uuid-name": name,
-                        "row": {"datapaths": ["set", dps.iter().map(|&d| uuid_json(d)).collect::<Vec<_>>()]}}));
+                        "row": {"datapaths": ["set", dps.iter().map(|d| dp_ref[d.0 as usize].clone()).collect::<Vec<_>>()]}}));
                     name
                 });
                 row["logical_dp_group"] = json!(["named-uuid", name.clone()]);
@@ -612,9 +636,8 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
         }
         flows_added = inserts.len();
         flows_deleted = deletes.len();
-        // New groups go with the first batch of flows that may use them: all flows that
-        // use a new group must be in that group's transaction, so put every flow that
-        // names a new group into the first flow transaction.
+        // Flows that use a new group go in the group's transaction (the first); the rest
+        // in batches.
         let (named, plain): (Vec<Value>, Vec<Value>) = inserts.into_iter().partition(|op| {
             op["row"]["logical_dp_group"].get(0).and_then(Value::as_str) == Some("named-uuid")
         });
@@ -647,7 +670,7 @@ fn sync_named(
     col: &str,
     want: &BTreeMap<String, Vec<String>>,
 ) {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for (&u, r) in &sb.table(table).rows {
         let name = r.str("name");
         match want.get(name) {

@@ -276,9 +276,15 @@ impl Datum {
     /// Looks a key up in a map.
     pub fn get(&self, key: &str) -> Option<&Atom> {
         let vals = self.values.as_ref()?;
+        // Strings sort after every other atom kind and among themselves as `str`s do: search
+        // without building an `Atom` (no allocation per lookup).
         let i = self
             .keys
-            .binary_search(&Atom::String(key.to_owned()))
+            .binary_search_by(|a| match a {
+                Atom::String(s) => s.as_str().cmp(key),
+                Atom::Uuid(_) => std::cmp::Ordering::Greater,
+                _ => std::cmp::Ordering::Less,
+            })
             .ok()?;
         Some(&vals[i])
     }

@@ -703,7 +703,7 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
 /// Builds every flow on one thread; the same flow from several items becomes one flow on
 /// the union of their datapaths ([`merge_same`]); sorted.
 pub fn build_serial(ctx: &Ctx<'_>) -> Vec<Lflow> {
-    let mut map = crate::lflow::MergeMap::new();
+    let mut map = crate::lflow::MergeMap::default();
     let mut out = Vec::new();
     for it in items(ctx) {
         build_item(ctx, it, &mut out);
