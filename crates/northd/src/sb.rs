@@ -649,8 +649,11 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
                 .map(|u| json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(u)})),
         );
         base.extend(first);
-        for chunk in plain.chunks(FLOW_BATCH) {
-            txns.push(chunk.to_vec());
+        // Split without copying: the operations are most of the memory a first sync uses.
+        let mut rest = plain;
+        while !rest.is_empty() {
+            let tail = rest.split_off(rest.len().min(FLOW_BATCH));
+            txns.push(std::mem::replace(&mut rest, tail));
         }
     }
     txns.insert(0, base);
