@@ -248,7 +248,7 @@ pub fn want_threads(ctx: &Ctx<'_>, threads: usize) -> SbWant {
         for u in &ctx.router_lbs[i] {
             let Some(lb) = nb.lbs.get(u) else { continue };
             for (k, _) in &lb.vips {
-                match crate::build::vip_ip(k) {
+                match crate::build::lb_vip_ip(k) {
                     Some(ip @ std::net::IpAddr::V4(a)) if inside(&ip) => {
                         v4.insert(a.to_string());
                     }

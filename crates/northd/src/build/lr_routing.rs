@@ -650,16 +650,7 @@ fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
     }
 }
 
-/// The IP of a load-balancer VIP key (`IP`, `IP:PORT`, `[IP6]:PORT`).
-fn vip_ip(vip: &str) -> Option<IpAddr> {
-    if let Some(rest) = vip.strip_prefix('[') {
-        return rest.split(']').next()?.parse().ok();
-    }
-    if let Ok(ip) = vip.parse() {
-        return Some(ip);
-    }
-    vip.rsplit_once(':')?.0.parse().ok()
-}
+use super::lb_vip_ip as vip_ip;
 
 /// One NAT rule's flows in these stages (ARP replies for its external IP).
 pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {

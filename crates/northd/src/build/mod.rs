@@ -124,17 +124,6 @@ pub struct Ctx<'a> {
     pub diags: Vec<Diag>,
 }
 
-/// The address of a load-balancer VIP key (`IP`, `IP:PORT`, `[IPv6]:PORT`).
-pub fn vip_ip(key: &str) -> Option<IpAddr> {
-    if let Some(rest) = key.strip_prefix('[') {
-        return rest.split(']').next()?.parse().ok();
-    }
-    if let Ok(ip) = key.parse() {
-        return Some(ip);
-    }
-    key.rsplit_once(':')?.0.parse().ok()
-}
-
 /// Datapaths that get the same flows for a set of load balancers.
 #[derive(Debug, Clone)]
 pub struct LbClass {
@@ -683,7 +672,7 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
                 && lb
                     .vips
                     .iter()
-                    .any(|(k, _)| vip_ip(k).is_some_and(|ip| ctx.all_nat_ips.contains(&ip)));
+                    .any(|(k, _)| lb_vip_ip(k).is_some_and(|ip| ctx.all_nat_ips.contains(&ip)));
             if split {
                 for &d in class.dps.as_slice() {
                     let rt = d.0 as usize - ctx.nb.switches.len();
