@@ -16,10 +16,14 @@ fn main() {
     let want = sb::want(&ctx);
     for _ in 0..5 {
         let t = Instant::now();
-        let p = sb::plan(&ctx, &want, None, &sbdb);
+        let p = sb::plan(&ctx, &want, None, &sbdb, None);
         let t1 = t.elapsed();
         let t = Instant::now();
-        let q = sb::plan(&ctx, &want, Some(&flows), &sbdb);
+        let mut cache = sb::FlowCache::default();
+        let _ = sb::plan(&ctx, &want, Some(&flows), &sbdb, Some(&mut cache));
+        eprintln!("cold (cache built) {:?}", t.elapsed());
+        let t = Instant::now();
+        let q = sb::plan(&ctx, &want, Some(&flows), &sbdb, Some(&mut cache));
         eprintln!(
             "bindings {t1:?} ({} txns), with flows {:?} ({} txns, +{} -{})",
             p.txns.len(),

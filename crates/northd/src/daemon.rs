@@ -54,11 +54,23 @@ fn now_ms() -> i64 {
 
 /// Runs until an unrecoverable error (or, with `once`, after the first full sync). `log`
 /// receives one line per round and per problem.
-pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
+pub fn run(cfg: &Config, log: impl FnMut(&str)) -> Result<(), String> {
+    run_until(cfg, &std::sync::atomic::AtomicBool::new(false), log)
+}
+
+/// [`run`], returning (after the round in progress) once `stop` is set.
+pub fn run_until(
+    cfg: &Config,
+    stop: &std::sync::atomic::AtomicBool,
+    mut log: impl FnMut(&str),
+) -> Result<(), String> {
     let mut nb = Session::new(&cfg.nb, "OVN_Northbound", MonitorSpec::all());
     let mut sbs = Session::new(&cfg.sb, "OVN_Southbound", MonitorSpec::all());
     let mut dirty = true;
     let mut last_nb_cfg: Option<i64> = None;
+    // What the SB's logical flows are, kept between rounds (rebuilt after a reconnect or a
+    // datapath change).
+    let mut cache = sb::FlowCache::default();
     loop {
         let _ = nb
             .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
@@ -95,7 +107,7 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
             .and_then(|r| r.int("sb_cfg"))
             .unwrap_or(0);
         if dirty {
-            let round = compute_and_sync(cfg, &mut nb, &mut sbs, &mut log)?;
+            let round = compute_and_sync(cfg, &mut nb, &mut sbs, &mut cache, &mut log)?;
             log(&format!(
                 "computed {} flows in {:.1} ms, SB synced in {:.1} ms (+{} -{})",
                 round.flows,
@@ -109,7 +121,7 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Result<(), String> {
         if nb_cfg != sb_cfg {
             handshake(&mut nb, &mut sbs, nb_cfg).map_err(|e| format!("nb_cfg handshake: {e}"))?;
         }
-        if cfg.once {
+        if cfg.once || stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
         }
     }
@@ -119,6 +131,7 @@ fn compute_and_sync(
     cfg: &Config,
     nb: &mut Session,
     sbs: &mut Session,
+    cache: &mut sb::FlowCache,
     log: &mut impl FnMut(&str),
 ) -> Result<Round, String> {
     let t0 = Instant::now();
@@ -167,12 +180,21 @@ fn compute_and_sync(
         if ready {
             break;
         }
-        let plan = sb::plan(&ctx, &want, None, sbs.replica().ok_or("SB not connected")?);
+        let plan = sb::plan(
+            &ctx,
+            &want,
+            None,
+            sbs.replica().ok_or("SB not connected")?,
+            None,
+        );
         for txn in plan.txns {
             sbs.transact(txn)
                 .map_err(|e| format!("SB transaction: {e}"))?;
         }
-        let _ = sbs.take_changes();
+        let changes = sbs.take_changes();
+        if let Some(db) = sbs.replica() {
+            cache.apply(db, &changes);
+        }
         ready = plan.flows_ready;
     }
     if !ready {
@@ -184,12 +206,11 @@ fn compute_and_sync(
     let flows = engine::build(&ctx, cfg.threads, cfg.strategy);
     compute += t2.elapsed();
     let t3 = Instant::now();
-    let plan = sb::plan(
-        &ctx,
-        &want,
-        Some(&flows),
-        sbs.replica().ok_or("SB not connected")?,
-    );
+    // SB rows changed since the last round (ours arriving late, or someone else's).
+    let changes = sbs.take_changes();
+    let sbdb = sbs.replica().ok_or("SB not connected")?;
+    cache.apply(sbdb, &changes);
+    let plan = sb::plan(&ctx, &want, Some(&flows), sbdb, Some(cache));
     let round = Round {
         flows: flows.len(),
         compute,
@@ -198,10 +219,16 @@ fn compute_and_sync(
         deleted: plan.flows_deleted,
     };
     for txn in plan.txns {
-        sbs.transact(txn)
-            .map_err(|e| format!("SB transaction: {e}"))?;
+        let r = sbs.transact(txn);
+        let changes = sbs.take_changes();
+        if let Some(db) = sbs.replica() {
+            cache.apply(db, &changes);
+        }
+        if let Err(e) = r {
+            cache.invalidate();
+            return Err(format!("SB transaction: {e}"));
+        }
     }
-    let _ = sbs.take_changes();
     Ok(Round {
         sync: round.sync + t3.elapsed(),
         ..round

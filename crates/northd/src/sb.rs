@@ -14,17 +14,14 @@
 //! transactions of at most [`FLOW_BATCH`] flows.
 
 use crate::build::{Ctx, DpKind};
-use crate::lflow::{DpId, Lflow};
+use crate::lflow::{DpId, Dps, Lflow};
 use crate::nb::Smap;
 use crate::stage::Stage;
 use ovsdb::{Database, Row, Uuid};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A logical flow's identity in the SB: stage, priority, match, actions, datapaths (as
-/// indices into [`Ctx::datapaths`], sorted).
-type FlowKey<'a> = (Stage, u16, &'a str, &'a str, &'a [DpId]);
+use std::sync::Arc;
 
 /// Logical flows inserted per transaction.
 pub const FLOW_BATCH: usize = 20_000;
@@ -334,7 +331,13 @@ impl std::fmt::Debug for SyncPlan {
 
 /// Plans the SB transactions (see [`SyncPlan`]); with `flows` `None`, only the bindings,
 /// groups and sets (logical flows are left as they are).
-pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database) -> SyncPlan {
+pub fn plan(
+    ctx: &Ctx<'_>,
+    want: &SbWant,
+    flows: Option<&[Lflow]>,
+    sb: &Database,
+    cache: Option<&mut FlowCache>,
+) -> SyncPlan {
     let mut base = Vec::new();
     // Datapaths, keyed by NB UUID.
     let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::default();
@@ -520,91 +523,37 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
     let flows_ready = dp_uuid.iter().all(Option::is_some);
     let (mut flows_added, mut flows_deleted) = (0, 0);
     if let (true, Some(flows)) = (flows_ready, flows) {
-        let dp_of: HashMap<Uuid, DpId> = dp_uuid
-            .iter()
-            .enumerate()
-            .filter_map(|(i, u)| Some(((*u)?, DpId(i as u32))))
-            .collect();
-        let singles: Vec<DpId> = (0..ctx.datapaths.len() as u32).map(DpId).collect();
-        let groups = &sb.table("Logical_DP_Group").rows;
-        // Group → its datapaths (None when it names a datapath that is not ours).
-        let group_dps: HashMap<Uuid, Option<Vec<DpId>>> = groups
-            .iter()
-            .map(|(&g, r)| {
-                let v: Option<Vec<DpId>> = r
-                    .uuids("datapaths")
-                    .map(|u| dp_of.get(&u).copied())
-                    .collect();
-                (
-                    g,
-                    v.map(|mut v| {
-                        v.sort_unstable();
-                        v.dedup();
-                        v
-                    }),
-                )
-            })
-            .collect();
+        let dpu: Vec<Uuid> = dp_uuid.iter().map(|u| u.unwrap_or_default()).collect();
+        let mut own_cache;
+        let cache = match cache {
+            Some(c) => c,
+            None => {
+                own_cache = FlowCache::default();
+                &mut own_cache
+            }
+        };
+        if cache.dp_uuid != dpu {
+            cache.rebuild(sb, &dpu);
+        }
         let mut group_by_set: HashMap<&[DpId], Uuid> = HashMap::default();
-        for (g, v) in &group_dps {
+        for (g, v) in &cache.groups {
             if let Some(v) = v {
-                group_by_set.insert(v.as_slice(), *g);
+                group_by_set.insert(v, *g);
             }
         }
-        let stage_by_name: HashMap<&str, Stage> =
-            Stage::ALL.iter().map(|s| (s.name(), *s)).collect();
-        let mut existing: HashMap<FlowKey<'_>, Vec<Uuid>> = HashMap::default();
-        let mut deletes = Vec::new();
-        for (&u, r) in &sb.table("Logical_Flow").rows {
-            let stage = r
-                .map_get("external_ids", "stage-name")
-                .and_then(|n| stage_by_name.get(n).copied())
-                .filter(|s| {
-                    s.table() as i64 == r.int("table_id").unwrap_or(-1)
-                        && s.pipeline().name() == r.str("pipeline")
-                });
-            let dps: Option<&[DpId]> = if let Some(d) = r
-                .get("logical_datapath")
-                .keys
-                .first()
-                .and_then(|a| a.as_uuid())
-            {
-                dp_of
-                    .get(&d)
-                    .map(|i| &singles[i.0 as usize..i.0 as usize + 1])
-            } else if let Some(g) = r
-                .get("logical_dp_group")
-                .keys
-                .first()
-                .and_then(|a| a.as_uuid())
-            {
-                group_dps.get(&g).and_then(|v| v.as_deref())
-            } else {
-                None
-            };
-            match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), dps) {
-                (Some(st), Ok(p), Some(d)) if !d.is_empty() => existing
-                    .entry((st, p, r.str("match"), r.str("actions"), d))
-                    .or_default()
-                    .push(u),
-                _ => deletes.push(u),
-            }
-        }
+        let mut deletes: Vec<Uuid> = cache.unusable.iter().copied().collect();
+        // Our flows are unique per key: each claims one SB row of its key; every row left
+        // unclaimed goes.
+        let mut claimed = 0usize;
         let mut inserts = Vec::new();
         let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
         let mut group_ops = Vec::new();
         for f in flows {
             let dps = f.dps.as_slice();
-            if let Some(mut us) = existing.remove(&(
-                f.stage,
-                f.priority,
-                f.match_.as_str(),
-                f.actions.as_str(),
-                dps,
-            )) {
+            if let Some(us) = cache.by_key.get(f) {
+                claimed += us.len();
                 // Keep one; duplicates go.
-                us.pop();
-                deletes.extend(us);
+                deletes.extend(us.iter().skip(1).copied());
                 continue;
             }
             let mut row = json!({
@@ -631,8 +580,13 @@ pub fn plan(ctx: &Ctx<'_>, want: &SbWant, flows: Option<&[Lflow]>, sb: &Database
             }
             inserts.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
         }
-        for us in existing.into_values() {
-            deletes.extend(us);
+        if claimed < cache.rows.len() {
+            let ours: HashSet<&Lflow> = flows.iter().collect();
+            for (k, us) in &cache.by_key {
+                if !ours.contains(k) {
+                    deletes.extend(us.iter().copied());
+                }
+            }
         }
         flows_added = inserts.len();
         flows_deleted = deletes.len();
@@ -692,6 +646,150 @@ fn sync_named(
             ops.push(
                 json!({"op": "insert", "table": table, "row": {"name": name, col: set_json(v)}}),
             );
+        }
+    }
+}
+
+/// The SB's logical flows as we read them — each row parsed once into the flow it holds
+/// (datapaths as indices) — kept between rounds and updated from the session's change list,
+/// so a round costs one lookup per flow instead of re-reading every SB row.
+#[derive(Debug, Default)]
+pub struct FlowCache {
+    /// SB datapath UUID per datapath index when built; another mapping rebuilds the cache.
+    dp_uuid: Vec<Uuid>,
+    dp_of: HashMap<Uuid, DpId>,
+    /// SB group → its datapaths (`None` when it names a datapath that is not ours).
+    groups: HashMap<Uuid, Option<Arc<[DpId]>>>,
+    /// SB row → the flow it holds.
+    rows: HashMap<Uuid, Lflow>,
+    /// Flow → the SB rows holding it.
+    by_key: HashMap<Lflow, Vec<Uuid>>,
+    /// Rows that hold no usable flow (unknown stage, foreign datapath): deleted at sync.
+    unusable: HashSet<Uuid>,
+}
+
+impl FlowCache {
+    /// Forgets everything: the next plan re-reads every SB row.
+    pub fn invalidate(&mut self) {
+        self.dp_uuid.clear();
+    }
+
+    fn rebuild(&mut self, sb: &Database, dp_uuid: &[Uuid]) {
+        *self = FlowCache {
+            dp_uuid: dp_uuid.to_vec(),
+            dp_of: dp_uuid
+                .iter()
+                .enumerate()
+                .map(|(i, u)| (*u, DpId(i as u32)))
+                .collect(),
+            ..FlowCache::default()
+        };
+        for (&g, r) in &sb.table("Logical_DP_Group").rows {
+            self.add_group(g, r);
+        }
+        for (&u, r) in &sb.table("Logical_Flow").rows {
+            self.add_row(sb, u, r);
+        }
+    }
+
+    fn add_group(&mut self, g: Uuid, r: &Row) {
+        let v: Option<Vec<DpId>> = r
+            .uuids("datapaths")
+            .map(|u| self.dp_of.get(&u).copied())
+            .collect();
+        self.groups.insert(
+            g,
+            v.map(|mut v| {
+                v.sort_unstable();
+                v.dedup();
+                v.into()
+            }),
+        );
+    }
+
+    fn add_row(&mut self, sb: &Database, u: Uuid, r: &Row) {
+        let stage = r
+            .map_get("external_ids", "stage-name")
+            .and_then(Stage::from_name)
+            .filter(|s| {
+                s.table() as i64 == r.int("table_id").unwrap_or(-1)
+                    && s.pipeline().name() == r.str("pipeline")
+            });
+        let dps: Option<Dps> = if let Some(d) = r
+            .get("logical_datapath")
+            .keys
+            .first()
+            .and_then(|a| a.as_uuid())
+        {
+            self.dp_of.get(&d).map(|&i| Dps::One(i))
+        } else if let Some(g) = r
+            .get("logical_dp_group")
+            .keys
+            .first()
+            .and_then(|a| a.as_uuid())
+        {
+            if !self.groups.contains_key(&g)
+                && let Some(gr) = sb.row("Logical_DP_Group", g)
+            {
+                self.add_group(g, gr);
+            }
+            self.groups
+                .get(&g)
+                .cloned()
+                .flatten()
+                .and_then(|v| Dps::from_sorted(v.to_vec()))
+        } else {
+            None
+        };
+        match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), dps) {
+            (Some(stage), Ok(priority), Some(dps)) => {
+                let f = Lflow {
+                    stage,
+                    priority,
+                    match_: r.str("match").to_owned(),
+                    actions: r.str("actions").to_owned(),
+                    dps,
+                };
+                self.by_key.entry(f.clone()).or_default().push(u);
+                self.rows.insert(u, f);
+            }
+            _ => {
+                self.unusable.insert(u);
+            }
+        }
+    }
+
+    fn remove_row(&mut self, u: Uuid) {
+        self.unusable.remove(&u);
+        if let Some(f) = self.rows.remove(&u)
+            && let Some(us) = self.by_key.get_mut(&f)
+        {
+            us.retain(|&x| x != u);
+            if us.is_empty() {
+                self.by_key.remove(&f);
+            }
+        }
+    }
+
+    /// Takes in the SB changes the session reported (`(table, uuid)` of rows inserted,
+    /// modified or deleted). A change to a datapath binding or to a known datapath group
+    /// invalidates the cache (the next plan rebuilds it).
+    pub fn apply(&mut self, sb: &Database, changes: &[(String, Uuid)]) {
+        if self.dp_uuid.is_empty() {
+            return;
+        }
+        for (t, u) in changes {
+            match t.as_str() {
+                "Logical_Flow" => {
+                    self.remove_row(*u);
+                    if let Some(r) = sb.row("Logical_Flow", *u) {
+                        self.add_row(sb, *u, r);
+                    }
+                }
+                "Logical_DP_Group" if self.groups.contains_key(u) => return self.invalidate(),
+                "Datapath_Binding" => return self.invalidate(),
+                _ => {}
+            }
         }
     }
 }
