@@ -17,9 +17,7 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{DpId, Dps, Lflow, MergeMap, finish_unordered, merge_maps, merge_one, shard_of};
-use crate::stage::Stage;
-use std::collections::HashMap;
+use crate::lflow::{Lflow, MergeMap, finish_unordered, merge_maps, merge_one, shard_of};
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,20 +80,12 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
                 s.spawn(|| {
                     let mut mine: Vec<MergeMap> =
                         (0..shards).map(|_| MergeMap::default()).collect();
-                    let mut scratch = Vec::new();
-                    loop {
-                        let at = cursor.fetch_add(CHUNK, Ordering::Relaxed);
-                        if at >= items.len() {
-                            break;
-                        }
-                        for &it in &items[at..(at + CHUNK).min(items.len())] {
-                            build::build_item(ctx, it, &mut scratch);
-                        }
-                        for f in scratch.drain(..) {
+                    build_claimed(ctx, items, &cursor, |flows| {
+                        for f in flows.drain(..) {
                             let sh = shard_of(f.stage, f.priority, &f.match_, &f.actions, shards);
                             merge_one(&mut mine[sh], f);
                         }
-                    }
+                    });
                     mine
                 })
             })
@@ -139,9 +129,31 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
     parts.into_iter().flatten().collect()
 }
 
+/// Builds chunks of items claimed from `cursor` until none are left, handing each chunk's
+/// flows to `take` (which drains them).
+fn build_claimed(
+    ctx: &Ctx<'_>,
+    items: &[Item],
+    cursor: &AtomicUsize,
+    mut take: impl FnMut(&mut Vec<Lflow>),
+) {
+    let mut scratch = Vec::new();
+    loop {
+        let at = cursor.fetch_add(CHUNK, Ordering::Relaxed);
+        if at >= items.len() {
+            break;
+        }
+        for &it in &items[at..(at + CHUNK).min(items.len())] {
+            build::build_item(ctx, it, &mut scratch);
+        }
+        take(&mut scratch);
+    }
+}
+
 fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {
-    type Table = HashMap<(Stage, u16, String, String), Vec<DpId>>;
-    let table: Vec<Mutex<Table>> = (0..buckets).map(|_| Mutex::new(HashMap::new())).collect();
+    let table: Vec<Mutex<MergeMap>> = (0..buckets)
+        .map(|_| Mutex::new(MergeMap::default()))
+        .collect();
     let hasher = std::collections::hash_map::RandomState::new();
     let cursor = AtomicUsize::new(0);
     let counted: usize = std::thread::scope(|s| {
@@ -150,30 +162,22 @@ fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -
                 s.spawn(|| {
                     // Thread-local count, summed once at the end (seed 003).
                     let mut n_new = 0usize;
-                    let mut scratch = Vec::new();
-                    loop {
-                        let at = cursor.fetch_add(CHUNK, Ordering::Relaxed);
-                        if at >= items.len() {
-                            break;
-                        }
-                        for &it in &items[at..(at + CHUNK).min(items.len())] {
-                            build::build_item(ctx, it, &mut scratch);
-                            for f in scratch.drain(..) {
-                                let key = (f.stage, f.priority, f.match_, f.actions);
-                                let b = (hasher.hash_one(&key) as usize) % buckets;
-                                let mut map = table[b].lock().unwrap_or_else(|p| p.into_inner());
-                                match map.entry(key) {
-                                    std::collections::hash_map::Entry::Occupied(mut e) => {
-                                        e.get_mut().extend_from_slice(f.dps.as_slice())
-                                    }
-                                    std::collections::hash_map::Entry::Vacant(e) => {
-                                        n_new += 1;
-                                        e.insert(f.dps.as_slice().to_vec());
-                                    }
+                    build_claimed(ctx, items, &cursor, |flows| {
+                        for f in flows.drain(..) {
+                            let key = (f.stage, f.priority, f.match_, f.actions);
+                            let b = (hasher.hash_one(&key) as usize) % buckets;
+                            let mut map = table[b].lock().unwrap_or_else(|p| p.into_inner());
+                            match map.entry(key) {
+                                std::collections::hash_map::Entry::Occupied(mut e) => {
+                                    e.get_mut().extend_from_slice(f.dps.as_slice())
+                                }
+                                std::collections::hash_map::Entry::Vacant(e) => {
+                                    n_new += 1;
+                                    e.insert(f.dps.as_slice().to_vec());
                                 }
                             }
                         }
-                    }
+                    });
                     n_new
                 })
             })
@@ -184,21 +188,9 @@ fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -
     });
     let mut out = Vec::with_capacity(counted);
     for b in table {
-        for ((stage, priority, match_, actions), mut dps) in
-            b.into_inner().unwrap_or_else(|p| p.into_inner())
-        {
-            dps.sort_unstable();
-            dps.dedup();
-            if let Some(dps) = Dps::from_sorted(dps) {
-                out.push(Lflow {
-                    stage,
-                    priority,
-                    match_,
-                    actions,
-                    dps,
-                });
-            }
-        }
+        out.extend(finish_unordered(
+            b.into_inner().unwrap_or_else(|p| p.into_inner()),
+        ));
     }
     out
 }

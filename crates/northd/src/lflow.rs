@@ -178,20 +178,7 @@ pub fn shard_of(stage: Stage, priority: u16, match_: &str, actions: &str, n: usi
 /// The result of a merge map: one flow per key on the union of its datapaths, sorted by
 /// key.
 pub fn finish(map: MergeMap) -> Vec<Lflow> {
-    let mut out: Vec<Lflow> = map
-        .into_iter()
-        .filter_map(|((stage, priority, match_, actions), mut dps)| {
-            dps.sort_unstable();
-            dps.dedup();
-            Some(Lflow {
-                stage,
-                priority,
-                match_,
-                actions,
-                dps: Dps::from_sorted(dps)?,
-            })
-        })
-        .collect();
+    let mut out = finish_unordered(map);
     out.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
     out
 }
