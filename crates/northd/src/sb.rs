@@ -215,7 +215,7 @@ pub fn want_threads(ctx: &Ctx<'_>, threads: usize) -> SbWant {
     for a in &nb.address_sets {
         w.address_sets.insert(a.name.clone(), a.addresses.clone());
     }
-    for (i, r) in nb.routers.iter().enumerate() {
+    for i in 0..nb.routers.len() {
         let (r4, r6) = ctx.lr_index[i].lb_reach;
         if !r4 && !r6 {
             continue;
@@ -256,7 +256,6 @@ pub fn want_threads(ctx: &Ctx<'_>, threads: usize) -> SbWant {
                 }
             }
         }
-        let _ = r;
         w.rtr_lb_sets.push((
             ctx.router_dp(i).0 as usize,
             v4.into_iter().collect(),
