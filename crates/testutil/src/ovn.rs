@@ -107,9 +107,14 @@ impl Sandbox {
         self.children.push(child);
     }
 
+    /// Waits until `path` exists and, when it is a socket, accepts a connection (its file
+    /// appears at bind(), a moment before listen()).
     fn wait_for(&mut self, path: &str, what: &str, log: &str) {
         let t0 = Instant::now();
-        while !Path::new(path).exists() {
+        let ready = |p: &str| {
+            Path::new(p).exists() && (!p.ends_with(".sock") || UnixStream::connect(p).is_ok())
+        };
+        while !ready(path) {
             if let Some(Ok(Some(st))) = self.children.last_mut().map(|c| c.try_wait()) {
                 panic!(
                     "{what} exited ({st}): {}",

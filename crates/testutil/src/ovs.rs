@@ -419,7 +419,10 @@ impl OvsSandbox {
             &log,
         )?;
         self.ovsdb = Some(ovsdb);
-        self.wait_for("ovsdb-server socket", |sb| sb.db_sock().exists())?;
+        // The socket file appears at bind(), a moment before listen(): wait until it accepts.
+        self.wait_for("ovsdb-server socket", |sb| {
+            std::os::unix::net::UnixStream::connect(sb.db_sock()).is_ok()
+        })?;
         run(self.vsctl_cmd().arg("--no-wait").arg("init"))?;
 
         let vswitchd = self.spawn_daemon(
