@@ -255,42 +255,31 @@ struct NatAddrs {
 
 fn parse_nat(n: &Nat) -> Option<NatAddrs> {
     let ext: IpAddr = n.external_ip.parse().ok()?;
-    match ext {
+    // (address, prefix length, host prefix length, network) of the logical side.
+    let (addr, plen, host, network) = match ext {
         IpAddr::V4(_) => {
             let l = parse_ipv4_net(&n.logical_ip)?;
-            if n.kind != "snat" && l.plen != 32 {
-                return None;
-            }
-            let logical = if l.plen == 32 {
-                l.addr.to_string()
-            } else {
-                format!("{}/{}", l.network(), l.plen)
-            };
-            Some(NatAddrs {
-                ext,
-                logical,
-                logical_ip: IpAddr::V4(l.addr),
-                plen: l.plen,
-            })
+            (IpAddr::V4(l.addr), l.plen, 32, IpAddr::V4(l.network()))
         }
         IpAddr::V6(_) => {
             let l = parse_ipv6_net(&n.logical_ip)?;
-            if n.kind != "snat" && l.plen != 128 {
-                return None;
-            }
-            let logical = if l.plen == 128 {
-                l.addr.to_string()
-            } else {
-                format!("{}/{}", l.network(), l.plen)
-            };
-            Some(NatAddrs {
-                ext,
-                logical,
-                logical_ip: IpAddr::V6(l.addr),
-                plen: l.plen,
-            })
+            (IpAddr::V6(l.addr), l.plen, 128, IpAddr::V6(l.network()))
         }
+    };
+    if n.kind != "snat" && plen != host {
+        return None;
     }
+    let logical = if plen == host {
+        addr.to_string()
+    } else {
+        format!("{network}/{plen}")
+    };
+    Some(NatAddrs {
+        ext,
+        logical,
+        logical_ip: addr,
+        plen,
+    })
 }
 
 /// The name of the address set a NAT column (`allowed_ext_ips`, `exempted_ext_ips`) refers to.
