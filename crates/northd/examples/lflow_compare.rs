@@ -15,7 +15,7 @@ fn main() {
     let prefix = args.get(4).cloned().unwrap_or_default();
     let db = ovsdb::file::read(&args[1]).unwrap_or_else(|e| panic!("{e}"));
     let (nb, diags) = Nb::from_db(&db);
-    let mut ctx = build::Ctx::new(&nb);
+    let mut ctx = build::Ctx::new(nb);
     // Tunnel keys (they appear in some flows) come from the SB ovn-northd wrote, when
     // there is one next to the NB.
     if let Some(sb_path) = args[1]

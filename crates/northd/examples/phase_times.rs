@@ -23,7 +23,7 @@ fn main() {
         let t = Instant::now();
         let (nb, _) = Nb::from_db_threads(&db, threads);
         let t1 = t.elapsed();
-        let ctx = Ctx::new(&nb);
+        let ctx = Ctx::new(nb);
         let t2 = t.elapsed();
         let flows = engine::build(&ctx, threads, engine::Strategy::PerThread);
         let t3 = t.elapsed();

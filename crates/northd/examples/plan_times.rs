@@ -10,7 +10,7 @@ fn main() {
     let nbdb = ovsdb::file::read(&a[1]).unwrap_or_else(|e| panic!("{e}"));
     let sbdb = ovsdb::file::read(&a[2]).unwrap_or_else(|e| panic!("{e}"));
     let (nb, _) = Nb::from_db(&nbdb);
-    let mut ctx = Ctx::new(&nb);
+    let mut ctx = Ctx::new(nb);
     ctx.load_tunnel_keys(&sbdb);
     let flows = engine::build(&ctx, 1, engine::Strategy::PerThread);
     let want = sb::want(&ctx);

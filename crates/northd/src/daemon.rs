@@ -137,7 +137,7 @@ fn compute_and_sync(
     let t0 = Instant::now();
     let nbdb = nb.replica().ok_or("NB not connected")?;
     let (model, diags) = Nb::from_db_threads(nbdb, cfg.threads);
-    let mut ctx = Ctx::new(&model);
+    let mut ctx = Ctx::new(model);
     for d in diags.iter().chain(&ctx.diags) {
         log(&format!("warning: {d}"));
     }

@@ -58,7 +58,7 @@ const CHUNK: usize = 32;
 /// Builds every flow with `threads` threads (at least 1) and `strategy`: one flow per
 /// (stage, priority, match, actions) on the union of its datapaths. The order is not
 /// defined (printing sorts; the SB sync hashes).
-pub fn build(ctx: &Ctx<'_>, threads: usize, strategy: Strategy) -> Vec<Lflow> {
+pub fn build(ctx: &Ctx, threads: usize, strategy: Strategy) -> Vec<Lflow> {
     let threads = threads.max(1);
     match strategy {
         Strategy::Serial => build::build_serial(ctx),
@@ -69,7 +69,7 @@ pub fn build(ctx: &Ctx<'_>, threads: usize, strategy: Strategy) -> Vec<Lflow> {
     }
 }
 
-fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
+fn per_thread(ctx: &Ctx, items: &[Item], threads: usize) -> Vec<Lflow> {
     // Each thread's table is split into shards by key; afterwards each thread merges a
     // disjoint set of shards across all threads, so the merge runs in parallel too.
     let shards = threads * 4;
@@ -132,7 +132,7 @@ fn per_thread(ctx: &Ctx<'_>, items: &[Item], threads: usize) -> Vec<Lflow> {
 /// Builds chunks of items claimed from `cursor` until none are left, handing each chunk's
 /// flows to `take` (which drains them).
 fn build_claimed(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx,
     items: &[Item],
     cursor: &AtomicUsize,
     mut take: impl FnMut(&mut Vec<Lflow>),
@@ -150,7 +150,7 @@ fn build_claimed(
     }
 }
 
-fn bucket_locks(ctx: &Ctx<'_>, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {
+fn bucket_locks(ctx: &Ctx, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {
     let table: Vec<Mutex<MergeMap>> = (0..buckets)
         .map(|_| Mutex::new(MergeMap::default()))
         .collect();

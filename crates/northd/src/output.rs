@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 /// Prints flows as `ovn-sbctl lflow-list` does: datapaths by name (then id), ingress before
 /// egress, tables ascending, priorities descending, then match and actions.
-pub fn lflow_list(ctx: &Ctx<'_>, flows: &[Lflow]) -> String {
+pub fn lflow_list(ctx: &Ctx, flows: &[Lflow]) -> String {
     let mut v: Vec<(DpId, &Lflow)> = flows
         .iter()
         .flat_map(|f| f.dps.as_slice().iter().map(move |&d| (d, f)))
@@ -112,7 +112,7 @@ pub fn parse_lflow_list(text: &str) -> Result<Vec<TextFlow>, String> {
 }
 
 /// Our flows as [`TextFlow`]s (datapaths by name).
-pub fn to_text_flows(ctx: &Ctx<'_>, flows: &[Lflow]) -> Vec<TextFlow> {
+pub fn to_text_flows(ctx: &Ctx, flows: &[Lflow]) -> Vec<TextFlow> {
     flows
         .iter()
         .flat_map(|f| {

@@ -70,13 +70,13 @@ pub struct SbWant {
 }
 
 /// Derives the SB bindings, groups and sets from the NB.
-pub fn want(ctx: &Ctx<'_>) -> SbWant {
+pub fn want(ctx: &Ctx) -> SbWant {
     want_threads(ctx, 1)
 }
 
 /// [`want`] with the switches' bindings made by `threads` threads.
-pub fn want_threads(ctx: &Ctx<'_>, threads: usize) -> SbWant {
-    let nb = ctx.nb;
+pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
+    let nb = &*ctx.nb;
     let mut w = SbWant::default();
     for d in &ctx.datapaths {
         let mut e = Smap::new();
@@ -331,7 +331,7 @@ impl std::fmt::Debug for SyncPlan {
 /// Plans the SB transactions (see [`SyncPlan`]); with `flows` `None`, only the bindings,
 /// groups and sets (logical flows are left as they are).
 pub fn plan(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx,
     want: &SbWant,
     flows: Option<&[Lflow]>,
     sb: &Database,

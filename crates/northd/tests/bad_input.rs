@@ -9,7 +9,7 @@ use northd::topology::{self, Params};
 use ovsdb::Uuid;
 use serde_json::{Value, json};
 
-fn flows_on(ctx: &Ctx<'_>, flows: &[northd::lflow::Lflow], dp: &str) -> usize {
+fn flows_on(ctx: &Ctx, flows: &[northd::lflow::Lflow], dp: &str) -> usize {
     let i = ctx.datapaths.iter().position(|d| d.name == dp).unwrap();
     flows
         .iter()
@@ -27,7 +27,7 @@ fn bad_rows_are_reported_and_the_rest_compiles() {
     let good = {
         let (nb, d) = Nb::from_db(&db);
         assert!(d.is_empty(), "{d:?}");
-        let ctx = Ctx::new(&nb);
+        let ctx = Ctx::new(nb);
         let f = build_serial(&ctx);
         (
             flows_on(&ctx, &f, "node-2"),
@@ -95,7 +95,7 @@ fn bad_rows_are_reported_and_the_rest_compiles() {
     .unwrap();
 
     let (nb, diags) = Nb::from_db(&db);
-    let ctx = Ctx::new(&nb);
+    let ctx = Ctx::new(nb);
     let all: Vec<String> = diags
         .iter()
         .chain(&ctx.diags)

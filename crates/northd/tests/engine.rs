@@ -31,7 +31,7 @@ fn parallel_builds_equal_serial() {
     ] {
         let db = topology::generate(&schema, &p).unwrap();
         let (nb, _) = Nb::from_db(&db);
-        let ctx = Ctx::new(&nb);
+        let ctx = Ctx::new(nb);
         let want = sorted(build_serial(&ctx));
         assert!(want.len() > 500);
         for strategy in [Strategy::PerThread, Strategy::BucketLocks { buckets: 7 }] {

@@ -62,7 +62,7 @@ fn assert_flows_equal(tag: &str, p: &Params) {
     let db = ovsdb::file::read(&file).unwrap();
     let (model, diags) = Nb::from_db(&db);
     assert!(diags.is_empty(), "{diags:?}");
-    let mut ctx = Ctx::new(&model);
+    let mut ctx = Ctx::new(model);
     // Some flows name SB tunnel keys: use the ones ovn-northd assigned.
     ctx.load_tunnel_keys(&sb_replica(&sbt));
     let flows = engine::build(&ctx, 2, engine::Strategy::PerThread);
@@ -107,8 +107,8 @@ fn lflows_equal_ovn_northd_odd_shapes() {
 }
 
 /// A random logical packet entering at a VIF: its datapath name and microflow.
-fn random_microflow(ctx: &Ctx<'_>, rng: &mut TestRng) -> Option<(String, String)> {
-    let nb = ctx.nb;
+fn random_microflow(ctx: &Ctx, rng: &mut TestRng) -> Option<(String, String)> {
+    let nb = &*ctx.nb;
     let switches: Vec<usize> = ctx
         .datapaths
         .iter()
@@ -284,7 +284,7 @@ fn ovn_trace_verdicts_equal_on_our_sb() {
     let mut tb = Unixctl::connect(&ctl_b).unwrap();
     let db = ovsdb::file::read(&file).unwrap();
     let (model, _) = Nb::from_db(&db);
-    let ctx = Ctx::new(&model);
+    let ctx = Ctx::new(model);
     let n: usize = std::env::var("NORTHD_TRACES")
         .ok()
         .and_then(|s| s.parse().ok())

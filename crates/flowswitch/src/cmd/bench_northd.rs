@@ -82,7 +82,7 @@ pub fn run(a: NorthdArgs) -> anyhow::Result<()> {
             for (i, &(s, t)) in configs.iter().enumerate() {
                 let t0 = Instant::now();
                 let (nb, _diags) = Nb::from_db_threads(&db, t);
-                let ctx = Ctx::new(&nb);
+                let ctx = Ctx::new(nb);
                 let flows = engine::build(&ctx, t, s);
                 let want = northd::sb::want_threads(&ctx, t);
                 times[i].push(t0.elapsed());

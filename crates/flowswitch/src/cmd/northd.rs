@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let (nb, diags) = Nb::from_db(&db);
-    let ctx = build::Ctx::new(&nb);
+    let ctx = build::Ctx::new(nb);
     for d in diags.iter().chain(&ctx.diags) {
         eprintln!("northd: warning: {d}");
     }

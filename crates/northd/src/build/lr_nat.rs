@@ -36,13 +36,13 @@ fn is_gateway_router(r: &LogicalRouter) -> bool {
 }
 
 /// The router's first distributed gateway port (the one its load balancers use).
-fn gateway_port<'a>(ctx: &Ctx<'a>, rt: usize) -> Option<&'a Lrp> {
+fn gateway_port(ctx: &Ctx, rt: usize) -> Option<&Lrp> {
     ctx.router_dgps[rt].first().map(|&j| ctx.lrp(rt, j))
 }
 
 /// The distributed gateway port a NAT rule uses: its `gateway_port`, else the one whose
 /// networks hold the external IP, else the only one.
-fn nat_gateway_port<'a>(ctx: &Ctx<'a>, rt: usize, n: &Nat, ext: IpAddr) -> Option<&'a Lrp> {
+fn nat_gateway_port<'c>(ctx: &'c Ctx, rt: usize, n: &Nat, ext: IpAddr) -> Option<&'c Lrp> {
     let dgps = &ctx.router_dgps[rt];
     if let Some(u) = n.row.uuids("gateway_port").next() {
         return dgps.iter().map(|&j| ctx.lrp(rt, j)).find(|p| p.uuid == u);
@@ -71,7 +71,7 @@ fn nat_gateway_port<'a>(ctx: &Ctx<'a>, rt: usize, n: &Nat, ext: IpAddr) -> Optio
 }
 
 /// True when some load balancer applied to router `rt` has a VIP.
-fn has_lb_vips(ctx: &Ctx<'_>, rt: usize) -> bool {
+fn has_lb_vips(ctx: &Ctx, rt: usize) -> bool {
     ctx.router_lbs[rt]
         .iter()
         .any(|u| ctx.nb.lbs.get(u).is_some_and(|lb| !lb.vips.is_empty()))
@@ -82,7 +82,7 @@ fn ipv(ip: IpAddr) -> &'static str {
 }
 
 /// A router's own flows in these stages.
-pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
+pub fn router_dp(ctx: &Ctx, rt: usize, out: &mut Sink<'_>) {
     use Stage::*;
     let r = ctx.router(rt);
     for st in [
@@ -207,7 +207,7 @@ fn first_v4_v6<'a>(words: impl Iterator<Item = &'a str>) -> Vec<IpAddr> {
 
 /// One router port's flows in these stages: the per-port force-SNAT flows of a gateway
 /// router with `options:lb_force_snat_ip=router_ip` (only for ports attached to a peer).
-pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
+pub fn router_port(ctx: &Ctx, rt: usize, port: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     if !is_gateway_router(r)
         || r.options.get("lb_force_snat_ip").map(String::as_str) != Some("router_ip")
@@ -283,7 +283,7 @@ fn parse_nat(n: &Nat) -> Option<NatAddrs> {
 }
 
 /// The name of the address set a NAT column (`allowed_ext_ips`, `exempted_ext_ips`) refers to.
-fn nat_address_set<'a>(ctx: &Ctx<'a>, n: &Nat, col: &str) -> Option<&'a str> {
+fn nat_address_set<'c>(ctx: &'c Ctx, n: &Nat, col: &str) -> Option<&'c str> {
     let u = n.row.uuids(col).next()?;
     ctx.nb
         .address_sets
@@ -293,7 +293,7 @@ fn nat_address_set<'a>(ctx: &Ctx<'a>, n: &Nat, col: &str) -> Option<&'a str> {
 }
 
 /// One NAT rule's flows.
-pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
+pub fn router_nat(ctx: &Ctx, rt: usize, nat: usize, out: &mut Sink<'_>) {
     use Stage::*;
     let r = ctx.router(rt);
     let n = &r.nat[nat];
@@ -590,7 +590,7 @@ fn join_backends(bs: &[Endpoint]) -> String {
 }
 
 /// One load balancer's flows on a router.
-pub fn router_lb(ctx: &Ctx<'_>, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+pub fn router_lb(ctx: &Ctx, rt: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
     use Stage::*;
     let r = ctx.router(rt);
     let gr = is_gateway_router(r);
@@ -860,7 +860,7 @@ mod tests {
 
     /// Every flow of router 0, as `stage prio match => actions` lines.
     fn flows(nb: &Nb) -> Vec<String> {
-        let ctx = Ctx::new(nb);
+        let ctx = Ctx::new(nb.clone());
         let mut out = Vec::new();
         for it in crate::build::items(&ctx) {
             if matches!(

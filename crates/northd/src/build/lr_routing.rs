@@ -281,7 +281,7 @@ fn index_router(
 impl RouterIndex {
     /// The port (and its address in the matching network) that reaches `ip`, longest
     /// prefix first.
-    fn port_for(&self, ctx: &Ctx<'_>, rt: usize, ip: IpAddr) -> Option<(usize, IpAddr)> {
+    fn port_for(&self, ctx: &Ctx, rt: usize, ip: IpAddr) -> Option<(usize, IpAddr)> {
         let plens = match ip {
             IpAddr::V4(_) => &self.plens_v4,
             IpAddr::V6(_) => &self.plens_v6,
@@ -307,7 +307,7 @@ fn mask(ip: IpAddr, plen: u8) -> IpAddr {
 
 /// Port `j`'s address in the network that contains `ip`; else its first address of that
 /// family.
-fn port_addr_in(ctx: &Ctx<'_>, rt: usize, j: usize, ip: IpAddr) -> Option<IpAddr> {
+fn port_addr_in(ctx: &Ctx, rt: usize, j: usize, ip: IpAddr) -> Option<IpAddr> {
     let n = ctx.lrp_networks[rt][j].as_ref()?;
     match ip {
         IpAddr::V4(a) => n
@@ -380,7 +380,7 @@ fn is_dgp(p: &crate::nb::Lrp) -> bool {
 }
 
 /// ` && is_chassis_resident("cr-P")` for the router's distributed gateway port, else "".
-fn resident_suffix(ctx: &Ctx<'_>, rt: usize, p: &crate::nb::Lrp) -> String {
+fn resident_suffix(ctx: &Ctx, rt: usize, p: &crate::nb::Lrp) -> String {
     match ctx.lr_index[rt].dgp {
         Some(g) if ctx.lrp(rt, g).uuid == p.uuid => {
             format!(" && is_chassis_resident(\"cr-{}\")", p.name)
@@ -417,7 +417,7 @@ const ARP_REPLY: &str = "eth.dst = eth.src; eth.src = xreg0[0..47]; arp.op = 2; 
 const ND_NA_REPLY: &str = "nd_na { eth.src = xreg0[0..47]; ip6.src = nd.target; nd.tll = xreg0[0..47]; outport = inport; flags.loopback = 1; output; };";
 
 /// A router's own flows in these stages.
-pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
+pub fn router_dp(ctx: &Ctx, rt: usize, out: &mut Sink<'_>) {
     use Stage::*;
     let r = ctx.router(rt);
     let mcast_relay = opt_true(r, "mcast_relay");
@@ -616,7 +616,7 @@ pub fn router_dp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
 
 /// ARP replies for the router's load-balancer VIPs reachable from one of its ports: one
 /// flow per port matching the router's `$_rtr_lb_K_ip4` address set.
-fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
+fn lb_vip_arp(ctx: &Ctx, rt: usize, out: &mut Sink<'_>) {
     let (any4, any6) = ctx.lr_index[rt].lb_reach;
     if !any4 && !any6 {
         return;
@@ -653,7 +653,7 @@ fn lb_vip_arp(ctx: &Ctx<'_>, rt: usize, out: &mut Sink<'_>) {
 use super::lb_vip_ip as vip_ip;
 
 /// One NAT rule's flows in these stages (ARP replies for its external IP).
-pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
+pub fn router_nat(ctx: &Ctx, rt: usize, nat: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let n = &r.nat[nat];
     let Some(ext) = nat_external_ip(&n.external_ip) else {
@@ -682,14 +682,7 @@ pub fn router_nat(ctx: &Ctx<'_>, rt: usize, nat: usize, out: &mut Sink<'_>) {
 }
 
 /// A NAT rule's flows on a router with a distributed gateway port `g`.
-fn dgp_nat(
-    ctx: &Ctx<'_>,
-    rt: usize,
-    g: usize,
-    n: &crate::nb::Nat,
-    ext: IpAddr,
-    out: &mut Sink<'_>,
-) {
+fn dgp_nat(ctx: &Ctx, rt: usize, g: usize, n: &crate::nb::Nat, ext: IpAddr, out: &mut Sink<'_>) {
     use Stage::*;
     let IpAddr::V4(a) = ext else {
         // Not yet: IPv6 NAT on distributed gateway ports.
@@ -789,7 +782,7 @@ fn dgp_nat(
 
 /// One load balancer's flows in these stages: none of its own (the VIP ARP replies are
 /// aggregated per router in [`router_dp`]).
-pub fn router_lb(_ctx: &Ctx<'_>, _rt: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
+pub fn router_lb(_ctx: &Ctx, _rt: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
 
 #[cfg(test)]
 mod tests {
@@ -885,7 +878,7 @@ mod tests {
 
     /// The router's flows in `stage` as `priority match => actions`.
     fn flows(nb: &Nb, stage: Stage) -> Vec<String> {
-        let ctx = Ctx::new(nb);
+        let ctx = Ctx::new(nb.clone());
         build_serial(&ctx)
             .into_iter()
             .filter(|f| f.stage == stage)

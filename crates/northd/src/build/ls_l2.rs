@@ -90,7 +90,7 @@ fn with_lla(n: &LportAddresses) -> LportAddresses {
 /// The addresses a switch port answers for: its `addresses` entries (`router` resolved to
 /// the peer router port's MAC, networks and link-local address; `dynamic` to
 /// `dynamic_addresses`), malformed entries and `unknown` skipped.
-fn port_addrs(ctx: &Ctx<'_>, sw: usize, port: usize) -> Vec<LportAddresses> {
+fn port_addrs(ctx: &Ctx, sw: usize, port: usize) -> Vec<LportAddresses> {
     let p = ctx.lsp(sw, port);
     let mut v = Vec::new();
     for a in &p.addresses {
@@ -120,7 +120,7 @@ fn has_unknown(p: &Lsp) -> bool {
 }
 
 /// A switch's own flows in these stages.
-pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
+pub fn switch_dp(ctx: &Ctx, sw: usize, out: &mut Sink<'_>) {
     let s = ctx.switch(sw);
     let cfg = |k: &str| s.other_config.get(k).map(String::as_str);
 
@@ -240,7 +240,7 @@ pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
 ///
 /// ovn-northd 23.03 was seen to give flows to the first group (in UUID order) only, and
 /// to spin forever on some switches with several groups; we follow the former.
-fn forwarding_group(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
+fn forwarding_group(ctx: &Ctx, sw: usize, out: &mut Sink<'_>) {
     let s = ctx.switch(sw);
     let Some(fg) = s
         .row
@@ -286,7 +286,7 @@ fn arp_reply(e: &str, a: impl std::fmt::Display) -> String {
 }
 
 /// The IGMP/MLD snooping flows of a switch with `other_config:mcast_snoop=true`.
-fn mcast_flows(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
+fn mcast_flows(ctx: &Ctx, sw: usize, out: &mut Sink<'_>) {
     let s = ctx.switch(sw);
     out.add(Stage::LsInL2Lkup, 100, "igmp", "igmp;");
     out.add(Stage::LsInL2Lkup, 100, "mldv1 || mldv2", "igmp;");
@@ -358,7 +358,7 @@ fn router_forward_action(q: &str, flood: bool) -> String {
 }
 
 /// One switch port's flows in these stages.
-pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+pub fn switch_port(ctx: &Ctx, sw: usize, port: usize, out: &mut Sink<'_>) {
     let p = ctx.lsp(sw, port);
     let q = quoted(&p.name);
     let queue = p
@@ -457,7 +457,7 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
 /// For a `router` port (addresses `router`) whose peer is a distributed gateway port, or
 /// resides on the redirect chassis of its router's one (on a switch with a localnet
 /// port): the chassis-redirect port its MAC is only reachable on (quoted).
-fn router_mac_residence(ctx: &Ctx<'_>, sw: usize, port: usize) -> Option<String> {
+fn router_mac_residence(ctx: &Ctx, sw: usize, port: usize) -> Option<String> {
     let p = ctx.lsp(sw, port);
     if p.kind != "router" || !p.addresses.iter().any(|a| a.trim() == "router") {
         return None;
@@ -495,7 +495,7 @@ fn is_dgp(lrp: &crate::nb::Lrp) -> bool {
 /// The external MACs of the router's distributed NAT rules (`dnat_and_snat` with
 /// `external_mac` and `logical_port`), reachable through a distributed gateway port where
 /// the NAT's logical port is resident.
-fn dgp_nat_macs(ctx: &Ctx<'_>, sw: usize, port: usize, action: &str, out: &mut Sink<'_>) {
+fn dgp_nat_macs(ctx: &Ctx, sw: usize, port: usize, action: &str, out: &mut Sink<'_>) {
     let Some((ri, _)) = ctx.lsp_router_peer[sw][port] else {
         return;
     };
@@ -523,7 +523,7 @@ fn dgp_nat_macs(ctx: &Ctx<'_>, sw: usize, port: usize, action: &str, out: &mut S
 /// `ls_in_arp_rsp` for one port: the localnet skip, virtual-port binding, or replies for
 /// the port's addresses (and the priority-100 "don't answer the owner" rules).
 fn arp_nd_responder(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx,
     sw: usize,
     port: usize,
     addrs: &[LportAddresses],
@@ -616,7 +616,7 @@ fn arp_nd_responder(
 
 /// ARP/ND replies for the service-monitor source IPs health checks use towards this
 /// port's backends, answered with `NB_Global` `options:svc_monitor_mac`.
-fn svc_monitor_replies(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+fn svc_monitor_replies(ctx: &Ctx, sw: usize, port: usize, out: &mut Sink<'_>) {
     let Some(ips) = ctx.svc_mon_src_ips.get(&(sw, port)) else {
         return;
     };
@@ -646,7 +646,7 @@ fn svc_monitor_replies(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>
 }
 
 /// A virtual port's `bind_vport` rules, one per virtual parent on the same switch.
-fn virtual_port(ctx: &Ctx<'_>, sw: usize, p: &Lsp, out: &mut Sink<'_>) {
+fn virtual_port(ctx: &Ctx, sw: usize, p: &Lsp, out: &mut Sink<'_>) {
     let (Some(vip), Some(parents)) = (
         p.options
             .get("virtual-ip")
@@ -677,13 +677,7 @@ fn virtual_port(ctx: &Ctx<'_>, sw: usize, p: &Lsp, out: &mut Sink<'_>) {
 
 /// `ls_in_external_port`: on other chassis, drop the external port's ARP/NS for the
 /// switch's router IPs and its traffic to the routers' MACs, per localnet port.
-fn external_port(
-    ctx: &Ctx<'_>,
-    sw: usize,
-    port: usize,
-    addrs: &[LportAddresses],
-    out: &mut Sink<'_>,
-) {
+fn external_port(ctx: &Ctx, sw: usize, port: usize, addrs: &[LportAddresses], out: &mut Sink<'_>) {
     let p = ctx.lsp(sw, port);
     let res = format!("!is_chassis_resident({})", quoted(&p.name));
     let routers: Vec<Vec<LportAddresses>> = ctx.switch_router_ports[sw]
@@ -751,7 +745,7 @@ fn v6_in(ips: &[Ipv6Addr], net: Ipv6Net) -> &[Ipv6Addr] {
 /// addresses, and its load balancers' VIPs inside the port's networks) go to the router
 /// (and, when the switch has other ports, to `_MC_flood_l2`); the router's own requests
 /// are flooded to `_MC_flood_l2`.
-fn router_arp_forwarding(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+fn router_arp_forwarding(ctx: &Ctx, sw: usize, port: usize, out: &mut Sink<'_>) {
     let Some((ri, rj)) = ctx.lsp_router_peer[sw][port] else {
         return;
     };
@@ -839,7 +833,7 @@ fn router_arp_forwarding(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'
 }
 
 /// One load balancer's flows on a switch in these stages: none in 23.03.
-pub fn switch_lb(_ctx: &Ctx<'_>, _sw: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
+pub fn switch_lb(_ctx: &Ctx, _sw: usize, _lb: &LoadBalancer, _out: &mut Sink<'_>) {}
 
 #[cfg(test)]
 mod tests;

@@ -72,7 +72,7 @@ pub fn install_lbs_from_routers(nb: &Nb) -> bool {
 }
 
 /// `NB_Global options:default_acl_drop`.
-fn default_acl_drop(ctx: &Ctx<'_>) -> bool {
+fn default_acl_drop(ctx: &Ctx) -> bool {
     ctx.nb
         .global_options
         .get("default_acl_drop")
@@ -80,7 +80,7 @@ fn default_acl_drop(ctx: &Ctx<'_>) -> bool {
 }
 
 /// A switch's own flows in these stages.
-pub fn switch_dp(ctx: &Ctx<'_>, sw: usize, out: &mut Sink<'_>) {
+pub fn switch_dp(ctx: &Ctx, sw: usize, out: &mut Sink<'_>) {
     use Stage::*;
     let f = ctx.switch_facts[sw];
 
@@ -257,7 +257,7 @@ pub(crate) fn quoted(name: &str) -> String {
 
 /// One switch port's flows in these stages: router ports (with an existing peer) and
 /// localnet ports skip conntrack in pre-LB, and in pre-ACL when the switch has stateful ACLs.
-pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+pub fn switch_port(ctx: &Ctx, sw: usize, port: usize, out: &mut Sink<'_>) {
     let p = ctx.lsp(sw, port);
     if p.kind == "remote" {
         // Interconnect switch with multicast snooping: IGMP/MLD from remote ports go to
@@ -293,7 +293,7 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
     dhcp_reply_bypass(ctx, sw, port, out);
     if p.kind == "router"
         && let Some((r, _)) = ctx.lsp_router_peer[sw][port]
-        && install_lbs_from_routers(ctx.nb)
+        && install_lbs_from_routers(&ctx.nb)
     {
         // The peer router's load balancers, on this switch too (only their per-VIP flows:
         // they do not make the switch stateful).
@@ -330,7 +330,7 @@ pub fn switch_port(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
 /// with usable DHCP options (v4: `server_id`, `server_mac`, `lease_time`; v6: `server_id`,
 /// a MAC). ovn-northd neither checks the port's addresses against the `cidr` nor
 /// normalises the MACs here.
-fn dhcp_reply_bypass(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) {
+fn dhcp_reply_bypass(ctx: &Ctx, sw: usize, port: usize, out: &mut Sink<'_>) {
     let p = ctx.lsp(sw, port);
     if p.kind == "external" {
         return;
@@ -380,7 +380,7 @@ fn dhcp_reply_bypass(ctx: &Ctx<'_>, sw: usize, port: usize, out: &mut Sink<'_>) 
 /// One ACL's flows on a switch: they depend only on whether the switch is stateful, so
 /// they are cloned from [`Ctx::switch_acl_flows`] (computed there once per ACL and variant
 /// by [`acl_flows`]).
-pub fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
+pub fn switch_acl(ctx: &Ctx, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
     let stateful = ctx.switch_facts[sw].stateful();
     match ctx.switch_acl_flows.get(&acl.uuid) {
         Some(variants) => {
@@ -388,7 +388,7 @@ pub fn switch_acl(ctx: &Ctx<'_>, sw: usize, acl: &Acl, out: &mut Sink<'_>) {
                 out.add(f.stage, f.priority, f.match_.clone(), f.actions.clone());
             }
         }
-        None => acl::switch_acl(ctx.nb, stateful, acl, out),
+        None => acl::switch_acl(&ctx.nb, stateful, acl, out),
     }
 }
 
@@ -404,10 +404,10 @@ pub fn acl_flows(nb: &Nb, acl: &Acl) -> [Vec<Lflow>; 2] {
 
 /// One load balancer's flows on a switch: the same on every switch, so cloned from
 /// [`Ctx::switch_lb_flows`] (computed there once per load balancer by [`lb_flows`]).
-pub fn switch_lb(ctx: &Ctx<'_>, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
+pub fn switch_lb(ctx: &Ctx, _sw: usize, lb: &LoadBalancer, out: &mut Sink<'_>) {
     // Built once per class of switches applying the LB (`Item::SwitchLb`): the flows do
     // not depend on the switch.
-    lb::switch_lb(ctx.nb, &ctx.lsp_by_name, lb, out);
+    lb::switch_lb(&ctx.nb, &ctx.lsp_by_name, lb, out);
 }
 
 #[cfg(test)]

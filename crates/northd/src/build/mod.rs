@@ -53,17 +53,18 @@ pub struct Datapath {
 
 /// The model and the lookups every stage shares. Built once per full compute.
 #[derive(Debug)]
-pub struct Ctx<'a> {
-    /// The NB.
-    pub nb: &'a Nb,
+pub struct Ctx {
+    /// The NB (shared: an incremental engine patches it in place when it holds the only
+    /// reference).
+    pub nb: Arc<Nb>,
     /// Datapaths: switches first (in `nb.switches` order), then routers.
     pub datapaths: Vec<Datapath>,
     /// LSP name → (switch index, port index).
-    pub lsp_by_name: HashMap<&'a str, (usize, usize)>,
+    pub lsp_by_name: HashMap<String, (usize, usize)>,
     /// LSP UUID → (switch index, port index).
     pub lsp_by_uuid: HashMap<Uuid, (usize, usize)>,
     /// LRP name → (router index, port index).
-    pub lrp_by_name: HashMap<&'a str, (usize, usize)>,
+    pub lrp_by_name: HashMap<String, (usize, usize)>,
     /// Per switch: per port, the router port it is attached to (`type=router`,
     /// `options:router-port`), as (router index, port index).
     pub lsp_router_peer: Vec<Vec<Option<(usize, usize)>>>,
@@ -242,9 +243,11 @@ pub fn lb_vip_ip(key: &str) -> Option<IpAddr> {
         .map(IpAddr::V4)
 }
 
-impl<'a> Ctx<'a> {
+impl Ctx {
     /// Builds the lookups.
-    pub fn new(nb: &'a Nb) -> Ctx<'a> {
+    pub fn new(nb: impl Into<Arc<Nb>>) -> Ctx {
+        let nb_arc: Arc<Nb> = nb.into();
+        let nb: &Nb = &nb_arc;
         let mut datapaths = Vec::with_capacity(nb.switches.len() + nb.routers.len());
         let mut lsp_by_name = HashMap::new();
         let mut lsp_by_uuid = HashMap::new();
@@ -257,7 +260,7 @@ impl<'a> Ctx<'a> {
                 kind: DpKind::Switch(i),
             });
             for (j, p) in s.ports.iter().enumerate() {
-                if lsp_by_name.insert(p.name.as_str(), (i, j)).is_some() {
+                if lsp_by_name.insert(p.name.clone(), (i, j)).is_some() {
                     diags.push(Diag {
                         table: "Logical_Switch_Port",
                         uuid: p.uuid,
@@ -276,7 +279,7 @@ impl<'a> Ctx<'a> {
             });
             let mut nets = Vec::with_capacity(r.ports.len());
             for (j, p) in r.ports.iter().enumerate() {
-                if lrp_by_name.insert(p.name.as_str(), (i, j)).is_some() {
+                if lrp_by_name.insert(p.name.clone(), (i, j)).is_some() {
                     diags.push(Diag {
                         table: "Logical_Router_Port",
                         uuid: p.uuid,
@@ -476,7 +479,7 @@ impl<'a> Ctx<'a> {
             .map(|r| (1..=r.ports.len() as u32).collect())
             .collect();
         Ctx {
-            nb,
+            nb: nb_arc.clone(),
             lr_index,
             tunnel_keys,
             lrp_tunnel_keys,
@@ -547,22 +550,22 @@ impl<'a> Ctx<'a> {
     }
 
     /// Switch `i`.
-    pub fn switch(&self, i: usize) -> &'a LogicalSwitch {
+    pub fn switch(&self, i: usize) -> &LogicalSwitch {
         &self.nb.switches[i]
     }
 
     /// Router `i`.
-    pub fn router(&self, i: usize) -> &'a LogicalRouter {
+    pub fn router(&self, i: usize) -> &LogicalRouter {
         &self.nb.routers[i]
     }
 
     /// Port `j` of switch `i`.
-    pub fn lsp(&self, i: usize, j: usize) -> &'a Lsp {
+    pub fn lsp(&self, i: usize, j: usize) -> &Lsp {
         &self.nb.switches[i].ports[j]
     }
 
     /// Port `j` of router `i`.
-    pub fn lrp(&self, i: usize, j: usize) -> &'a Lrp {
+    pub fn lrp(&self, i: usize, j: usize) -> &Lrp {
         &self.nb.routers[i].ports[j]
     }
 }
@@ -593,7 +596,7 @@ pub enum Item {
 }
 
 /// Every item of the network, in a fixed order.
-pub fn items(ctx: &Ctx<'_>) -> Vec<Item> {
+pub fn items(ctx: &Ctx) -> Vec<Item> {
     let mut v = Vec::new();
     for (i, s) in ctx.nb.switches.iter().enumerate() {
         v.push(Item::SwitchDp(i));
@@ -617,7 +620,7 @@ pub fn items(ctx: &Ctx<'_>) -> Vec<Item> {
 }
 
 /// Runs one item, appending its flows to `out`.
-pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
+pub fn build_item(ctx: &Ctx, item: Item, out: &mut Vec<Lflow>) {
     match item {
         Item::SwitchDp(i) => {
             let mut s = Sink::new(ctx.switch_dp(i), out);
@@ -691,7 +694,7 @@ pub fn build_item(ctx: &Ctx<'_>, item: Item, out: &mut Vec<Lflow>) {
 
 /// Builds every flow on one thread; the same flow from several items becomes one flow on
 /// the union of their datapaths ([`merge_same`]); sorted.
-pub fn build_serial(ctx: &Ctx<'_>) -> Vec<Lflow> {
+pub fn build_serial(ctx: &Ctx) -> Vec<Lflow> {
     let mut map = crate::lflow::MergeMap::default();
     let mut out = Vec::new();
     for it in items(ctx) {

@@ -12,7 +12,7 @@ use crate::stage::Stage::*;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One router port's flows in these stages.
-pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
+pub fn router_port(ctx: &Ctx, rt: usize, port: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let p = ctx.lrp(rt, port);
     // A disabled port keeps its flows except admission and delivery.
@@ -411,7 +411,7 @@ pub fn router_port(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
 
 /// IPv6 router advertisement replies for a port with `ipv6_ra_configs:address_mode`.
 fn nd_ra(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx,
     rt: usize,
     port: usize,
     mac: Mac,
@@ -522,7 +522,7 @@ fn unreachables(
 
 /// Static MAC bindings for router port `port`: the addresses of the ports on the switch it
 /// is attached to (VIFs, and other routers' ports unless `dynamic_neigh_routers`).
-fn arp_resolve(ctx: &Ctx<'_>, rt: usize, port: usize, out: &mut Sink<'_>) {
+fn arp_resolve(ctx: &Ctx, rt: usize, port: usize, out: &mut Sink<'_>) {
     let Some(me) = ctx.lrp_networks[rt][port].as_ref() else {
         return;
     };

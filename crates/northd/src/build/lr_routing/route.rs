@@ -67,7 +67,7 @@ impl Hop {
 
 /// Resolves next hop `nh`, through `output_port` when given, else through the port whose
 /// network contains it.
-fn resolve(ctx: &Ctx<'_>, rt: usize, nh: IpAddr, output_port: Option<&str>) -> Option<Hop> {
+fn resolve(ctx: &Ctx, rt: usize, nh: IpAddr, output_port: Option<&str>) -> Option<Hop> {
     let (j, addr) = match output_port {
         Some(name) => {
             let &(ri, j) = ctx.lrp_by_name.get(name)?;
@@ -88,7 +88,7 @@ fn resolve(ctx: &Ctx<'_>, rt: usize, nh: IpAddr, output_port: Option<&str>) -> O
 }
 
 /// One static route's flows.
-pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) {
+pub fn router_route(ctx: &Ctx, rt: usize, route: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let sr = &r.static_routes[route];
     let Some(pfx) = parse_prefix(&sr.ip_prefix) else {
@@ -183,7 +183,7 @@ pub fn router_route(ctx: &Ctx<'_>, rt: usize, route: usize, out: &mut Sink<'_>) 
 /// go back to the MAC they came from. The `lr_in_ecmp_stateful` commits (a stage of
 /// `lr_nat`) come from the route too, so they are written here.
 fn symmetric_reply(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx,
     rt: usize,
     hop: &Hop,
     pfx: Prefix,
@@ -237,7 +237,7 @@ fn symmetric_reply(
 }
 
 /// One policy's flows.
-pub fn router_policy(ctx: &Ctx<'_>, rt: usize, policy: usize, out: &mut Sink<'_>) {
+pub fn router_policy(ctx: &Ctx, rt: usize, policy: usize, out: &mut Sink<'_>) {
     let r = ctx.router(rt);
     let pol = &r.policies[policy];
     let Ok(prio) = u16::try_from(pol.priority) else {

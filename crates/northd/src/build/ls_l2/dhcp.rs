@@ -31,7 +31,7 @@ fn opt_list(s: &mut String, opts: &Smap) {
 /// A port's DHCPv4/DHCPv6 flows. An external port (with an HA chassis group) is served
 /// through each localnet port of its switch, on the chassis it is resident on.
 pub(super) fn port_flows(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx,
     sw: usize,
     p: &Lsp,
     addrs: &[LportAddresses],

@@ -18,7 +18,7 @@ const ESTABLISHED_REPLY: &str =
 const RELATED: &str = "!ct.est && ct.rel && !ct.new && !ct.inv && ct_mark.blocked == 0";
 
 /// The datapath-wide flows of the ACL hint and ACL stages.
-pub(super) fn switch_dp(ctx: &Ctx<'_>, sw: usize, f: SwitchFacts, out: &mut Sink<'_>) {
+pub(super) fn switch_dp(ctx: &Ctx, sw: usize, f: SwitchFacts, out: &mut Sink<'_>) {
     use Stage::*;
     let any = f.has_acls || f.has_lb_vip;
     let drop = default_acl_drop(ctx);

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// LSP name → (switch index, port index), as [`crate::build::Ctx::lsp_by_name`].
-pub type LspByName<'a> = HashMap<&'a str, (usize, usize)>;
+pub type LspByName = HashMap<String, (usize, usize)>;
 
 /// A parsed `VIP[:PORT]` key (or backend entry) of `Load_Balancer.vips`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub fn parse_backends(s: &str) -> Option<Vec<Vip>> {
 
 /// True when `ip_port_mappings` gives backend `ip` a health-check source: `PORT:SRC_IP`
 /// with an existing, enabled switch port.
-fn health_checked(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer, ip: &str) -> bool {
+fn health_checked(nb: &Nb, lsps: &LspByName, lb: &LoadBalancer, ip: &str) -> bool {
     let Some(m) = lb.row.map_get("ip_port_mappings", ip) else {
         return false;
     };
@@ -102,7 +102,7 @@ fn health_checked(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer, ip: &str) ->
 }
 
 /// One load balancer's flows on any switch (they do not depend on the switch).
-pub(super) fn switch_lb(nb: &Nb, lsps: &LspByName<'_>, lb: &LoadBalancer, out: &mut Sink<'_>) {
+pub(super) fn switch_lb(nb: &Nb, lsps: &LspByName, lb: &LoadBalancer, out: &mut Sink<'_>) {
     let proto = match lb.protocol.as_deref() {
         None | Some("") => "tcp",
         Some(p) => p,
