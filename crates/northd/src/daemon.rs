@@ -3,12 +3,15 @@
 //! answers `ovn-nbctl --wait=sb` by copying `NB_Global.nb_cfg` to `SB_Global.nb_cfg` and
 //! `NB_Global.sb_cfg` once the SB holds the result.
 //!
-//! Every NB change triggers a full recompute today (the engine's incremental mode is a
-//! plan, not built yet), and so does a new `nb_cfg` (`ovn-nbctl --wait=sb sync`), as in
-//! ovn-northd 23.03; our own `sb_cfg` writes do not.
+//! An NB change re-runs only the items it touches ([`crate::incr`]) and writes only the
+//! logical flows whose datapaths changed; changes the incremental engine does not follow,
+//! a reconnect, a failed SB transaction, and a bare new `nb_cfg` (`ovn-nbctl --wait=sb
+//! sync`, which ovn-northd 23.03 answers with a full recompute) recompute everything. Our
+//! own `sb_cfg` writes trigger nothing.
 
 use crate::build::Ctx;
-use crate::engine::{self, Strategy};
+use crate::engine::Strategy;
+use crate::incr;
 use crate::nb::Nb;
 use crate::sb;
 use ovsdb::{MonitorSpec, Session};
@@ -43,6 +46,8 @@ pub struct Round {
     pub added: usize,
     /// Logical flows deleted.
     pub deleted: usize,
+    /// The items re-run when the round was incremental (`None`: a full recompute).
+    pub incremental_items: Option<usize>,
 }
 
 fn now_ms() -> i64 {
@@ -71,6 +76,10 @@ pub fn run_until(
     // What the SB's logical flows are, kept between rounds (rebuilt after a reconnect or a
     // datapath change).
     let mut cache = sb::FlowCache::default();
+    // The incremental engine and the NB rows changed since its last round.
+    let mut engine = incr::Engine::default();
+    let mut pending: Vec<(String, ovsdb::Uuid)> = Vec::new();
+    let mut nb_connects = 0;
     loop {
         let _ = nb
             .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
@@ -79,8 +88,15 @@ pub fn run_until(
             .poll(Duration::ZERO)
             .map_err(|e| log(&format!("SB: {e}")));
         let changes = nb.take_changes();
-        if changes.iter().any(|(t, _)| t != "NB_Global") {
+        let rows_changed = changes.iter().any(|(t, _)| t != "NB_Global");
+        if rows_changed {
             dirty = true;
+        }
+        pending.extend(changes);
+        if nb.connects() != nb_connects {
+            // A new replica: what changed since the last round is unknown.
+            nb_connects = nb.connects();
+            engine.reset();
         }
         let (Some(nbdb), Some(_)) = (nb.replica(), sbs.replica()) else {
             std::thread::sleep(Duration::from_millis(50));
@@ -98,6 +114,9 @@ pub fn run_until(
         if last_nb_cfg != Some(nb_cfg) {
             dirty = true;
             last_nb_cfg = Some(nb_cfg);
+            if !rows_changed {
+                engine.reset();
+            }
         }
         let sb_cfg = nbdb
             .table("NB_Global")
@@ -107,9 +126,22 @@ pub fn run_until(
             .and_then(|r| r.int("sb_cfg"))
             .unwrap_or(0);
         if dirty {
-            let round = compute_and_sync(cfg, &mut nb, &mut sbs, &mut cache, &mut log)?;
+            let changes = std::mem::take(&mut pending);
+            let round = compute_and_sync(
+                cfg,
+                &mut nb,
+                &mut sbs,
+                &mut cache,
+                &mut engine,
+                &changes,
+                &mut log,
+            )?;
+            let how = match round.incremental_items {
+                Some(n) => format!("incrementally ({n} items)"),
+                None => "in full".to_owned(),
+            };
             log(&format!(
-                "computed {} flows in {:.1} ms, SB synced in {:.1} ms (+{} -{})",
+                "computed {} flows {how} in {:.1} ms, SB synced in {:.1} ms (+{} -{})",
                 round.flows,
                 round.compute.as_secs_f64() * 1e3,
                 round.sync.as_secs_f64() * 1e3,
@@ -132,6 +164,8 @@ fn compute_and_sync(
     nb: &mut Session,
     sbs: &mut Session,
     cache: &mut sb::FlowCache,
+    engine: &mut incr::Engine,
+    nb_changes: &[(String, ovsdb::Uuid)],
     log: &mut impl FnMut(&str),
 ) -> Result<Round, String> {
     let t0 = Instant::now();
@@ -203,22 +237,53 @@ fn compute_and_sync(
     let bindings = t1.elapsed();
     let t2 = Instant::now();
     ctx.load_tunnel_keys(sbs.replica().ok_or("SB not connected")?);
-    let flows = engine::build(&ctx, cfg.threads, cfg.strategy);
-    compute += t2.elapsed();
-    let t3 = Instant::now();
     // SB rows changed since the last round (ours arriving late, or someone else's).
     let changes = sbs.take_changes();
     let sbdb = sbs.replica().ok_or("SB not connected")?;
     cache.apply(sbdb, &changes);
-    let plan = sb::plan(&ctx, &want, Some(&flows), sbdb, Some(cache));
-    let round = Round {
-        flows: flows.len(),
-        compute,
-        sync: bindings,
-        added: plan.flows_added,
-        deleted: plan.flows_deleted,
+    let mut round = Round::default();
+    let txns = match engine.incremental(ctx, nb_changes) {
+        Ok((flow_changes, items)) => {
+            round.incremental_items = Some(items);
+            round.flows = engine.state().len();
+            compute += t2.elapsed();
+            let t3 = Instant::now();
+            let ctx = engine.ctx().ok_or("engine lost its context")?;
+            let dpu = sb::sb_datapaths(ctx, sbdb);
+            let (flow_ops, added, deleted) =
+                sb::plan_flow_changes(&dpu, &flow_changes, sbdb, cache)
+                    .ok_or("SB datapaths missing after binding them")?;
+            let mut plan = sb::plan(ctx, &want, None, sbdb, None);
+            round.added = added;
+            round.deleted = deleted;
+            let mut txns = std::mem::take(&mut plan.txns);
+            match txns.first_mut() {
+                Some(t) => t.extend(flow_ops),
+                None if !flow_ops.is_empty() => txns.push(flow_ops),
+                None => {}
+            }
+            round.sync = bindings + t3.elapsed();
+            txns
+        }
+        Err((ctx, why)) => {
+            if !nb_changes.is_empty() && !why.starts_with("no previous") {
+                log(&format!("full recompute: {why}"));
+            }
+            let flows = engine.full(ctx, cfg.threads, cfg.strategy);
+            compute += t2.elapsed();
+            let t3 = Instant::now();
+            let ctx = engine.ctx().ok_or("engine lost its context")?;
+            let plan = sb::plan(ctx, &want, Some(&flows), sbdb, Some(cache));
+            round.flows = flows.len();
+            round.added = plan.flows_added;
+            round.deleted = plan.flows_deleted;
+            round.sync = bindings + t3.elapsed();
+            plan.txns
+        }
     };
-    for txn in plan.txns {
+    round.compute = compute;
+    let t4 = Instant::now();
+    for txn in txns {
         let r = sbs.transact(txn);
         let changes = sbs.take_changes();
         if let Some(db) = sbs.replica() {
@@ -226,13 +291,12 @@ fn compute_and_sync(
         }
         if let Err(e) = r {
             cache.invalidate();
+            engine.reset();
             return Err(format!("SB transaction: {e}"));
         }
     }
-    Ok(Round {
-        sync: round.sync + t3.elapsed(),
-        ..round
-    })
+    round.sync += t4.elapsed();
+    Ok(round)
 }
 
 fn ensure_sb_global(sbs: &mut Session) -> Result<(), String> {

@@ -17,7 +17,7 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{Lflow, MergeMap, finish_unordered, merge_maps, merge_one, shard_of};
+use crate::lflow::{Dup, Lflow, MergeMap, finish_unordered_dups, merge_maps, merge_one, shard_of};
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,17 +59,41 @@ const CHUNK: usize = 32;
 /// (stage, priority, match, actions) on the union of its datapaths. The order is not
 /// defined (printing sorts; the SB sync hashes).
 pub fn build(ctx: &Ctx, threads: usize, strategy: Strategy) -> Vec<Lflow> {
+    build_inner(ctx, threads, strategy, None)
+}
+
+/// [`build`], also returning every (flow, datapath) that more than one item produced, with
+/// its count (what [`crate::incr`] needs to keep reference counts).
+pub fn build_with_dups(ctx: &Ctx, threads: usize, strategy: Strategy) -> (Vec<Lflow>, Vec<Dup>) {
+    let mut dups = Vec::new();
+    let flows = build_inner(ctx, threads, strategy, Some(&mut dups));
+    (flows, dups)
+}
+
+fn build_inner(
+    ctx: &Ctx,
+    threads: usize,
+    strategy: Strategy,
+    dups: Option<&mut Vec<Dup>>,
+) -> Vec<Lflow> {
     let threads = threads.max(1);
+    let items = build::items(ctx);
     match strategy {
-        Strategy::Serial => build::build_serial(ctx),
-        Strategy::PerThread => per_thread(ctx, &build::items(ctx), threads),
+        Strategy::Serial => per_thread(ctx, &items, 1, dups),
+        Strategy::PerThread => per_thread(ctx, &items, threads, dups),
         Strategy::BucketLocks { buckets } => {
-            bucket_locks(ctx, &build::items(ctx), threads, buckets.max(1))
+            bucket_locks(ctx, &items, threads, buckets.max(1), dups)
         }
     }
 }
 
-fn per_thread(ctx: &Ctx, items: &[Item], threads: usize) -> Vec<Lflow> {
+fn per_thread(
+    ctx: &Ctx,
+    items: &[Item],
+    threads: usize,
+    dups: Option<&mut Vec<Dup>>,
+) -> Vec<Lflow> {
+    let want_dups = dups.is_some();
     // Each thread's table is split into shards by key; afterwards each thread merges a
     // disjoint set of shards across all threads, so the merge runs in parallel too.
     let shards = threads * 4;
@@ -103,11 +127,12 @@ fn per_thread(ctx: &Ctx, items: &[Item], threads: usize) -> Vec<Lflow> {
         }
     }
     let work = std::sync::Mutex::new(by_shard.into_iter().collect::<Vec<_>>());
-    let parts: Vec<Vec<Lflow>> = std::thread::scope(|s| {
+    let parts: Vec<(Vec<Lflow>, Vec<Dup>)> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut out = Vec::new();
+                    let mut my_dups = Vec::new();
                     loop {
                         let next = work.lock().unwrap_or_else(|p| p.into_inner()).pop();
                         let Some(maps) = next else { break };
@@ -116,9 +141,12 @@ fn per_thread(ctx: &Ctx, items: &[Item], threads: usize) -> Vec<Lflow> {
                         for m in maps {
                             merge_maps(&mut all, m);
                         }
-                        out.extend(finish_unordered(all));
+                        out.extend(finish_unordered_dups(
+                            all,
+                            want_dups.then_some(&mut my_dups),
+                        ));
                     }
-                    out
+                    (out, my_dups)
                 })
             })
             .collect();
@@ -126,7 +154,16 @@ fn per_thread(ctx: &Ctx, items: &[Item], threads: usize) -> Vec<Lflow> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    parts.into_iter().flatten().collect()
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+    let mut all_dups = Vec::new();
+    for (p, d) in parts {
+        out.extend(p);
+        all_dups.extend(d);
+    }
+    if let Some(dups) = dups {
+        dups.extend(all_dups);
+    }
+    out
 }
 
 /// Builds chunks of items claimed from `cursor` until none are left, handing each chunk's
@@ -150,7 +187,13 @@ fn build_claimed(
     }
 }
 
-fn bucket_locks(ctx: &Ctx, items: &[Item], threads: usize, buckets: usize) -> Vec<Lflow> {
+fn bucket_locks(
+    ctx: &Ctx,
+    items: &[Item],
+    threads: usize,
+    buckets: usize,
+    mut dups: Option<&mut Vec<Dup>>,
+) -> Vec<Lflow> {
     let table: Vec<Mutex<MergeMap>> = (0..buckets)
         .map(|_| Mutex::new(MergeMap::default()))
         .collect();
@@ -188,8 +231,9 @@ fn bucket_locks(ctx: &Ctx, items: &[Item], threads: usize, buckets: usize) -> Ve
     });
     let mut out = Vec::with_capacity(counted);
     for b in table {
-        out.extend(finish_unordered(
+        out.extend(finish_unordered_dups(
             b.into_inner().unwrap_or_else(|p| p.into_inner()),
+            dups.as_deref_mut(),
         ));
     }
     out

@@ -143,13 +143,41 @@ pub fn merge_maps(a: &mut MergeMap, b: MergeMap) {
     }
 }
 
-/// The result of a merge map: one flow per key on the union of its datapaths, in no
-/// particular order.
+/// A flow's key: everything but its datapaths.
+pub type FlowKey = (Stage, u16, String, String);
+
+/// A flow that several items put on the same datapath: (flow, datapath, how many items).
+/// An incremental engine needs the count to know when the last item producing it is gone.
+pub type Dup = (FlowKey, DpId, u32);
+
+/// The merged flows of a table, one per key on the union of its datapaths (sorted); in any
+/// order.
 pub fn finish_unordered(map: MergeMap) -> Vec<Lflow> {
+    finish_unordered_dups(map, None)
+}
+
+/// [`finish_unordered`], also appending to `dups` (when given) every (flow, datapath) that
+/// more than one item contributed, with its count.
+pub fn finish_unordered_dups(map: MergeMap, mut dups: Option<&mut Vec<Dup>>) -> Vec<Lflow> {
     map.into_iter()
-        .filter_map(|((stage, priority, match_, actions), mut dps)| {
+        .filter_map(|(key, mut dps)| {
             dps.sort_unstable();
+            let n = dps.len();
+            if let Some(d) = dups.as_deref_mut()
+                && n > 1
+            {
+                // Runs of one datapath in the sorted list are items that made the same flow.
+                let mut at = 0;
+                while at < n {
+                    let run = dps[at..].iter().take_while(|&&x| x == dps[at]).count();
+                    if run > 1 {
+                        d.push((key.clone(), dps[at], run as u32));
+                    }
+                    at += run;
+                }
+            }
             dps.dedup();
+            let (stage, priority, match_, actions) = key;
             Some(Lflow {
                 stage,
                 priority,

@@ -28,6 +28,7 @@ pub mod build;
 pub mod compare;
 pub mod daemon;
 pub mod engine;
+pub mod incr;
 pub mod lflow;
 pub mod nb;
 pub mod output;

@@ -792,3 +792,89 @@ impl FlowCache {
         }
     }
 }
+
+/// The SB datapath UUID of each of `ctx`'s datapaths (`None` where the SB has no binding).
+pub fn sb_datapaths(ctx: &Ctx, sb: &Database) -> Vec<Option<Uuid>> {
+    let mut by_nb: HashMap<Uuid, Uuid> = HashMap::default();
+    for (&u, r) in &sb.table("Datapath_Binding").rows {
+        if let Some(n) = r
+            .map_get("external_ids", "logical-switch")
+            .or_else(|| r.map_get("external_ids", "logical-router"))
+            .and_then(Uuid::parse)
+        {
+            by_nb.entry(n).or_insert(u);
+        }
+    }
+    ctx.datapaths
+        .iter()
+        .map(|d| by_nb.get(&d.uuid).copied())
+        .collect()
+}
+
+/// The logical-flow operations for an incremental round: for each flow whose datapaths
+/// changed, its old SB rows go and a row on its new datapaths comes (on an existing
+/// datapath group with the same datapaths, else a new one). `None` when some datapath has
+/// no SB binding yet (the caller then plans in full). Returns (operations, added, deleted).
+pub fn plan_flow_changes(
+    dp_uuid: &[Option<Uuid>],
+    changes: &[crate::incr::FlowChange],
+    sb: &Database,
+    cache: &mut FlowCache,
+) -> Option<(Vec<Value>, usize, usize)> {
+    let dpu: Vec<Uuid> = dp_uuid.iter().copied().collect::<Option<_>>()?;
+    if cache.dp_uuid != dpu {
+        cache.rebuild(sb, &dpu);
+    }
+    let mut group_by_set: HashMap<&[DpId], Uuid> = HashMap::default();
+    for (g, v) in &cache.groups {
+        if let Some(v) = v {
+            group_by_set.insert(v, *g);
+        }
+    }
+    let mut ops = Vec::new();
+    let (mut added, mut deleted) = (0, 0);
+    let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
+    for c in changes {
+        let (stage, priority, m, a) = &c.key;
+        if let Some(before) = &c.before {
+            let f = Lflow {
+                stage: *stage,
+                priority: *priority,
+                match_: m.clone(),
+                actions: a.clone(),
+                dps: before.clone(),
+            };
+            for u in cache.by_key.get(&f).into_iter().flatten() {
+                ops.push(json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(*u)}));
+                deleted += 1;
+            }
+        }
+        let Some(after) = &c.after else { continue };
+        let dps = after.as_slice();
+        let mut row = json!({
+            "pipeline": stage.pipeline().name(),
+            "table_id": stage.table(),
+            "priority": priority,
+            "match": m,
+            "actions": a,
+            "external_ids": ["map", [["stage-name", stage.name()]]],
+        });
+        if dps.len() == 1 {
+            row["logical_datapath"] = uuid_json(dpu[dps[0].0 as usize]);
+        } else if let Some(&g) = group_by_set.get(dps) {
+            row["logical_dp_group"] = uuid_json(g);
+        } else {
+            let n = new_groups.len();
+            let name = new_groups.entry(dps).or_insert_with(|| {
+                let name = format!("g{n}");
+                ops.insert(0, json!({"op": "insert", "table": "Logical_DP_Group", "uuid-name": name,
+                    "row": {"datapaths": ["set", dps.iter().map(|d| uuid_json(dpu[d.0 as usize])).collect::<Vec<_>>()]}}));
+                name
+            });
+            row["logical_dp_group"] = json!(["named-uuid", name.clone()]);
+        }
+        ops.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
+        added += 1;
+    }
+    Some((ops, added, deleted))
+}

@@ -404,8 +404,11 @@ fn changes_reach_the_same_flows_as_ovn_northd() {
         ],
         vec!["lsp-del", "extra-1"],
     ];
+    let log = std::sync::Mutex::new(Vec::<String>::new());
     std::thread::scope(|s| {
-        let h = s.spawn(|| northd::daemon::run_until(&cfg, &stop, |_| {}));
+        let h = s.spawn(|| {
+            northd::daemon::run_until(&cfg, &stop, |l| log.lock().unwrap().push(l.to_owned()))
+        });
         for step in &steps {
             for nb in [&nb_a, &nb_b] {
                 let mut args = vec!["--timeout=120", "--wait=sb"];
@@ -430,4 +433,14 @@ fn changes_reach_the_same_flows_as_ovn_northd() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         h.join().unwrap().unwrap();
     });
+    // The port, ACL and address-set steps take the incremental path (the load balancer
+    // added to a switch and the bare `sync` recompute in full).
+    let log = log.into_inner().unwrap();
+    let incremental = log.iter().filter(|l| l.contains("incrementally")).count();
+    eprintln!("{}", log.join("\n"));
+    assert!(
+        incremental >= 5,
+        "only {incremental} incremental rounds:\n{}",
+        log.join("\n")
+    );
 }

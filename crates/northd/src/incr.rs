@@ -1,0 +1,488 @@
+//! Incremental recompute: after an NB change, re-run only the items the change touches and
+//! turn their old and new flows into a list of flows whose datapaths changed.
+//!
+//! # How
+//!
+//! Items are pure functions of the context ([`crate::build::build_item`]). The engine
+//! keeps the previous round's [`Ctx`] and the merged flows with, for each (flow, datapath),
+//! how many items produced it ([`FlowState`]). Given the new context and the NB rows that
+//! changed, [`dirty_items`] names the items whose output may differ — in the old context and
+//! in the new one (a port added to a switch shifts the indices of the switch's later ports,
+//! so "the same item" is not a stable notion; the old items' flows are subtracted and the
+//! new items' flows added instead). [`FlowState::apply`] does the counting and reports each
+//! flow whose set of datapaths changed ([`FlowChange`]); the SB sync writes just those.
+//!
+//! # Which changes are incremental
+//!
+//! Changes to VIF switch ports (`type` empty), switches (same name, same router ports and
+//! load balancers), ACLs, port groups, address sets (same name) and load balancers (same
+//! VIP addresses on routers, no health checks). Anything else — a datapath added, removed or
+//! renamed, router-side tables, load-balancer groups, NB options, DHCP, QoS, … — asks for a
+//! full recompute ([`dirty_items`] returns `None`), which is always correct.
+//!
+//! # Invariant
+//!
+//! After every round, [`FlowState`] equals what a full build of the new context gives
+//! (`tests/incremental.rs` checks it after random change sequences).
+
+use crate::build::{self, Ctx, DpKind, Item};
+use crate::lflow::{DpId, Dps, Dup, FlowKey, Lflow};
+use ovsdb::Uuid;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
+
+/// The merged flows with per-datapath reference counts.
+#[derive(Debug, Default, Clone)]
+pub struct FlowState {
+    /// Flow → the datapaths it is on (sorted).
+    flows: FxHashMap<FlowKey, Dps>,
+    /// (flow, datapath) → how many items beyond the first produce it (absent = one).
+    extra: FxHashMap<(FlowKey, DpId), u32>,
+}
+
+/// One flow whose datapaths changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowChange {
+    /// The flow.
+    pub key: FlowKey,
+    /// Its datapaths before (`None`: it did not exist).
+    pub before: Option<Dps>,
+    /// Its datapaths after (`None`: it is gone).
+    pub after: Option<Dps>,
+}
+
+impl FlowState {
+    /// The state of a full build ([`crate::engine::build_with_dups`]).
+    pub fn from_build(flows: Vec<Lflow>, dups: Vec<Dup>) -> FlowState {
+        let mut s = FlowState::default();
+        s.flows.reserve(flows.len());
+        for f in flows {
+            s.flows
+                .insert((f.stage, f.priority, f.match_, f.actions), f.dps);
+        }
+        for (k, d, n) in dups {
+            s.extra.insert((k, d), n - 1);
+        }
+        s
+    }
+
+    /// Number of flows.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// True when there are no flows.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// The flow `key`'s datapaths.
+    pub fn get(&self, key: &FlowKey) -> Option<&Dps> {
+        self.flows.get(key)
+    }
+
+    /// Every flow, sorted by key (for comparisons and printing).
+    pub fn to_sorted_vec(&self) -> Vec<Lflow> {
+        let mut v: Vec<Lflow> = self
+            .flows
+            .iter()
+            .map(|((stage, priority, m, a), dps)| Lflow {
+                stage: *stage,
+                priority: *priority,
+                match_: m.clone(),
+                actions: a.clone(),
+                dps: dps.clone(),
+            })
+            .collect();
+        v.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
+        v
+    }
+
+    /// Every (flow, datapath) with more than one producer, with the count (sorted).
+    pub fn dups_sorted(&self) -> Vec<Dup> {
+        let mut v: Vec<Dup> = self
+            .extra
+            .iter()
+            .map(|((k, d), n)| (k.clone(), *d, n + 1))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Removes the contributions `old` and adds `new` (each flow counts once per datapath
+    /// it names); returns the flows whose datapaths changed. An `old` contribution that is
+    /// not in the state is an error (the state is then unchanged only up to that flow: the
+    /// caller must rebuild it with a full recompute).
+    pub fn apply(&mut self, old: Vec<Lflow>, new: Vec<Lflow>) -> Result<Vec<FlowChange>, String> {
+        let mut net: FxHashMap<FlowKey, FxHashMap<DpId, i64>> = FxHashMap::default();
+        for (flows, sign) in [(old, -1i64), (new, 1)] {
+            for f in flows {
+                let e = net
+                    .entry((f.stage, f.priority, f.match_, f.actions))
+                    .or_default();
+                for &d in f.dps.as_slice() {
+                    *e.entry(d).or_default() += sign;
+                }
+            }
+        }
+        let mut changes = Vec::new();
+        for (key, deltas) in net {
+            let before = self.flows.get(&key).cloned();
+            let mut dps: BTreeSet<DpId> = before
+                .as_ref()
+                .map(|d| d.as_slice().iter().copied().collect())
+                .unwrap_or_default();
+            let mut touched = false;
+            for (d, delta) in deltas {
+                if delta == 0 {
+                    continue;
+                }
+                let xk = (key.clone(), d);
+                let cur = if dps.contains(&d) {
+                    1 + i64::from(self.extra.get(&xk).copied().unwrap_or(0))
+                } else {
+                    0
+                };
+                let n = cur + delta;
+                if n < 0 {
+                    return Err(format!(
+                        "flow {:?} priority {} {:?} on datapath {}: removed more often than added",
+                        key.0, key.1, key.2, d.0
+                    ));
+                }
+                if n == 0 {
+                    dps.remove(&d);
+                    touched = true;
+                } else if cur == 0 {
+                    dps.insert(d);
+                    touched = true;
+                }
+                if n > 1 {
+                    self.extra.insert(xk, (n - 1) as u32);
+                } else {
+                    self.extra.remove(&xk);
+                }
+            }
+            if !touched {
+                continue;
+            }
+            let after = Dps::from_sorted(dps.into_iter().collect());
+            match &after {
+                Some(a) => self.flows.insert(key.clone(), a.clone()),
+                None => self.flows.remove(&key),
+            };
+            if before != after {
+                changes.push(FlowChange { key, before, after });
+            }
+        }
+        Ok(changes)
+    }
+}
+
+/// The items whose flows may differ between `old` and `new` after the NB rows `changes`
+/// (`(table, uuid)`) changed: (items to subtract, built with `old`; items to add, built
+/// with `new`). `Err(why)` when the change needs a full recompute.
+pub fn dirty_items(
+    old: &Ctx,
+    new: &Ctx,
+    changes: &[(String, Uuid)],
+) -> Result<(Vec<Item>, Vec<Item>), String> {
+    // The shape the items are indexed by must not move.
+    let same_dps = old.datapaths.len() == new.datapaths.len()
+        && old
+            .datapaths
+            .iter()
+            .zip(&new.datapaths)
+            .all(|(a, b)| a.uuid == b.uuid && a.name == b.name && a.kind == b.kind);
+    let shape = [
+        (!same_dps, "datapaths added, removed or renamed"),
+        (old.tunnel_keys != new.tunnel_keys, "datapath tunnel keys"),
+        (
+            old.lrp_tunnel_keys != new.lrp_tunnel_keys,
+            "router port tunnel keys",
+        ),
+        (
+            old.nb.global_options != new.nb.global_options,
+            "NB_Global options",
+        ),
+        (old.all_nat_ips != new.all_nat_ips, "NAT addresses"),
+        (
+            old.svc_mon_src_ips != new.svc_mon_src_ips,
+            "service monitors",
+        ),
+        (
+            !same_classes(&old.switch_lb_classes, &new.switch_lb_classes),
+            "switch load-balancer classes",
+        ),
+        (
+            !same_classes(&old.router_lb_classes, &new.router_lb_classes),
+            "router load-balancer classes",
+        ),
+        (
+            attachments(old) != attachments(new),
+            "switch-router attachments",
+        ),
+        (old.switch_lbs != new.switch_lbs, "switch load balancers"),
+        (old.router_lbs != new.router_lbs, "router load balancers"),
+    ];
+    if let Some((_, why)) = shape.iter().find(|(changed, _)| *changed) {
+        return Err((*why).to_owned());
+    }
+    let n_sw = new.nb.switches.len();
+    let mut dirty_sw: FxHashSet<usize> = FxHashSet::default();
+    let mut dirty_rt: FxHashSet<usize> = FxHashSet::default();
+    let mut acls: FxHashSet<Uuid> = FxHashSet::default();
+    let mut lbs: FxHashSet<Uuid> = FxHashSet::default();
+    let sw_index = |c: &Ctx, u: Uuid| c.datapaths[..n_sw].iter().position(|d| d.uuid == u);
+    for (t, u) in changes {
+        match t.as_str() {
+            "Logical_Switch_Port" => {
+                for c in [old, new] {
+                    if let Some(&(i, j)) = c.lsp_by_uuid.get(u) {
+                        // Other port types reach into routers and other switches.
+                        if !c.lsp(i, j).kind.is_empty() {
+                            return Err(format!("a port of type {:?}", c.lsp(i, j).kind));
+                        }
+                        dirty_sw.insert(i);
+                    }
+                }
+            }
+            "Logical_Switch" => {
+                // Same datapaths (checked above), so the switch is in both.
+                dirty_sw.insert(sw_index(new, *u).ok_or("switch not found")?);
+            }
+            "ACL" => {
+                acls.insert(*u);
+            }
+            "Load_Balancer" => {
+                for c in [old, new] {
+                    if let Some(lb) = c.nb.lbs.get(u)
+                        && lb.row.uuids("health_check").next().is_some()
+                    {
+                        return Err("a health-checked load balancer".into());
+                    }
+                }
+                lbs.insert(*u);
+            }
+            // Port groups show in the switches' applied ACLs (compared below) and in the SB
+            // port groups and address sets (not flows).
+            "Port_Group" => {}
+            "Address_Set" => {
+                // Flows name address sets by name (`$name`, in ACL and policy text we copy)
+                // and NAT rules refer to them by UUID: a name change is a full recompute.
+                let name = |c: &Ctx| {
+                    c.nb.address_sets
+                        .iter()
+                        .find(|a| a.uuid == *u)
+                        .map(|a| a.name.clone())
+                };
+                if name(old) != name(new) || name(new).is_none() {
+                    return Err("address set added, removed or renamed".into());
+                }
+            }
+            "NB_Global" => {}
+            t => return Err(format!("a change to {t}")),
+        }
+    }
+    for i in 0..n_sw {
+        if old.switch_facts[i] != new.switch_facts[i] {
+            dirty_sw.insert(i);
+        }
+    }
+    for r in 0..new.nb.routers.len() {
+        if old.router_lb_ips[r] != new.router_lb_ips[r] {
+            dirty_rt.insert(r);
+        }
+    }
+    let mut olds = Vec::new();
+    let mut news = Vec::new();
+    for &i in &dirty_sw {
+        for (c, v) in [(old, &mut olds), (new, &mut news)] {
+            v.push(Item::SwitchDp(i));
+            v.extend((0..c.switch(i).ports.len()).map(|j| Item::SwitchPort(i, j)));
+            v.extend(c.switch_acls[i].iter().map(|&a| Item::SwitchAcl(i, a)));
+            // Router ports attached to the switch list its ports' addresses.
+            for (rt, ports) in c.lrp_switch_peer.iter().enumerate() {
+                for (p, peer) in ports.iter().enumerate() {
+                    if peer.is_some_and(|(s, _)| s == i) && !dirty_rt.contains(&rt) {
+                        v.push(Item::RouterPort(rt, p));
+                    }
+                }
+            }
+        }
+    }
+    for &r in &dirty_rt {
+        for (c, v) in [(old, &mut olds), (new, &mut news)] {
+            let rr = c.router(r);
+            v.push(Item::RouterDp(r));
+            v.extend((0..rr.ports.len()).map(|j| Item::RouterPort(r, j)));
+            v.extend((0..rr.static_routes.len()).map(|j| Item::RouterRoute(r, j)));
+            v.extend((0..rr.policies.len()).map(|j| Item::RouterPolicy(r, j)));
+            v.extend((0..rr.nat.len()).map(|j| Item::RouterNat(r, j)));
+            for (ci, class) in c.router_lb_classes.iter().enumerate() {
+                if class.dps.as_slice().contains(&c.router_dp(r)) {
+                    v.extend(class.lbs.iter().map(|&l| Item::RouterLb(ci, l)));
+                }
+            }
+        }
+    }
+    // ACLs on switches not already rebuilt: the ACLs that changed, and those a port-group
+    // change added to or removed from a switch.
+    for i in 0..n_sw {
+        if dirty_sw.contains(&i) {
+            continue;
+        }
+        let (o, n) = (&old.switch_acls[i], &new.switch_acls[i]);
+        let changed = |a: &Uuid| {
+            acls.contains(a) || o.binary_search(a).is_err() != n.binary_search(a).is_err()
+        };
+        olds.extend(
+            o.iter()
+                .filter(|a| changed(a))
+                .map(|&a| Item::SwitchAcl(i, a)),
+        );
+        news.extend(
+            n.iter()
+                .filter(|a| changed(a))
+                .map(|&a| Item::SwitchAcl(i, a)),
+        );
+    }
+    // Load balancers that changed, on every class that applies them.
+    for (c, v) in [(old, &mut olds), (new, &mut news)] {
+        for (ci, class) in c.switch_lb_classes.iter().enumerate() {
+            v.extend(
+                class
+                    .lbs
+                    .iter()
+                    .filter(|l| lbs.contains(l))
+                    .map(|&l| Item::SwitchLb(ci, l)),
+            );
+        }
+        for (ci, class) in c.router_lb_classes.iter().enumerate() {
+            let all_dirty =
+                class
+                    .dps
+                    .as_slice()
+                    .iter()
+                    .all(|d| match c.datapaths[d.0 as usize].kind {
+                        DpKind::Router(r) => dirty_rt.contains(&r),
+                        DpKind::Switch(_) => false,
+                    });
+            if all_dirty {
+                continue; // already listed with its routers
+            }
+            v.extend(
+                class
+                    .lbs
+                    .iter()
+                    .filter(|l| lbs.contains(l))
+                    .map(|&l| Item::RouterLb(ci, l)),
+            );
+        }
+    }
+    // A class of routers lists its LB items once per dirty member: each item once.
+    for v in [&mut olds, &mut news] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    Ok((olds, news))
+}
+
+/// Which switch port attaches each router port: (router, router port, switch, switch port
+/// UUID). Switch port *indices* move when a port is added before them; UUIDs do not.
+fn attachments(c: &Ctx) -> Vec<(usize, usize, usize, Uuid)> {
+    let mut v = Vec::new();
+    for (rt, ports) in c.lrp_switch_peer.iter().enumerate() {
+        for (p, peer) in ports.iter().enumerate() {
+            if let Some((si, sj)) = *peer {
+                v.push((rt, p, si, c.lsp(si, sj).uuid));
+            }
+        }
+    }
+    v
+}
+
+fn same_classes(a: &[build::LbClass], b: &[build::LbClass]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.rep == y.rep && x.dps == y.dps && x.lbs == y.lbs)
+}
+
+/// Builds `items` with `ctx`, unmerged.
+pub fn build_items(ctx: &Ctx, items: &[Item]) -> Vec<Lflow> {
+    let mut out = Vec::new();
+    for &it in items {
+        build::build_item(ctx, it, &mut out);
+    }
+    out
+}
+
+/// The engine's memory between rounds: the last context and its flows.
+#[derive(Debug, Default)]
+pub struct Engine {
+    ctx: Option<Ctx>,
+    state: FlowState,
+}
+
+impl Engine {
+    /// The current flows.
+    pub fn state(&self) -> &FlowState {
+        &self.state
+    }
+
+    /// The context of the last round.
+    pub fn ctx(&self) -> Option<&Ctx> {
+        self.ctx.as_ref()
+    }
+
+    /// Forgets everything (the next round is a full recompute).
+    pub fn reset(&mut self) {
+        self.ctx = None;
+        self.state = FlowState::default();
+    }
+
+    /// A full recompute of `ctx` with `threads` threads; returns the flows (merged).
+    pub fn full(
+        &mut self,
+        ctx: Ctx,
+        threads: usize,
+        strategy: crate::engine::Strategy,
+    ) -> Vec<Lflow> {
+        let (flows, dups) = crate::engine::build_with_dups(&ctx, threads, strategy);
+        self.state = FlowState::from_build(flows.clone(), dups);
+        self.ctx = Some(ctx);
+        flows
+    }
+
+    /// Moves to `ctx` after the NB rows `changes` changed, re-running only the items they
+    /// touch; returns the flows whose datapaths changed and the number of items run. `Err((ctx, why))` hands the context back when a full recompute is needed
+    /// (no previous round, a change this engine does not follow, or an inconsistency).
+    #[allow(clippy::result_large_err)]
+    pub fn incremental(
+        &mut self,
+        ctx: Ctx,
+        changes: &[(String, Uuid)],
+    ) -> Result<(Vec<FlowChange>, usize), (Ctx, String)> {
+        let Some(old) = self.ctx.as_ref() else {
+            return Err((ctx, "no previous round".into()));
+        };
+        let (olds, news) = match dirty_items(old, &ctx, changes) {
+            Ok(v) => v,
+            Err(why) => return Err((ctx, why)),
+        };
+        let n_items = olds.len() + news.len();
+        let old_flows = build_items(old, &olds);
+        let new_flows = build_items(&ctx, &news);
+        match self.state.apply(old_flows, new_flows) {
+            Ok(changes) => {
+                self.ctx = Some(ctx);
+                Ok((changes, n_items))
+            }
+            Err(e) => {
+                self.reset();
+                Err((ctx, e))
+            }
+        }
+    }
+}
