@@ -34,8 +34,10 @@ pub struct Config {
 }
 
 /// One compute-and-sync round's figures, for the log.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Round {
+    /// Where the time went: (phase, ms), in order.
+    pub phases: Vec<(&'static str, f64)>,
     /// Flows computed.
     pub flows: usize,
     /// Compute time.
@@ -140,13 +142,19 @@ pub fn run_until(
                 Some(n) => format!("incrementally ({n} items)"),
                 None => "in full".to_owned(),
             };
+            let phases: Vec<String> = round
+                .phases
+                .iter()
+                .map(|(n, ms)| format!("{n} {ms:.1}"))
+                .collect();
             log(&format!(
-                "computed {} flows {how} in {:.1} ms, SB synced in {:.1} ms (+{} -{})",
+                "computed {} flows {how} in {:.1} ms, SB synced in {:.1} ms (+{} -{}) [ms: {}]",
                 round.flows,
                 round.compute.as_secs_f64() * 1e3,
                 round.sync.as_secs_f64() * 1e3,
                 round.added,
-                round.deleted
+                round.deleted,
+                phases.join(", ")
             ));
             dirty = false;
         }
@@ -170,12 +178,21 @@ fn compute_and_sync(
 ) -> Result<Round, String> {
     let t0 = Instant::now();
     let nbdb = nb.replica().ok_or("NB not connected")?;
+    let mut phases: Vec<(&'static str, f64)> = Vec::new();
+    let mut lap = Instant::now();
+    let mut mark = |name: &'static str| {
+        phases.push((name, lap.elapsed().as_secs_f64() * 1e3));
+        lap = Instant::now();
+    };
     let (model, diags) = Nb::from_db_threads(nbdb, cfg.threads);
+    mark("model");
     let mut ctx = Ctx::new(model);
+    mark("ctx");
     for d in diags.iter().chain(&ctx.diags) {
         log(&format!("warning: {d}"));
     }
     let want = sb::want_threads(&ctx, cfg.threads);
+    mark("want");
     let mut compute = t0.elapsed();
     let t1 = Instant::now();
     ensure_sb_global(sbs)?;
@@ -235,6 +252,7 @@ fn compute_and_sync(
         return Err("SB datapaths did not appear after inserting them".into());
     }
     let bindings = t1.elapsed();
+    mark("check");
     let t2 = Instant::now();
     ctx.load_tunnel_keys(sbs.replica().ok_or("SB not connected")?);
     // SB rows changed since the last round (ours arriving late, or someone else's).
@@ -244,6 +262,7 @@ fn compute_and_sync(
     let mut round = Round::default();
     let txns = match engine.incremental(ctx, nb_changes) {
         Ok((flow_changes, items)) => {
+            mark("items");
             round.incremental_items = Some(items);
             round.flows = engine.state().len();
             compute += t2.elapsed();
@@ -253,7 +272,9 @@ fn compute_and_sync(
             let (flow_ops, added, deleted) =
                 sb::plan_flow_changes(&dpu, &flow_changes, sbdb, cache)
                     .ok_or("SB datapaths missing after binding them")?;
+            mark("flow-ops");
             let mut plan = sb::plan(ctx, &want, None, sbdb, None);
+            mark("plan");
             round.added = added;
             round.deleted = deleted;
             let mut txns = std::mem::take(&mut plan.txns);
@@ -270,10 +291,12 @@ fn compute_and_sync(
                 log(&format!("full recompute: {why}"));
             }
             let flows = engine.full(ctx, cfg.threads, cfg.strategy);
+            mark("flows");
             compute += t2.elapsed();
             let t3 = Instant::now();
             let ctx = engine.ctx().ok_or("engine lost its context")?;
             let plan = sb::plan(ctx, &want, Some(&flows), sbdb, Some(cache));
+            mark("plan");
             round.flows = flows.len();
             round.added = plan.flows_added;
             round.deleted = plan.flows_deleted;
@@ -296,6 +319,8 @@ fn compute_and_sync(
         }
     }
     round.sync += t4.elapsed();
+    mark("commit");
+    round.phases = phases;
     Ok(round)
 }
 

@@ -418,16 +418,32 @@ pub fn plan(
             base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
         }
     }
-    let mut port_ref: HashMap<&str, Value> = HashMap::default();
+    // A port's binding: its SB row, or the named UUID of its insert in this transaction.
+    enum PortRef {
+        Row(Uuid),
+        Named(String),
+    }
+    impl PortRef {
+        fn json(&self) -> Value {
+            match self {
+                PortRef::Row(u) => uuid_json(*u),
+                PortRef::Named(n) => json!(["named-uuid", n]),
+            }
+        }
+    }
+    let mut port_ref: HashMap<&str, PortRef> = HashMap::default();
     for (n, p) in want.ports.iter().enumerate() {
-        let row = json!({
-            "datapath": dp_ref[p.dp],
-            "type": p.kind,
-            "options": smap_json(&p.options),
-            "mac": set_json(&p.mac),
-            "port_security": set_json(&p.port_security),
-            "external_ids": smap_json(&p.external_ids),
-        });
+        // Built only for rows that are written: most ports are unchanged.
+        let row = || {
+            json!({
+                "datapath": dp_ref[p.dp],
+                "type": p.kind,
+                "options": smap_json(&p.options),
+                "mac": set_json(&p.mac),
+                "port_security": set_json(&p.port_security),
+                "external_ids": smap_json(&p.external_ids),
+            })
+        };
         let existing = sb_pb.get(p.name.as_str()).filter(|(_, r)| {
             r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
         });
@@ -444,9 +460,9 @@ pub fn plan(
                         .collect::<BTreeSet<_>>())
                     && smap_of(r, "external_ids") == p.external_ids;
                 if !same {
-                    base.push(json!({"op": "update", "table": "Port_Binding", "where": where_uuid(u), "row": row}));
+                    base.push(json!({"op": "update", "table": "Port_Binding", "where": where_uuid(u), "row": row()}));
                 }
-                port_ref.insert(&p.name, uuid_json(u));
+                port_ref.insert(&p.name, PortRef::Row(u));
             }
             None => {
                 if let Some((u, _)) = sb_pb.get(p.name.as_str()) {
@@ -457,13 +473,13 @@ pub fn plan(
                 }
                 let key = next_free(used_port_keys.entry(p.dp).or_default(), 1);
                 let name = format!("pb{n}");
-                let mut row = row;
+                let mut row = row();
                 row["logical_port"] = json!(p.name);
                 row["tunnel_key"] = json!(key);
                 base.push(
                     json!({"op": "insert", "table": "Port_Binding", "uuid-name": name, "row": row}),
                 );
-                port_ref.insert(&p.name, json!(["named-uuid", name]));
+                port_ref.insert(&p.name, PortRef::Named(name));
             }
         }
     }
@@ -476,25 +492,31 @@ pub fn plan(
     }
     let mut wanted_mc = HashSet::default();
     for (dp, name, key, ports) in &want.mcast {
-        let refs: Vec<Value> = ports
+        let refs: Vec<&PortRef> = ports
             .iter()
-            .filter_map(|p| port_ref.get(p.as_str()).cloned())
+            .filter_map(|p| port_ref.get(p.as_str()))
             .collect();
-        let row = json!({"datapath": dp_ref[*dp], "name": name, "tunnel_key": key, "ports": ["set", refs]});
+        let row = || {
+            let refs: Vec<Value> = refs.iter().map(|r| r.json()).collect();
+            json!({"datapath": dp_ref[*dp], "name": name, "tunnel_key": key, "ports": ["set", refs]})
+        };
         match dp_uuid[*dp].and_then(|d| sb_mc.get(&(d, *name))) {
             Some(&(u, r)) => {
                 wanted_mc.insert(u);
                 let have: BTreeSet<Uuid> = r.uuids("ports").collect();
-                let all_known = refs.iter().all(|v| v[0] == "uuid");
+                let all_known = refs.iter().all(|r| matches!(r, PortRef::Row(_)));
                 let want_set: BTreeSet<Uuid> = refs
                     .iter()
-                    .filter_map(|v| v[1].as_str().and_then(Uuid::parse))
+                    .filter_map(|r| match r {
+                        PortRef::Row(u) => Some(*u),
+                        PortRef::Named(_) => None,
+                    })
                     .collect();
                 if !all_known || have != want_set || r.int("tunnel_key") != Some(*key) {
-                    base.push(json!({"op": "update", "table": "Multicast_Group", "where": where_uuid(u), "row": row}));
+                    base.push(json!({"op": "update", "table": "Multicast_Group", "where": where_uuid(u), "row": row()}));
                 }
             }
-            None => base.push(json!({"op": "insert", "table": "Multicast_Group", "row": row})),
+            None => base.push(json!({"op": "insert", "table": "Multicast_Group", "row": row()})),
         }
     }
     for (u, _) in sb_mc.values() {
