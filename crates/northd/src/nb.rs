@@ -354,17 +354,17 @@ pub struct Nb {
     /// `NB_Global.options` (first row).
     pub global_options: Smap,
     /// Logical switches, sorted by name then UUID.
-    pub switches: Vec<LogicalSwitch>,
+    pub switches: Vec<Arc<LogicalSwitch>>,
     /// Logical routers, sorted by name then UUID.
-    pub routers: Vec<LogicalRouter>,
+    pub routers: Vec<Arc<LogicalRouter>>,
     /// ACLs by UUID.
-    pub acls: HashMap<Uuid, Acl>,
+    pub acls: HashMap<Uuid, Arc<Acl>>,
     /// Port groups, sorted by name.
-    pub port_groups: Vec<PortGroup>,
+    pub port_groups: Vec<Arc<PortGroup>>,
     /// Address sets, sorted by name.
-    pub address_sets: Vec<AddressSet>,
+    pub address_sets: Vec<Arc<AddressSet>>,
     /// Load balancers by UUID.
-    pub lbs: HashMap<Uuid, LoadBalancer>,
+    pub lbs: HashMap<Uuid, Arc<LoadBalancer>>,
     /// Load-balancer groups by UUID.
     pub lb_groups: HashMap<Uuid, LbGroup>,
     /// QoS rules by UUID.
@@ -396,23 +396,7 @@ impl Nb {
             nb.global_options = smap(g, "options");
         }
         for (&uuid, r) in &db.table("ACL").rows {
-            nb.acls.insert(
-                uuid,
-                Acl {
-                    uuid,
-                    name: r.get("name").as_str().map(str::to_owned),
-                    priority: r.int("priority").unwrap_or(0),
-                    direction: r.str("direction").to_owned(),
-                    match_: r.str("match").to_owned(),
-                    action: r.str("action").to_owned(),
-                    log: r.bool("log").unwrap_or(false),
-                    severity: r.get("severity").as_str().map(str::to_owned),
-                    meter: r.get("meter").as_str().map(str::to_owned),
-                    label: r.int("label").unwrap_or(0),
-                    options: smap(r, "options"),
-                    row: r.clone(),
-                },
-            );
+            nb.acls.insert(uuid, Arc::new(acl_from_row(uuid, r)));
         }
         for (&uuid, r) in &db.table("DHCP_Options").rows {
             nb.dhcp_options.insert(
@@ -450,23 +434,7 @@ impl Nb {
             );
         }
         for (&uuid, r) in &db.table("Load_Balancer").rows {
-            nb.lbs.insert(
-                uuid,
-                LoadBalancer {
-                    uuid,
-                    name: r.str("name").to_owned(),
-                    vips: r
-                        .get("vips")
-                        .str_pairs()
-                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                        .collect(),
-                    protocol: r.get("protocol").as_str().map(str::to_owned),
-                    selection_fields: strings(r, "selection_fields"),
-                    options: smap(r, "options"),
-                    external_ids: smap(r, "external_ids"),
-                    row: r.clone(),
-                },
-            );
+            nb.lbs.insert(uuid, Arc::new(lb_from_row(uuid, r)));
         }
         for (&uuid, r) in &db.table("Load_Balancer_Group").rows {
             let load_balancer = refs(
@@ -502,91 +470,25 @@ impl Nb {
             );
         }
         for (&uuid, r) in &db.table("Address_Set").rows {
-            nb.address_sets.push(AddressSet {
-                uuid,
-                name: r.str("name").to_owned(),
-                addresses: strings(r, "addresses"),
-            });
+            nb.address_sets
+                .push(Arc::new(address_set_from_row(uuid, r)));
         }
         nb.address_sets
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
         let lsps = &db.table("Logical_Switch_Port").rows;
         for (&uuid, r) in &db.table("Port_Group").rows {
-            let ports = refs(&mut diags, "Port_Group", uuid, r, "ports", |u| {
-                lsps.contains_key(&u)
-            });
-            let acls = refs(&mut diags, "Port_Group", uuid, r, "acls", |u| {
-                nb.acls.contains_key(&u)
-            });
-            nb.port_groups.push(PortGroup {
-                uuid,
-                name: r.str("name").to_owned(),
-                ports,
-                acls,
-            });
+            let pg = nb.port_group_from_row(&mut diags, lsps, uuid, r);
+            nb.port_groups.push(Arc::new(pg));
         }
         nb.port_groups
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
 
         let sw_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Logical_Switch").rows.iter().collect();
         let built = crate::par::par_map(&sw_rows, threads, |&(&uuid, r)| {
-            let mut diags = Vec::new();
-            let mut ports = Vec::new();
-            for pu in r.uuids("ports") {
-                match lsps.get(&pu) {
-                    Some(p) => ports.push(Lsp {
-                        uuid: pu,
-                        name: p.str("name").to_owned(),
-                        kind: p.str("type").to_owned(),
-                        addresses: strings(p, "addresses"),
-                        port_security: strings(p, "port_security"),
-                        options: smap(p, "options"),
-                        enabled: p.bool("enabled"),
-                        up: p.bool("up"),
-                        external_ids: smap(p, "external_ids"),
-                        row: p.clone(),
-                    }),
-                    None => diags.push(Diag {
-                        table: "Logical_Switch",
-                        uuid,
-                        msg: format!("port {pu} does not exist"),
-                    }),
-                }
-            }
-            let acls = refs(&mut diags, "Logical_Switch", uuid, r, "acls", |u| {
-                nb.acls.contains_key(&u)
-            });
-            let load_balancer = refs(
-                &mut diags,
-                "Logical_Switch",
-                uuid,
-                r,
-                "load_balancer",
-                |u| nb.lbs.contains_key(&u),
-            );
-            let load_balancer_group = refs(
-                &mut diags,
-                "Logical_Switch",
-                uuid,
-                r,
-                "load_balancer_group",
-                |u| nb.lb_groups.contains_key(&u),
-            );
-            let sw = LogicalSwitch {
-                uuid,
-                name: r.str("name").to_owned(),
-                ports,
-                acls,
-                load_balancer,
-                load_balancer_group,
-                other_config: smap(r, "other_config"),
-                external_ids: smap(r, "external_ids"),
-                row: r.clone(),
-            };
-            (sw, diags)
+            nb.switch_from_row(lsps, uuid, r)
         });
         for (sw, d) in built {
-            nb.switches.push(sw);
+            nb.switches.push(Arc::new(sw));
             diags.extend(d);
         }
         nb.switches
@@ -715,7 +617,7 @@ impl Nb {
             (lr, diags)
         });
         for (lr, d) in built {
-            nb.routers.push(lr);
+            nb.routers.push(Arc::new(lr));
             diags.extend(d);
         }
         nb.routers
@@ -759,4 +661,139 @@ fn refs(
         }
     }
     out
+}
+
+/// An `ACL` row.
+pub fn acl_from_row(uuid: Uuid, r: &Arc<Row>) -> Acl {
+    Acl {
+        uuid,
+        name: r.get("name").as_str().map(str::to_owned),
+        priority: r.int("priority").unwrap_or(0),
+        direction: r.str("direction").to_owned(),
+        match_: r.str("match").to_owned(),
+        action: r.str("action").to_owned(),
+        log: r.bool("log").unwrap_or(false),
+        severity: r.get("severity").as_str().map(str::to_owned),
+        meter: r.get("meter").as_str().map(str::to_owned),
+        label: r.int("label").unwrap_or(0),
+        options: smap(r, "options"),
+        row: r.clone(),
+    }
+}
+
+/// A `Load_Balancer` row.
+pub fn lb_from_row(uuid: Uuid, r: &Arc<Row>) -> LoadBalancer {
+    LoadBalancer {
+        uuid,
+        name: r.str("name").to_owned(),
+        vips: r
+            .get("vips")
+            .str_pairs()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        protocol: r.get("protocol").as_str().map(str::to_owned),
+        selection_fields: strings(r, "selection_fields"),
+        options: smap(r, "options"),
+        external_ids: smap(r, "external_ids"),
+        row: r.clone(),
+    }
+}
+
+/// An `Address_Set` row.
+pub fn address_set_from_row(uuid: Uuid, r: &Row) -> AddressSet {
+    AddressSet {
+        uuid,
+        name: r.str("name").to_owned(),
+        addresses: strings(r, "addresses"),
+    }
+}
+
+impl Nb {
+    /// A `Port_Group` row; references to ports (in `lsps`) and ACLs (in `self.acls`) that
+    /// do not exist are diagnostics.
+    pub fn port_group_from_row(
+        &self,
+        diags: &mut Vec<Diag>,
+        lsps: &HashMap<Uuid, Arc<Row>>,
+        uuid: Uuid,
+        r: &Row,
+    ) -> PortGroup {
+        let ports = refs(diags, "Port_Group", uuid, r, "ports", |u| {
+            lsps.contains_key(&u)
+        });
+        let acls = refs(diags, "Port_Group", uuid, r, "acls", |u| {
+            self.acls.contains_key(&u)
+        });
+        PortGroup {
+            uuid,
+            name: r.str("name").to_owned(),
+            ports,
+            acls,
+        }
+    }
+
+    /// A `Logical_Switch` row with its ports (rows of `lsps`); references to ACLs, load
+    /// balancers and groups are checked against `self`.
+    pub fn switch_from_row(
+        &self,
+        lsps: &HashMap<Uuid, Arc<Row>>,
+        uuid: Uuid,
+        r: &Arc<Row>,
+    ) -> (LogicalSwitch, Vec<Diag>) {
+        let nb = self;
+        let mut diags = Vec::new();
+        let mut ports = Vec::new();
+        for pu in r.uuids("ports") {
+            match lsps.get(&pu) {
+                Some(p) => ports.push(Lsp {
+                    uuid: pu,
+                    name: p.str("name").to_owned(),
+                    kind: p.str("type").to_owned(),
+                    addresses: strings(p, "addresses"),
+                    port_security: strings(p, "port_security"),
+                    options: smap(p, "options"),
+                    enabled: p.bool("enabled"),
+                    up: p.bool("up"),
+                    external_ids: smap(p, "external_ids"),
+                    row: p.clone(),
+                }),
+                None => diags.push(Diag {
+                    table: "Logical_Switch",
+                    uuid,
+                    msg: format!("port {pu} does not exist"),
+                }),
+            }
+        }
+        let acls = refs(&mut diags, "Logical_Switch", uuid, r, "acls", |u| {
+            nb.acls.contains_key(&u)
+        });
+        let load_balancer = refs(
+            &mut diags,
+            "Logical_Switch",
+            uuid,
+            r,
+            "load_balancer",
+            |u| nb.lbs.contains_key(&u),
+        );
+        let load_balancer_group = refs(
+            &mut diags,
+            "Logical_Switch",
+            uuid,
+            r,
+            "load_balancer_group",
+            |u| nb.lb_groups.contains_key(&u),
+        );
+        let sw = LogicalSwitch {
+            uuid,
+            name: r.str("name").to_owned(),
+            ports,
+            acls,
+            load_balancer,
+            load_balancer_group,
+            other_config: smap(r, "other_config"),
+            external_ids: smap(r, "external_ids"),
+            row: r.clone(),
+        };
+        (sw, diags)
+    }
 }

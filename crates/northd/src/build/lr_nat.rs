@@ -894,13 +894,16 @@ mod tests {
             lrp(2, "rtoj-GR", "0a:58:64:40:00:02", "100.64.0.2/16"),
         ];
         let opts = smap(&[("chassis", "c1"), ("lb_force_snat_ip", "router_ip")]);
-        nb.routers.push(router(
-            10,
-            "GR",
-            ports,
-            vec![nat(20, "snat", "172.18.0.2", "10.128.0.0/14")],
-            opts,
-        ));
+        nb.routers.push(
+            router(
+                10,
+                "GR",
+                ports,
+                vec![nat(20, "snat", "172.18.0.2", "10.128.0.0/14")],
+                opts,
+            )
+            .into(),
+        );
         let mut sw = LogicalSwitch {
             uuid: uuid(30),
             name: "ext".into(),
@@ -924,9 +927,9 @@ mod tests {
             external_ids: Smap::new(),
             row: Default::default(),
         });
-        nb.switches.push(sw);
+        nb.switches.push(sw.into());
         nb.lbs
-            .insert(uuid(900), lb("172.18.0.2:30000", "10.128.0.3:8080"));
+            .insert(uuid(900), lb("172.18.0.2:30000", "10.128.0.3:8080").into());
         let f = flows(&nb);
         for want in [
             "lr_in_unsnat 120 ip4 && ip4.dst == 172.18.0.2 && tcp && tcp.dst == 30000 => next;",
@@ -956,10 +959,11 @@ mod tests {
         let mut sl = nat(21, "dnat_and_snat", "172.32.0.32", "10.6.0.32");
         sl.options = smap(&[("stateless", "true")]);
         let nats = vec![nat(20, "snat", "172.32.0.1", "10.6.0.0/24"), sl];
-        nb.routers.push(router(10, "dr", ports, nats, Smap::new()));
+        nb.routers
+            .push(router(10, "dr", ports, nats, Smap::new()).into());
         nb.lbs.insert(
             uuid(900),
-            lb("172.17.0.100:80", "10.1.0.1:8080,10.1.0.2:8080"),
+            lb("172.17.0.100:80", "10.1.0.1:8080,10.1.0.2:8080").into(),
         );
         let f = flows(&nb);
         for want in [

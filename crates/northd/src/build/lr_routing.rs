@@ -844,7 +844,7 @@ mod tests {
             options.insert("chassis".into(), "ch1".into());
         }
         Nb {
-            switches: vec![LogicalSwitch {
+            switches: vec![std::sync::Arc::new(LogicalSwitch {
                 uuid: ovsdb::Uuid::default(),
                 name: "S".into(),
                 ports: vec![
@@ -857,8 +857,8 @@ mod tests {
                 other_config: Default::default(),
                 external_ids: Default::default(),
                 row: Default::default(),
-            }],
-            routers: vec![LogicalRouter {
+            })],
+            routers: vec![std::sync::Arc::new(LogicalRouter {
                 uuid: ovsdb::Uuid::default(),
                 name: "R".into(),
                 ports: vec![lrp("rp", "0a:00:00:00:00:01", "10.0.0.1/24")],
@@ -871,7 +871,7 @@ mod tests {
                 options,
                 external_ids: Default::default(),
                 row: Default::default(),
-            }],
+            })],
             ..Default::default()
         }
     }

@@ -376,7 +376,7 @@ impl Ctx {
             |i| DpId((n_sw + i) as u32),
             |r| &r.load_balancer,
             |r| &r.load_balancer_group,
-            router_lb_flavor,
+            |r| router_lb_flavor(r),
             nb,
         );
         let router_nat_ips: Vec<HashSet<IpAddr>> = nb
