@@ -9,10 +9,8 @@
 //! sync`, which ovn-northd 23.03 answers with a full recompute) recompute everything. Our
 //! own `sb_cfg` writes trigger nothing.
 
-use crate::build::Ctx;
 use crate::engine::Strategy;
 use crate::incr;
-use crate::nb::Nb;
 use crate::sb;
 use ovsdb::{MonitorSpec, Session};
 use serde_json::json;
@@ -184,11 +182,15 @@ fn compute_and_sync(
         phases.push((name, lap.elapsed().as_secs_f64() * 1e3));
         lap = Instant::now();
     };
-    let (model, diags) = Nb::from_db_threads(nbdb, cfg.threads);
-    mark("model");
-    let mut ctx = Ctx::new(model);
-    mark("ctx");
-    for d in diags.iter().chain(&ctx.diags) {
+    // The model and lookups: patched from the last round's when the engine can, else
+    // read whole.
+    let (mut ctx, diags, patched) = engine.next_ctx(nbdb, nb_changes, cfg.threads);
+    mark(if patched {
+        "ctx (patched)"
+    } else {
+        "model+ctx"
+    });
+    for d in &diags {
         log(&format!("warning: {d}"));
     }
     let want = sb::want_threads(&ctx, cfg.threads);
@@ -226,7 +228,8 @@ fn compute_and_sync(
                 .flat_map(|r| &r.ports)
                 .all(|p| pbs.contains(p.name.as_str()))
     };
-    let mut ready = complete(sbs.replica().ok_or("SB not connected")?);
+    // A patched context has the last round's datapaths and router ports, all bound then.
+    let mut ready = patched || complete(sbs.replica().ok_or("SB not connected")?);
     for _ in 0..3 {
         if ready {
             break;
@@ -254,7 +257,9 @@ fn compute_and_sync(
     let bindings = t1.elapsed();
     mark("check");
     let t2 = Instant::now();
-    ctx.load_tunnel_keys(sbs.replica().ok_or("SB not connected")?);
+    if !patched {
+        ctx.load_tunnel_keys(sbs.replica().ok_or("SB not connected")?);
+    }
     // SB rows changed since the last round (ours arriving late, or someone else's).
     let changes = sbs.take_changes();
     let sbdb = sbs.replica().ok_or("SB not connected")?;

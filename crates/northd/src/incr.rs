@@ -436,6 +436,34 @@ impl Engine {
         self.ctx.as_ref()
     }
 
+    /// The context for the NB replica `db` after the rows `changes` changed: patched from the
+    /// last round's ([`crate::nb::Nb::patched`], [`Ctx::patched`]) when the changes allow,
+    /// else read whole with `threads` threads. Returns the context, the diagnostics found,
+    /// and whether it was patched (then it carries the last round's tunnel keys, which a
+    /// patch cannot move).
+    pub fn next_ctx(
+        &self,
+        db: &ovsdb::Database,
+        changes: &[(String, Uuid)],
+        threads: usize,
+    ) -> (Ctx, Vec<crate::nb::Diag>, bool) {
+        if let Some(old) = &self.ctx
+            && !changes.is_empty()
+            && let Ok((nb, diags, patch)) = old
+                .nb
+                .patched(db, changes, |u| old.lsp_by_uuid.get(&u).map(|&(i, _)| i))
+        {
+            let ctx = old.patched(nb, &patch);
+            let mut all = diags;
+            all.extend(ctx.diags.iter().cloned());
+            return (ctx, all, true);
+        }
+        let (nb, mut diags) = crate::nb::Nb::from_db_threads(db, threads);
+        let ctx = Ctx::new(nb);
+        diags.extend(ctx.diags.iter().cloned());
+        (ctx, diags, false)
+    }
+
     /// Forgets everything (the next round is a full recompute).
     pub fn reset(&mut self) {
         self.ctx = None;

@@ -797,3 +797,122 @@ impl Nb {
         (sw, diags)
     }
 }
+
+/// What [`Nb::patched`] changed, for the lookups built on the model.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    /// Switches rebuilt (indices into [`Nb::switches`]; the same in the old and new model).
+    pub switches: Vec<usize>,
+    /// ACL rows changed, added or removed.
+    pub acls: Vec<Uuid>,
+    /// Load-balancer rows changed, added or removed.
+    pub lbs: Vec<Uuid>,
+    /// Some port group changed.
+    pub port_groups: bool,
+    /// Some address set changed.
+    pub address_sets: bool,
+}
+
+impl Nb {
+    /// The model after the NB rows `changes` (`(table, uuid)`) changed in `db`, sharing every
+    /// unchanged row with `self`. `lsp_switch` finds the switch (index) an existing port
+    /// belongs to. `Err(why)` for a change this does not follow — a switch added, removed or
+    /// renamed, a router-side or global table other than `NB_Global` — then the caller reads
+    /// the whole model again.
+    pub fn patched(
+        &self,
+        db: &Database,
+        changes: &[(String, Uuid)],
+        lsp_switch: impl Fn(Uuid) -> Option<usize>,
+    ) -> Result<(Nb, Vec<Diag>, Patch), String> {
+        let mut nb = self.clone();
+        let mut diags = Vec::new();
+        let mut patch = Patch::default();
+        let mut dirty_sw: BTreeSet<usize> = BTreeSet::new();
+        let sw_index = |u: Uuid| self.switches.iter().position(|s| s.uuid == u);
+        let mut pgs_changed: BTreeSet<Uuid> = BTreeSet::new();
+        let mut ases_changed: BTreeSet<Uuid> = BTreeSet::new();
+        for (t, u) in changes {
+            let u = *u;
+            let row = db.table(t).rows.get(&u);
+            match t.as_str() {
+                "NB_Global" => {
+                    nb.global_options = row.map(|r| smap(r, "options")).unwrap_or_default();
+                }
+                "ACL" => {
+                    match row {
+                        Some(r) => nb.acls.insert(u, Arc::new(acl_from_row(u, r))),
+                        None => nb.acls.remove(&u),
+                    };
+                    patch.acls.push(u);
+                }
+                "Load_Balancer" => {
+                    match row {
+                        Some(r) => nb.lbs.insert(u, Arc::new(lb_from_row(u, r))),
+                        None => nb.lbs.remove(&u),
+                    };
+                    patch.lbs.push(u);
+                }
+                "Address_Set" => {
+                    ases_changed.insert(u);
+                }
+                "Port_Group" => {
+                    pgs_changed.insert(u);
+                }
+                "Logical_Switch_Port" => {
+                    // A new port arrives with its switch's row; a changed or deleted one is
+                    // found where it was.
+                    if let Some(i) = lsp_switch(u) {
+                        dirty_sw.insert(i);
+                    }
+                }
+                "Logical_Switch" => {
+                    let i = sw_index(u).ok_or("a switch added")?;
+                    let r = row.ok_or("a switch removed")?;
+                    if r.str("name") != self.switches[i].name {
+                        return Err("a switch renamed".into());
+                    }
+                    dirty_sw.insert(i);
+                }
+                t => return Err(format!("a change to {t}")),
+            }
+        }
+        if !ases_changed.is_empty() {
+            nb.address_sets.retain(|a| !ases_changed.contains(&a.uuid));
+            for &u in &ases_changed {
+                if let Some(r) = db.table("Address_Set").rows.get(&u) {
+                    nb.address_sets.push(Arc::new(address_set_from_row(u, r)));
+                }
+            }
+            nb.address_sets
+                .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+            patch.address_sets = true;
+        }
+        let lsps = &db.table("Logical_Switch_Port").rows;
+        if !pgs_changed.is_empty() {
+            nb.port_groups.retain(|g| !pgs_changed.contains(&g.uuid));
+            for &u in &pgs_changed {
+                if let Some(r) = db.table("Port_Group").rows.get(&u) {
+                    let pg = nb.port_group_from_row(&mut diags, lsps, u, r);
+                    nb.port_groups.push(Arc::new(pg));
+                }
+            }
+            nb.port_groups
+                .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+            patch.port_groups = true;
+        }
+        for &i in &dirty_sw {
+            let u = self.switches[i].uuid;
+            let r = db
+                .table("Logical_Switch")
+                .rows
+                .get(&u)
+                .ok_or("a switch removed")?;
+            let (sw, d) = nb.switch_from_row(lsps, u, r);
+            diags.extend(d);
+            nb.switches[i] = Arc::new(sw);
+        }
+        patch.switches = dirty_sw.into_iter().collect();
+        Ok((nb, diags, patch))
+    }
+}

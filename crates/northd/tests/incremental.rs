@@ -317,7 +317,7 @@ fn incremental_equals_full_after_random_changes() {
         testutil::skip("no OVN NB schema (apt-get install ovn-central)");
         return;
     };
-    let (mut incremental, mut full) = (0, 0);
+    let (mut incremental, mut full, mut patched) = (0, 0, 0);
     for seed in 1..=6u64 {
         let p = Params {
             nodes: 3,
@@ -341,8 +341,15 @@ fn incremental_equals_full_after_random_changes() {
             .collect();
         for step in 0..40 {
             let changes = random_change(&mut db, &mut rng, step);
-            let (nb, _) = Nb::from_db(&db);
-            match engine.incremental(Ctx::new(nb), &changes) {
+            // Alternate: the model and lookups patched from the last round's, or read whole.
+            let ctx = if step % 4 == 3 {
+                Ctx::new(Nb::from_db(&db).0)
+            } else {
+                let (ctx, _, was_patched) = engine.next_ctx(&db, &changes, 1);
+                patched += usize::from(was_patched);
+                ctx
+            };
+            match engine.incremental(ctx, &changes) {
                 Ok((flow_changes, _)) => {
                     incremental += 1;
                     for c in flow_changes {
@@ -396,7 +403,8 @@ fn incremental_equals_full_after_random_changes() {
             );
         }
     }
-    eprintln!("incremental rounds {incremental}, full {full}");
+    eprintln!("incremental rounds {incremental}, full {full}, contexts patched {patched}");
+    assert!(patched >= 100, "too few patched contexts: {patched}");
     assert!(
         incremental >= 4 * full,
         "too few incremental rounds: {incremental} vs {full} full"

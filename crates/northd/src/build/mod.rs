@@ -98,7 +98,7 @@ pub struct Ctx {
     pub switch_facts: Vec<ls_stateful::SwitchFacts>,
     /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
     /// (`[1]`) stateful ACLs or LB VIPs (datapath left as a placeholder).
-    pub switch_acl_flows: HashMap<Uuid, [Vec<Lflow>; 2]>,
+    pub switch_acl_flows: HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
     /// Per switch: indices of its ports attached to a router port (those with a
     /// `lsp_router_peer`), in port order.
     pub switch_router_ports: Vec<Vec<usize>>,
@@ -243,6 +243,146 @@ pub fn lb_vip_ip(key: &str) -> Option<IpAddr> {
         .map(IpAddr::V4)
 }
 
+/// Attaches switch `i`'s router-type ports to the router ports they name
+/// (`options:router-port`): fills `lsp_router_peer[i]` and the routers' side.
+fn attach_switch(
+    nb: &Nb,
+    i: usize,
+    lrp_by_name: &HashMap<String, (usize, usize)>,
+    lsp_router_peer: &mut [Vec<Option<(usize, usize)>>],
+    lrp_switch_peer: &mut [Vec<Option<(usize, usize)>>],
+    diags: &mut Vec<Diag>,
+) {
+    let s = &nb.switches[i];
+    lsp_router_peer[i] = vec![None; s.ports.len()];
+    for (j, p) in s.ports.iter().enumerate() {
+        if p.kind != "router" {
+            continue;
+        }
+        let Some(rp) = p.options.get("router-port") else {
+            continue;
+        };
+        match lrp_by_name.get(rp.as_str()) {
+            Some(&(ri, rj)) => {
+                lsp_router_peer[i][j] = Some((ri, rj));
+                lrp_switch_peer[ri][rj] = Some((i, j));
+            }
+            None => diags.push(Diag {
+                table: "Logical_Switch_Port",
+                uuid: p.uuid,
+                msg: format!("router-port {rp:?} does not exist"),
+            }),
+        }
+    }
+}
+
+/// Per switch, the ACLs that apply to it (its own and those of port groups with a port on
+/// it), sorted.
+fn applied_acls(nb: &Nb, lsp_by_uuid: &HashMap<Uuid, (usize, usize)>) -> Vec<Vec<Uuid>> {
+    let mut switch_acls: Vec<BTreeSet<Uuid>> = nb
+        .switches
+        .iter()
+        .map(|s| s.acls.iter().copied().collect())
+        .collect();
+    for pg in &nb.port_groups {
+        let mut on: BTreeSet<usize> = BTreeSet::new();
+        for p in &pg.ports {
+            if let Some(&(i, _)) = lsp_by_uuid.get(p) {
+                on.insert(i);
+            }
+        }
+        for i in on {
+            switch_acls[i].extend(pg.acls.iter().copied());
+        }
+    }
+    switch_acls
+        .into_iter()
+        .map(|s| s.into_iter().collect())
+        .collect()
+}
+
+/// Adds to `map` the flows of every applied ACL it lacks.
+fn add_acl_flows(nb: &Nb, applied: &[Vec<Uuid>], map: &mut HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>) {
+    for u in applied.iter().flatten().collect::<BTreeSet<_>>() {
+        if !map.contains_key(u)
+            && let Some(acl) = nb.acls.get(u)
+        {
+            map.insert(*u, Arc::new(ls_stateful::acl_flows(nb, acl)));
+        }
+    }
+}
+
+/// Switch `i`'s ports attached to routers and its `localnet` ports (indices, in order).
+fn special_ports(
+    nb: &Nb,
+    i: usize,
+    lsp_router_peer: &[Vec<Option<(usize, usize)>>],
+) -> (Vec<usize>, Vec<usize>) {
+    let s = &nb.switches[i];
+    (
+        (0..s.ports.len())
+            .filter(|&j| lsp_router_peer[i][j].is_some())
+            .collect(),
+        (0..s.ports.len())
+            .filter(|&j| s.ports[j].kind == "localnet")
+            .collect(),
+    )
+}
+
+/// Per router, its load balancers' VIPs ([`Ctx::router_lb_ips`]).
+fn router_lb_ips(nb: &Nb) -> Vec<Vec<Arc<LbIps>>> {
+    let mut group_ips: HashMap<Uuid, Arc<LbIps>> = HashMap::new();
+    nb.routers
+        .iter()
+        .map(|r| {
+            let mut sets: Vec<Arc<LbIps>> = Vec::new();
+            for g in &r.load_balancer_group {
+                if let Some(lg) = nb.lb_groups.get(g) {
+                    sets.push(
+                        group_ips
+                            .entry(*g)
+                            .or_insert_with(|| Arc::new(LbIps::of(nb, &lg.load_balancer)))
+                            .clone(),
+                    );
+                }
+            }
+            if !r.load_balancer.is_empty() {
+                sets.push(Arc::new(LbIps::of(nb, &r.load_balancer)));
+            }
+            sets
+        })
+        .collect()
+}
+
+/// The service-monitor source IPs health-checked load balancers map to each switch port
+/// ([`Ctx::svc_mon_src_ips`]).
+fn svc_mon_src_ips(
+    nb: &Nb,
+    lsp_by_name: &HashMap<String, (usize, usize)>,
+) -> HashMap<(usize, usize), Vec<IpAddr>> {
+    let mut out: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();
+    for lb in nb.lbs.values() {
+        if lb.row.uuids("health_check").next().is_none() {
+            continue;
+        }
+        for (_, v) in lb.row.get("ip_port_mappings").str_pairs() {
+            let Some((port, src)) = v.split_once(':') else {
+                continue;
+            };
+            let src = src.trim_start_matches('[');
+            let src = src.split(']').next().unwrap_or(src);
+            if let (Some(&at), Ok(ip)) = (lsp_by_name.get(port), src.parse::<IpAddr>()) {
+                out.entry(at).or_default().push(ip);
+            }
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    out
+}
+
 impl Ctx {
     /// Builds the lookups.
     pub fn new(nb: impl Into<Arc<Nb>>) -> Ctx {
@@ -298,57 +438,24 @@ impl Ctx {
             }
             lrp_networks.push(nets);
         }
-        let mut lsp_router_peer: Vec<Vec<Option<(usize, usize)>>> = nb
-            .switches
-            .iter()
-            .map(|s| vec![None; s.ports.len()])
-            .collect();
+        let mut lsp_router_peer: Vec<Vec<Option<(usize, usize)>>> =
+            vec![Vec::new(); nb.switches.len()];
         let mut lrp_switch_peer: Vec<Vec<Option<(usize, usize)>>> = nb
             .routers
             .iter()
             .map(|r| vec![None; r.ports.len()])
             .collect();
-        for (i, s) in nb.switches.iter().enumerate() {
-            for (j, p) in s.ports.iter().enumerate() {
-                if p.kind != "router" {
-                    continue;
-                }
-                let Some(rp) = p.options.get("router-port") else {
-                    continue;
-                };
-                match lrp_by_name.get(rp.as_str()) {
-                    Some(&(ri, rj)) => {
-                        lsp_router_peer[i][j] = Some((ri, rj));
-                        lrp_switch_peer[ri][rj] = Some((i, j));
-                    }
-                    None => diags.push(Diag {
-                        table: "Logical_Switch_Port",
-                        uuid: p.uuid,
-                        msg: format!("router-port {rp:?} does not exist"),
-                    }),
-                }
-            }
+        for i in 0..nb.switches.len() {
+            attach_switch(
+                nb,
+                i,
+                &lrp_by_name,
+                &mut lsp_router_peer,
+                &mut lrp_switch_peer,
+                &mut diags,
+            );
         }
-        let mut switch_acls: Vec<BTreeSet<Uuid>> = nb
-            .switches
-            .iter()
-            .map(|s| s.acls.iter().copied().collect())
-            .collect();
-        for pg in &nb.port_groups {
-            let mut on: BTreeSet<usize> = BTreeSet::new();
-            for p in &pg.ports {
-                if let Some(&(i, _)) = lsp_by_uuid.get(p) {
-                    on.insert(i);
-                }
-            }
-            for i in on {
-                switch_acls[i].extend(pg.acls.iter().copied());
-            }
-        }
-        let switch_acls_sorted: Vec<Vec<Uuid>> = switch_acls
-            .into_iter()
-            .map(|s| s.into_iter().collect())
-            .collect();
+        let switch_acls_sorted = applied_acls(nb, &lsp_by_uuid);
         let switch_lbs: Vec<Vec<Uuid>> = nb
             .switches
             .iter()
@@ -408,69 +515,17 @@ impl Ctx {
             })
             .collect();
         let all_nat_ips = router_nat_ips.iter().flatten().copied().collect();
-        let switch_acl_flows = switch_acls_sorted
-            .iter()
-            .flatten()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .filter_map(|u| Some((*u, ls_stateful::acl_flows(nb, nb.acls.get(u)?))))
-            .collect();
+        let mut switch_acl_flows = HashMap::new();
+        add_acl_flows(nb, &switch_acls_sorted, &mut switch_acl_flows);
         let mut switch_router_ports = Vec::with_capacity(nb.switches.len());
         let mut switch_localnet_ports = Vec::with_capacity(nb.switches.len());
-        for (i, s) in nb.switches.iter().enumerate() {
-            switch_router_ports.push(
-                (0..s.ports.len())
-                    .filter(|&j| lsp_router_peer[i][j].is_some())
-                    .collect(),
-            );
-            switch_localnet_ports.push(
-                (0..s.ports.len())
-                    .filter(|&j| s.ports[j].kind == "localnet")
-                    .collect(),
-            );
+        for i in 0..nb.switches.len() {
+            let (r, l) = special_ports(nb, i, &lsp_router_peer);
+            switch_router_ports.push(r);
+            switch_localnet_ports.push(l);
         }
-        let mut group_ips: HashMap<Uuid, Arc<LbIps>> = HashMap::new();
-        let router_lb_ips = nb
-            .routers
-            .iter()
-            .map(|r| {
-                let mut sets: Vec<Arc<LbIps>> = Vec::new();
-                for g in &r.load_balancer_group {
-                    if let Some(lg) = nb.lb_groups.get(g) {
-                        sets.push(
-                            group_ips
-                                .entry(*g)
-                                .or_insert_with(|| Arc::new(LbIps::of(nb, &lg.load_balancer)))
-                                .clone(),
-                        );
-                    }
-                }
-                if !r.load_balancer.is_empty() {
-                    sets.push(Arc::new(LbIps::of(nb, &r.load_balancer)));
-                }
-                sets
-            })
-            .collect();
-        let mut svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();
-        for lb in nb.lbs.values() {
-            if lb.row.uuids("health_check").next().is_none() {
-                continue;
-            }
-            for (_, v) in lb.row.get("ip_port_mappings").str_pairs() {
-                let Some((port, src)) = v.split_once(':') else {
-                    continue;
-                };
-                let src = src.trim_start_matches('[');
-                let src = src.split(']').next().unwrap_or(src);
-                if let (Some(&at), Ok(ip)) = (lsp_by_name.get(port), src.parse::<IpAddr>()) {
-                    svc_mon_src_ips.entry(at).or_default().push(ip);
-                }
-            }
-        }
-        for v in svc_mon_src_ips.values_mut() {
-            v.sort_unstable();
-            v.dedup();
-        }
+        let router_lb_ips = router_lb_ips(nb);
+        let svc_mon_src_ips = svc_mon_src_ips(nb, &lsp_by_name);
         let lr_index = lr_routing::index_routers(nb, &lrp_networks);
         let tunnel_keys = (1..=datapaths.len() as u32).collect();
         let lrp_tunnel_keys = nb
@@ -504,6 +559,126 @@ impl Ctx {
             switch_localnet_ports,
             router_lb_ips,
             svc_mon_src_ips,
+            diags,
+        }
+    }
+
+    /// The context of `nb`, the model [`Nb::patched`] made from `self.nb` with `patch`:
+    /// the lookups of the switches it rebuilt are redone, those that depend on ACLs, port
+    /// groups and load balancers are recomputed, the rest (routers, datapaths, tunnel keys)
+    /// is shared with `self`. Equal to `Ctx::new(nb)` with `self`'s tunnel keys (the
+    /// incremental tests check the flows it gives).
+    pub fn patched(&self, nb: Nb, patch: &crate::nb::Patch) -> Ctx {
+        let nb_arc = Arc::new(nb);
+        let nb: &Nb = &nb_arc;
+        let mut diags = Vec::new();
+        let mut lsp_by_name = self.lsp_by_name.clone();
+        let mut lsp_by_uuid = self.lsp_by_uuid.clone();
+        let mut lsp_router_peer = self.lsp_router_peer.clone();
+        let mut lrp_switch_peer = self.lrp_switch_peer.clone();
+        let mut switch_router_ports = self.switch_router_ports.clone();
+        let mut switch_localnet_ports = self.switch_localnet_ports.clone();
+        let mut switch_lbs = self.switch_lbs.clone();
+        for &i in &patch.switches {
+            for p in &self.nb.switches[i].ports {
+                if lsp_by_name.get(&p.name).is_some_and(|&(s, _)| s == i) {
+                    lsp_by_name.remove(&p.name);
+                }
+                lsp_by_uuid.remove(&p.uuid);
+            }
+            for peers in lrp_switch_peer.iter_mut() {
+                for peer in peers.iter_mut() {
+                    if peer.is_some_and(|(s, _)| s == i) {
+                        *peer = None;
+                    }
+                }
+            }
+        }
+        for &i in &patch.switches {
+            for (j, p) in nb.switches[i].ports.iter().enumerate() {
+                if lsp_by_name.insert(p.name.clone(), (i, j)).is_some() {
+                    diags.push(Diag {
+                        table: "Logical_Switch_Port",
+                        uuid: p.uuid,
+                        msg: format!("duplicate port name {:?}", p.name),
+                    });
+                }
+                lsp_by_uuid.insert(p.uuid, (i, j));
+            }
+            attach_switch(
+                nb,
+                i,
+                &self.lrp_by_name,
+                &mut lsp_router_peer,
+                &mut lrp_switch_peer,
+                &mut diags,
+            );
+            let (r, l) = special_ports(nb, i, &lsp_router_peer);
+            switch_router_ports[i] = r;
+            switch_localnet_ports[i] = l;
+            let s = &nb.switches[i];
+            switch_lbs[i] = nb.lbs_of(&s.load_balancer, &s.load_balancer_group);
+        }
+        let switch_acls = applied_acls(nb, &lsp_by_uuid);
+        let switch_facts = (0..nb.switches.len())
+            .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i]))
+            .collect();
+        let lb_lists_moved = patch.switches.iter().any(|&i| {
+            let (a, b) = (&self.nb.switches[i], &nb.switches[i]);
+            a.load_balancer != b.load_balancer || a.load_balancer_group != b.load_balancer_group
+        });
+        let switch_lb_classes = if lb_lists_moved {
+            lb_classes(
+                &nb.switches,
+                |i| DpId(i as u32),
+                |s| &s.load_balancer,
+                |s| &s.load_balancer_group,
+                |_| String::new(),
+                nb,
+            )
+        } else {
+            self.switch_lb_classes.clone()
+        };
+        let mut switch_acl_flows = self.switch_acl_flows.clone();
+        for u in &patch.acls {
+            switch_acl_flows.remove(u);
+        }
+        add_acl_flows(nb, &switch_acls, &mut switch_acl_flows);
+        let (router_lb_ips, lr_index) = if patch.lbs.is_empty() {
+            (self.router_lb_ips.clone(), self.lr_index.clone())
+        } else {
+            (
+                router_lb_ips(nb),
+                lr_routing::index_routers(nb, &self.lrp_networks),
+            )
+        };
+        let svc_mon_src_ips = svc_mon_src_ips(nb, &lsp_by_name);
+        Ctx {
+            nb: nb_arc.clone(),
+            datapaths: self.datapaths.clone(),
+            lsp_by_name,
+            lsp_by_uuid,
+            lrp_by_name: self.lrp_by_name.clone(),
+            lsp_router_peer,
+            lrp_switch_peer,
+            lrp_networks: self.lrp_networks.clone(),
+            switch_acls,
+            switch_lbs,
+            router_lbs: self.router_lbs.clone(),
+            switch_lb_classes,
+            router_lb_classes: self.router_lb_classes.clone(),
+            router_nat_ips: self.router_nat_ips.clone(),
+            router_dgps: self.router_dgps.clone(),
+            all_nat_ips: self.all_nat_ips.clone(),
+            switch_facts,
+            switch_acl_flows,
+            switch_router_ports,
+            switch_localnet_ports,
+            router_lb_ips,
+            svc_mon_src_ips,
+            lr_index,
+            tunnel_keys: self.tunnel_keys.clone(),
+            lrp_tunnel_keys: self.lrp_tunnel_keys.clone(),
             diags,
         }
     }
