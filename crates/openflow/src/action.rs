@@ -1,0 +1,995 @@
+//! Actions: OpenFlow 1.0 actions, OpenFlow 1.1+ actions and the Nicira (`NXAST_*`) extension
+//! actions, mapped onto [`flow::ofp::Action`] both ways.
+//!
+//! Every action is `type:16, len:16, …`, `len` a multiple of 8 covering the whole action;
+//! vendor/experimenter actions (`type = 0xffff`) continue with `vendor:32, subtype:16` for
+//! Nicira (`0x00002320`). What the model has no variant for (`enqueue`, `group`, `learn`,
+//! `multipath`, …) decodes to [`Error::Unsupported`] naming the action, never to a guess.
+//!
+//! Encoding picks the form OVS 3.1 sends for the wire version: OpenFlow 1.0 actions where
+//! 1.0 has one, `OFPAT_SET_FIELD` for whole-field sets in 1.2+, `NXAST_REG_LOAD` for
+//! `load`, `NXAST_REG_LOAD2` for masked sets 1.2–1.4 cannot carry, `OFPAT_COPY_FIELD` for
+//! `move` in 1.5, Nicira actions otherwise. The `mod_*` actions become `set_field` in 1.2+
+//! (the transport port field chosen from the flow's `nw_proto`, [`EncodeCtx::nw_proto`]);
+//! `push_vlan` has no OpenFlow 1.0 form and, as in OVS, is left out there (1.0's
+//! `mod_vlan_vid` pushes a tag itself).
+//!
+//! Invariant: for any action list that decodes in version `v`, encoding it in `v` and
+//! decoding again gives the same list (property-tested).
+
+use crate::codec::{Rd, Wr, be_uint};
+use crate::error::{Error, Result, invalid, unsupported};
+use crate::fields::{self, HeaderDef, Target};
+use crate::header::version;
+use flow::ofp::matching::ipproto;
+use flow::ofp::{Action, Ct, CtZone, Mf, Nat, NatKind, NatRange, OfPort, PacketInReason, Subfield};
+
+/// Nicira's vendor id.
+pub const NX_VENDOR_ID: u32 = 0x0000_2320;
+/// Action type of vendor/experimenter actions.
+pub const OFPAT_VENDOR: u16 = 0xffff;
+
+/// Nicira action subtypes used here.
+#[allow(missing_docs)]
+pub mod nxast {
+    pub const RESUBMIT: u16 = 1;
+    pub const REG_MOVE: u16 = 6;
+    pub const REG_LOAD: u16 = 7;
+    pub const NOTE: u16 = 8;
+    pub const RESUBMIT_TABLE: u16 = 14;
+    pub const OUTPUT_REG: u16 = 15;
+    pub const DEC_TTL: u16 = 18;
+    pub const CONTROLLER: u16 = 20;
+    pub const DEC_TTL_CNT_IDS: u16 = 21;
+    pub const OUTPUT_REG2: u16 = 32;
+    pub const REG_LOAD2: u16 = 33;
+    pub const CT: u16 = 35;
+    pub const NAT: u16 = 36;
+    pub const CONTROLLER2: u16 = 37;
+    pub const OUTPUT_TRUNC: u16 = 39;
+    pub const CT_CLEAR: u16 = 43;
+    pub const RESUBMIT_TABLE_CT: u16 = 44;
+}
+
+/// OpenFlow 1.0 action types.
+#[allow(missing_docs)]
+pub mod ofpat10 {
+    pub const OUTPUT: u16 = 0;
+    pub const SET_VLAN_VID: u16 = 1;
+    pub const SET_VLAN_PCP: u16 = 2;
+    pub const STRIP_VLAN: u16 = 3;
+    pub const SET_DL_SRC: u16 = 4;
+    pub const SET_DL_DST: u16 = 5;
+    pub const SET_NW_SRC: u16 = 6;
+    pub const SET_NW_DST: u16 = 7;
+    pub const SET_NW_TOS: u16 = 8;
+    pub const SET_TP_SRC: u16 = 9;
+    pub const SET_TP_DST: u16 = 10;
+    pub const ENQUEUE: u16 = 11;
+}
+
+/// OpenFlow 1.1+ action types.
+#[allow(missing_docs)]
+pub mod ofpat11 {
+    pub const OUTPUT: u16 = 0;
+    pub const PUSH_VLAN: u16 = 17;
+    pub const POP_VLAN: u16 = 18;
+    pub const GROUP: u16 = 22;
+    pub const DEC_NW_TTL: u16 = 24;
+    pub const SET_FIELD: u16 = 25;
+    pub const COPY_FIELD: u16 = 28;
+}
+
+/// What encoding needs to know beyond the action list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodeCtx {
+    /// Wire version.
+    pub version: u8,
+    /// The flow's `nw_proto` (picks `tcp_src`/`udp_src`/`sctp_src` for `mod_tp_src` in 1.2+).
+    pub nw_proto: u8,
+}
+
+const NX_CT_RECIRC_NONE: u8 = 0xff;
+const CT_F_COMMIT: u16 = 1;
+const CT_F_FORCE: u16 = 2;
+const NAT_F_SRC: u16 = 1;
+const NAT_F_DST: u16 = 2;
+const NAT_F_PERSISTENT: u16 = 4;
+const NAT_F_HASH: u16 = 8;
+const NAT_F_RANDOM: u16 = 16;
+
+fn reason_to_wire(r: PacketInReason) -> u8 {
+    match r {
+        PacketInReason::NoMatch => 0,
+        PacketInReason::Action => 1,
+        PacketInReason::InvalidTtl => 2,
+        PacketInReason::ActionSet => 3,
+        PacketInReason::Group => 4,
+        PacketInReason::PacketOut => 5,
+    }
+}
+
+fn reason_from_wire(r: u8) -> Result<PacketInReason> {
+    Ok(match r {
+        0 => PacketInReason::NoMatch,
+        1 => PacketInReason::Action,
+        2 => PacketInReason::InvalidTtl,
+        3 => PacketInReason::ActionSet,
+        4 => PacketInReason::Group,
+        5 => PacketInReason::PacketOut,
+        _ => return Err(invalid(format!("packet-in reason {r}"))),
+    })
+}
+
+/// Decodes an action list filling all of `b`.
+pub fn decode_actions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
+    let mut r = Rd::new(b, "action list");
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        let len = usize::from(r.peek_u16(2)?);
+        if len < 8 || len % 8 != 0 {
+            return Err(Error::BadLength {
+                what: "action",
+                len,
+            });
+        }
+        let mut a = r.sub(len, "action")?;
+        let typ = a.u16()?;
+        a.skip(2)?;
+        if typ == OFPAT_VENDOR {
+            decode_vendor(&mut a, ver, &mut out)?;
+        } else if ver == version::OF10 {
+            out.push(decode_of10(typ, &mut a)?);
+        } else {
+            out.push(decode_of11(typ, &mut a, ver)?);
+        }
+    }
+    Ok(out)
+}
+
+fn decode_of10(typ: u16, a: &mut Rd<'_>) -> Result<Action> {
+    use ofpat10::*;
+    Ok(match typ {
+        OUTPUT => {
+            let port = OfPort(a.u16()?);
+            let max_len = a.u16()?;
+            Action::Output { port, max_len }
+        }
+        SET_VLAN_VID => Action::ModVlanVid {
+            vid: a.u16()? & 0x0fff,
+            push_if_needed: true,
+        },
+        SET_VLAN_PCP => Action::ModVlanPcp {
+            pcp: a.u8()? & 7,
+            push_if_needed: true,
+        },
+        STRIP_VLAN => Action::StripVlan,
+        SET_DL_SRC => Action::ModDlSrc(a.mac()?),
+        SET_DL_DST => Action::ModDlDst(a.mac()?),
+        SET_NW_SRC => Action::ModNwSrc(a.u32()?),
+        SET_NW_DST => Action::ModNwDst(a.u32()?),
+        SET_NW_TOS => Action::ModNwTos(a.u8()? & 0xfc),
+        SET_TP_SRC => Action::ModTpSrc(a.u16()?),
+        SET_TP_DST => Action::ModTpDst(a.u16()?),
+        ENQUEUE => return Err(unsupported("action OFPAT10_ENQUEUE")),
+        t => return Err(unsupported(format!("OpenFlow 1.0 action type {t}"))),
+    })
+}
+
+fn decode_of11(typ: u16, a: &mut Rd<'_>, ver: u8) -> Result<Action> {
+    use ofpat11::*;
+    Ok(match typ {
+        OUTPUT => {
+            let p = a.u32()?;
+            let port =
+                OfPort::from_ofp11(p).ok_or_else(|| invalid(format!("output port 0x{p:x}")))?;
+            let max_len = a.u16()?;
+            Action::Output { port, max_len }
+        }
+        PUSH_VLAN => Action::PushVlan(a.u16()?),
+        POP_VLAN => Action::PopVlan,
+        DEC_NW_TTL => Action::DecTtl(Vec::new()),
+        SET_FIELD if ver >= version::OF12 => {
+            let (d, value, mask) = read_tlv(a)?;
+            let mf = tlv_mf(d)?;
+            let mask = mask.unwrap_or(mf.byte_max());
+            if mask != mf.byte_max() && ver < version::OF15 {
+                return Err(invalid("masked OFPAT_SET_FIELD before OpenFlow 1.5"));
+            }
+            Action::SetField {
+                field: mf,
+                value: value & mask,
+                mask,
+            }
+        }
+        COPY_FIELD if ver >= version::OF15 => {
+            let n_bits = u32::from(a.u16()?);
+            let src_ofs = u32::from(a.u16()?);
+            let dst_ofs = u32::from(a.u16()?);
+            a.skip(2)?;
+            let src = read_subfield_header(a)?;
+            let dst = read_subfield_header(a)?;
+            Action::Move {
+                src: subfield(src, src_ofs, n_bits)?,
+                dst: subfield(dst, dst_ofs, n_bits)?,
+            }
+        }
+        GROUP => return Err(unsupported("action OFPAT_GROUP")),
+        t if ver == version::OF11 && (1..=10).contains(&t) => {
+            return Err(unsupported(format!("OpenFlow 1.1 action type {t}")));
+        }
+        t => return Err(unsupported(format!("OpenFlow 1.1+ action type {t}"))),
+    })
+}
+
+/// Reads a TLV (header, value, optional mask) from an action body.
+fn read_tlv(a: &mut Rd<'_>) -> Result<(&'static HeaderDef, u128, Option<u128>)> {
+    let rh = fields::read_header(a)?;
+    let d = fields::resolve(&rh)?;
+    let n = usize::from(d.len);
+    let value = be_uint(a.bytes(n)?);
+    let mask = if rh.has_mask {
+        Some(be_uint(a.bytes(n)?))
+    } else {
+        None
+    };
+    Ok((d, value, mask))
+}
+
+fn tlv_mf(d: &HeaderDef) -> Result<Mf> {
+    match d.target {
+        Target::Mf(mf) => Ok(mf),
+        _ => Err(unsupported(format!("field {} in an action", d.name))),
+    }
+}
+
+fn read_subfield_header(a: &mut Rd<'_>) -> Result<Mf> {
+    let rh = fields::read_header(a)?;
+    let d = fields::lookup(rh.class, rh.field, rh.experimenter).ok_or_else(|| {
+        unsupported(format!(
+            "field class 0x{:04x} field {} in an action",
+            rh.class, rh.field
+        ))
+    })?;
+    tlv_mf(d)
+}
+
+fn subfield(field: Mf, ofs: u32, n_bits: u32) -> Result<Subfield> {
+    if n_bits == 0 || ofs + n_bits > field.def().n_bits {
+        return Err(invalid(format!(
+            "subfield {}[{}..{}]",
+            field.subfield_name(),
+            ofs,
+            i64::from(ofs) + i64::from(n_bits) - 1
+        )));
+    }
+    Ok(Subfield { field, ofs, n_bits })
+}
+
+fn ofs_nbits(v: u16, field: Mf) -> Result<Subfield> {
+    subfield(field, u32::from(v >> 6), u32::from(v & 0x3f) + 1)
+}
+
+fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
+    let vendor = a.u32()?;
+    if vendor != NX_VENDOR_ID {
+        return Err(unsupported(format!(
+            "vendor action of vendor 0x{vendor:08x}"
+        )));
+    }
+    let sub = a.u16()?;
+    use nxast::*;
+    let act = match sub {
+        RESUBMIT | RESUBMIT_TABLE | RESUBMIT_TABLE_CT => {
+            let p = OfPort(a.u16()?);
+            let t = a.u8()?;
+            Action::Resubmit {
+                port: (p != OfPort::IN_PORT).then_some(p),
+                table: (sub != RESUBMIT && t != 0xff).then_some(t),
+                ct: sub == RESUBMIT_TABLE_CT,
+            }
+        }
+        REG_MOVE => {
+            let n_bits = u32::from(a.u16()?);
+            let src_ofs = u32::from(a.u16()?);
+            let dst_ofs = u32::from(a.u16()?);
+            let src = read_subfield_header(a)?;
+            let dst = read_subfield_header(a)?;
+            Action::Move {
+                src: subfield(src, src_ofs, n_bits)?,
+                dst: subfield(dst, dst_ofs, n_bits)?,
+            }
+        }
+        REG_LOAD => {
+            let on = a.u16()?;
+            let mf = read_subfield_header(a)?;
+            let dst = ofs_nbits(on, mf)?;
+            let value = u128::from(a.u64()?);
+            if dst.n_bits < 64 && value >> dst.n_bits != 0 {
+                return Err(invalid(format!(
+                    "load value 0x{value:x} wider than {} bits",
+                    dst.n_bits
+                )));
+            }
+            Action::Load { value, dst }
+        }
+        REG_LOAD2 => {
+            let (d, value, mask) = read_tlv(a)?;
+            let mf = tlv_mf(d)?;
+            let mask = mask.unwrap_or(mf.byte_max()) & mf.byte_max();
+            Action::SetField {
+                field: mf,
+                value: value & mask,
+                mask,
+            }
+        }
+        NOTE => Action::Note(a.rest().to_vec()),
+        OUTPUT_REG => {
+            let on = a.u16()?;
+            let mf = read_subfield_header(a)?;
+            Action::OutputReg {
+                src: ofs_nbits(on, mf)?,
+            }
+        }
+        OUTPUT_REG2 => {
+            let on = a.u16()?;
+            let _max_len = a.u16()?;
+            let mf = read_subfield_header(a)?;
+            Action::OutputReg {
+                src: ofs_nbits(on, mf)?,
+            }
+        }
+        DEC_TTL => Action::DecTtl(Vec::new()),
+        DEC_TTL_CNT_IDS => {
+            let n = usize::from(a.u16()?);
+            a.skip(4)?;
+            let mut ids = Vec::with_capacity(n.min(a.remaining() / 2));
+            for _ in 0..n {
+                ids.push(a.u16()?);
+            }
+            Action::DecTtl(ids)
+        }
+        CONTROLLER => {
+            let max_len = a.u16()?;
+            let id = a.u16()?;
+            let reason = reason_from_wire(a.u8()?)?;
+            Action::Controller {
+                max_len,
+                reason,
+                id,
+            }
+        }
+        CONTROLLER2 => decode_controller2(a)?,
+        OUTPUT_TRUNC => {
+            let port = OfPort(a.u16()?);
+            let max_len = a.u32()?;
+            Action::OutputTrunc { port, max_len }
+        }
+        CT => decode_ct(a, ver)?,
+        NAT => return Err(invalid("nat outside ct")),
+        CT_CLEAR => Action::CtClear,
+        other => {
+            let name = match other {
+                2 => "NXAST_SET_TUNNEL",
+                4 => "NXAST_SET_QUEUE",
+                5 => "NXAST_POP_QUEUE",
+                9 => "NXAST_SET_TUNNEL64",
+                10 => "NXAST_MULTIPATH",
+                12 => "NXAST_BUNDLE",
+                13 => "NXAST_BUNDLE_LOAD",
+                16 => "NXAST_LEARN",
+                17 => "NXAST_EXIT",
+                19 => "NXAST_FIN_TIMEOUT",
+                22 => "NXAST_WRITE_METADATA",
+                27 => "NXAST_STACK_PUSH",
+                28 => "NXAST_STACK_POP",
+                29 => "NXAST_SAMPLE",
+                34 => "NXAST_CONJUNCTION",
+                38 => "NXAST_SAMPLE2",
+                42 => "NXAST_CLONE",
+                _ => "",
+            };
+            return Err(if name.is_empty() {
+                unsupported(format!("action NXAST subtype {other}"))
+            } else {
+                unsupported(format!("action {name}"))
+            });
+        }
+    };
+    out.push(act);
+    Ok(())
+}
+
+fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
+    a.skip(6)?;
+    let (mut max_len, mut id, mut reason) = (u16::MAX, 0, PacketInReason::Action);
+    while !a.is_empty() {
+        let typ = a.u16()?;
+        let len = usize::from(a.u16()?);
+        if len < 4 {
+            return Err(Error::BadLength {
+                what: "NXAST_CONTROLLER2 property",
+                len,
+            });
+        }
+        let mut p = a.sub(len - 4, "NXAST_CONTROLLER2 property")?;
+        a.skip((len.next_multiple_of(8) - len).min(a.remaining()))?;
+        match typ {
+            0 => max_len = p.u16()?,
+            1 => id = p.u16()?,
+            2 => reason = reason_from_wire(p.u8()?)?,
+            3 => return Err(unsupported("controller(userdata=...)")),
+            4 => return Err(unsupported("controller(pause)")),
+            5 => return Err(unsupported("controller(meter_id=...)")),
+            t => return Err(unsupported(format!("NXAST_CONTROLLER2 property {t}"))),
+        }
+    }
+    Ok(Action::Controller {
+        max_len,
+        reason,
+        id,
+    })
+}
+
+fn decode_ct(a: &mut Rd<'_>, ver: u8) -> Result<Action> {
+    let flags = a.u16()?;
+    if flags & !(CT_F_COMMIT | CT_F_FORCE) != 0 {
+        return Err(unsupported(format!("ct flags 0x{flags:x}")));
+    }
+    let zone_src = a.u32()?;
+    let zone_v = a.u16()?;
+    let table = a.u8()?;
+    a.skip(3)?;
+    let alg = a.u16()?;
+    let zone = if zone_src == 0 {
+        CtZone::Imm(zone_v)
+    } else {
+        let class = (zone_src >> 16) as u16;
+        let field = ((zone_src >> 9) & 0x7f) as u8;
+        let d = fields::lookup(class, field, 0)
+            .ok_or_else(|| unsupported(format!("ct zone field 0x{zone_src:08x}")))?;
+        CtZone::Field(ofs_nbits(zone_v, tlv_mf(d)?)?)
+    };
+    let mut nested = a.rest();
+    let mut nat = None;
+    if nested.len() >= 10 && nested[0..2] == [0xff, 0xff] {
+        let mut p = Rd::new(nested, "ct actions");
+        let len = usize::from(p.peek_u16(2)?);
+        if nested[4..8] == NX_VENDOR_ID.to_be_bytes()
+            && u16::from_be_bytes([nested[8], nested[9]]) == nxast::NAT
+            && len >= 16
+            && len % 8 == 0
+        {
+            let mut n = p.sub(len, "NXAST_NAT")?;
+            n.skip(10)?;
+            nat = Some(decode_nat(&mut n)?);
+            nested = p.rest();
+        }
+    }
+    let exec = decode_actions(nested, ver)?;
+    for e in &exec {
+        if matches!(e, Action::Ct(_)) {
+            return Err(invalid("ct inside ct"));
+        }
+    }
+    Ok(Action::Ct(Ct {
+        commit: flags & CT_F_COMMIT != 0,
+        force: flags & CT_F_FORCE != 0,
+        zone,
+        table: (table != NX_CT_RECIRC_NONE).then_some(table),
+        nat,
+        exec,
+        alg: (alg != 0).then_some(alg),
+    }))
+}
+
+fn decode_nat(n: &mut Rd<'_>) -> Result<Nat> {
+    n.skip(2)?;
+    let flags = n.u16()?;
+    let present = n.u16()?;
+    if present & !0x3f != 0 {
+        return Err(unsupported(format!("nat range bits 0x{present:x}")));
+    }
+    let kind = match flags & (NAT_F_SRC | NAT_F_DST) {
+        0 => None,
+        NAT_F_SRC => Some(NatKind::Src),
+        NAT_F_DST => Some(NatKind::Dst),
+        _ => return Err(invalid("nat with both src and dst")),
+    };
+    let mut v4 = (0u32, 0u32);
+    let mut v6 = (0u128, 0u128);
+    if present & 1 != 0 {
+        v4.0 = n.u32()?;
+    }
+    if present & 2 != 0 {
+        v4.1 = n.u32()?;
+    }
+    if present & 4 != 0 {
+        v6.0 = be_uint(n.bytes(16)?);
+    }
+    if present & 8 != 0 {
+        v6.1 = be_uint(n.bytes(16)?);
+    }
+    let mut ports = (0u16, 0u16);
+    if present & 16 != 0 {
+        ports.0 = n.u16()?;
+    }
+    if present & 32 != 0 {
+        ports.1 = n.u16()?;
+    }
+    let range = if v4 != (0, 0) {
+        if v6 != (0, 0) {
+            return Err(invalid("nat with both IPv4 and IPv6 ranges"));
+        }
+        Some(NatRange::V4 {
+            min: v4.0,
+            max: v4.1,
+        })
+    } else if v6 != (0, 0) {
+        Some(NatRange::V6 {
+            min: v6.0,
+            max: v6.1,
+        })
+    } else {
+        None
+    };
+    Ok(Nat {
+        kind,
+        range,
+        ports,
+        persistent: flags & NAT_F_PERSISTENT != 0,
+        hash: flags & NAT_F_HASH != 0,
+        random: flags & NAT_F_RANDOM != 0,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding.
+
+/// Starts a Nicira action; returns its start offset (finish with [`end_action`]).
+fn nx_start(w: &mut Wr, sub: u16) -> usize {
+    let start = w.len();
+    w.u16(OFPAT_VENDOR);
+    w.u16(0);
+    w.u32(NX_VENDOR_ID);
+    w.u16(sub);
+    start
+}
+
+/// Pads the action begun at `start` to 8 and writes its length.
+fn end_action(w: &mut Wr, start: usize) -> Result<()> {
+    w.pad8_from(start);
+    w.patch_len(start + 2, start, "action")
+}
+
+fn std_start(w: &mut Wr, typ: u16) -> usize {
+    let start = w.len();
+    w.u16(typ);
+    w.u16(0);
+    start
+}
+
+fn nxm_hdr(mf: Mf) -> Result<&'static HeaderDef> {
+    fields::nxm_header(mf).ok_or_else(|| unsupported(format!("field {mf} has no NXM/OXM header")))
+}
+
+fn put_hdr_u32(w: &mut Wr, d: &HeaderDef) -> Result<()> {
+    if d.class == fields::OXM_EXPERIMENTER {
+        return Err(unsupported(format!("experimenter field {} here", d.name)));
+    }
+    fields::write_header(w, d, false);
+    Ok(())
+}
+
+fn enc_ofs_nbits(s: &Subfield) -> u16 {
+    ((s.ofs << 6) | (s.n_bits.saturating_sub(1) & 0x3f)) as u16
+}
+
+/// Encodes an action list.
+pub(crate) fn encode_actions(w: &mut Wr, acts: &[Action], cx: EncodeCtx) -> Result<()> {
+    for a in acts {
+        encode_action(w, a, cx)?;
+    }
+    Ok(())
+}
+
+fn set_field(w: &mut Wr, mf: Mf, value: u128, mask: u128, cx: EncodeCtx) -> Result<()> {
+    let full = mf.byte_max();
+    let mask = mask & full;
+    if cx.version >= version::OF12 && (mask == full || cx.version >= version::OF15) {
+        let d = fields::oxm_header(mf, cx.version)
+            .ok_or_else(|| unsupported(format!("set_field of {mf}")))?;
+        let start = std_start(w, ofpat11::SET_FIELD);
+        let masked = mask != full;
+        fields::write_header(w, d, masked);
+        let n = usize::from(d.len);
+        w.uint(value & mask, n);
+        if masked {
+            w.uint(mask, n);
+        }
+        return end_action(w, start);
+    }
+    let d = nxm_hdr(mf)?;
+    let start = nx_start(w, nxast::REG_LOAD2);
+    fields::write_header(w, d, true);
+    let n = usize::from(d.len);
+    w.uint(value & mask, n);
+    w.uint(mask, n);
+    end_action(w, start)
+}
+
+fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
+    let v10 = cx.version == version::OF10;
+    match a {
+        Action::Output { port, max_len } => {
+            if v10 {
+                let s = std_start(w, ofpat10::OUTPUT);
+                w.u16(port.0);
+                w.u16(*max_len);
+                end_action(w, s)
+            } else {
+                let s = std_start(w, ofpat11::OUTPUT);
+                w.u32(port.to_ofp11());
+                w.u16(*max_len);
+                w.zeros(6);
+                end_action(w, s)
+            }
+        }
+        Action::OutputTrunc { port, max_len } => {
+            let s = nx_start(w, nxast::OUTPUT_TRUNC);
+            w.u16(port.0);
+            w.u32(*max_len);
+            end_action(w, s)
+        }
+        Action::OutputReg { src } => {
+            let d = nxm_hdr(src.field)?;
+            if d.class == fields::OXM_EXPERIMENTER {
+                let s = nx_start(w, nxast::OUTPUT_REG2);
+                w.u16(enc_ofs_nbits(src));
+                w.u16(u16::MAX);
+                fields::write_header(w, d, false);
+                end_action(w, s)
+            } else {
+                let s = nx_start(w, nxast::OUTPUT_REG);
+                w.u16(enc_ofs_nbits(src));
+                put_hdr_u32(w, d)?;
+                w.u16(u16::MAX);
+                end_action(w, s)
+            }
+        }
+        Action::Controller {
+            max_len,
+            reason,
+            id,
+        } => {
+            let s = nx_start(w, nxast::CONTROLLER);
+            w.u16(*max_len);
+            w.u16(*id);
+            w.u8(reason_to_wire(*reason));
+            end_action(w, s)
+        }
+        Action::Resubmit { port, table, ct } => {
+            let sub = if *ct {
+                nxast::RESUBMIT_TABLE_CT
+            } else if table.is_none() {
+                nxast::RESUBMIT
+            } else {
+                nxast::RESUBMIT_TABLE
+            };
+            let s = nx_start(w, sub);
+            w.u16(port.unwrap_or(OfPort::IN_PORT).0);
+            w.u8(if sub == nxast::RESUBMIT {
+                0
+            } else {
+                table.unwrap_or(0xff)
+            });
+            end_action(w, s)
+        }
+        Action::GotoTable(t) => {
+            if v10 {
+                encode_action(
+                    w,
+                    &Action::Resubmit {
+                        port: None,
+                        table: Some(*t),
+                        ct: false,
+                    },
+                    cx,
+                )
+            } else {
+                Err(unsupported("goto_table inside an action list"))
+            }
+        }
+        Action::SetField { field, value, mask } => set_field(w, *field, *value, *mask, cx),
+        Action::Load { value, dst } => {
+            let d = nxm_hdr(dst.field)?;
+            if d.class == fields::OXM_EXPERIMENTER || dst.n_bits > 64 {
+                return set_field(
+                    w,
+                    dst.field,
+                    value << dst.ofs,
+                    dst.mask(),
+                    EncodeCtx {
+                        version: version::OF10,
+                        ..cx
+                    },
+                );
+            }
+            let s = nx_start(w, nxast::REG_LOAD);
+            w.u16(enc_ofs_nbits(dst));
+            put_hdr_u32(w, d)?;
+            w.u64(*value as u64);
+            end_action(w, s)
+        }
+        Action::Move { src, dst } => {
+            if cx.version >= version::OF15 {
+                let s = std_start(w, ofpat11::COPY_FIELD);
+                w.u16(src.n_bits as u16);
+                w.u16(src.ofs as u16);
+                w.u16(dst.ofs as u16);
+                w.u16(0);
+                for f in [src.field, dst.field] {
+                    let d = fields::oxm_header(f, cx.version)
+                        .ok_or_else(|| unsupported(format!("move of {f}")))?;
+                    fields::write_header(w, d, false);
+                }
+                end_action(w, s)
+            } else {
+                let s = nx_start(w, nxast::REG_MOVE);
+                w.u16(src.n_bits as u16);
+                w.u16(src.ofs as u16);
+                w.u16(dst.ofs as u16);
+                fields::write_header(w, nxm_hdr(src.field)?, false);
+                fields::write_header(w, nxm_hdr(dst.field)?, false);
+                end_action(w, s)
+            }
+        }
+        Action::ModDlSrc(mac) | Action::ModDlDst(mac) => {
+            let src = matches!(a, Action::ModDlSrc(_));
+            if cx.version >= version::OF12 {
+                let f = if src { Mf::EthSrc } else { Mf::EthDst };
+                return set_field(w, f, u128::from(*mac), u128::MAX, cx);
+            }
+            if !v10 {
+                return Err(unsupported("mod_dl_src/dst in OpenFlow 1.1"));
+            }
+            let s = std_start(
+                w,
+                if src {
+                    ofpat10::SET_DL_SRC
+                } else {
+                    ofpat10::SET_DL_DST
+                },
+            );
+            w.mac(*mac);
+            end_action(w, s)
+        }
+        Action::ModNwSrc(ip) | Action::ModNwDst(ip) => {
+            let src = matches!(a, Action::ModNwSrc(_));
+            if cx.version >= version::OF12 {
+                let f = if src { Mf::Ipv4Src } else { Mf::Ipv4Dst };
+                return set_field(w, f, u128::from(*ip), u128::MAX, cx);
+            }
+            legacy_v10(v10)?;
+            let s = std_start(
+                w,
+                if src {
+                    ofpat10::SET_NW_SRC
+                } else {
+                    ofpat10::SET_NW_DST
+                },
+            );
+            w.u32(*ip);
+            end_action(w, s)
+        }
+        Action::ModNwTos(tos) => {
+            if cx.version >= version::OF12 {
+                return set_field(w, Mf::IpDscpShifted, u128::from(tos >> 2), u128::MAX, cx);
+            }
+            legacy_v10(v10)?;
+            let s = std_start(w, ofpat10::SET_NW_TOS);
+            w.u8(*tos & 0xfc);
+            end_action(w, s)
+        }
+        Action::ModTpSrc(p) | Action::ModTpDst(p) => {
+            let src = matches!(a, Action::ModTpSrc(_));
+            if cx.version >= version::OF12 {
+                let f = match (cx.nw_proto, src) {
+                    (ipproto::UDP, true) => Mf::UdpSrc,
+                    (ipproto::UDP, false) => Mf::UdpDst,
+                    (ipproto::SCTP, true) => Mf::SctpSrc,
+                    (ipproto::SCTP, false) => Mf::SctpDst,
+                    (_, true) => Mf::TcpSrc,
+                    (_, false) => Mf::TcpDst,
+                };
+                return set_field(w, f, u128::from(*p), u128::MAX, cx);
+            }
+            legacy_v10(v10)?;
+            let s = std_start(
+                w,
+                if src {
+                    ofpat10::SET_TP_SRC
+                } else {
+                    ofpat10::SET_TP_DST
+                },
+            );
+            w.u16(*p);
+            end_action(w, s)
+        }
+        Action::ModVlanVid { vid, .. } => {
+            if cx.version >= version::OF12 {
+                let v = u128::from((*vid & 0x0fff) | 0x1000);
+                return set_field(w, Mf::VlanVid, v, u128::MAX, cx);
+            }
+            legacy_v10(v10)?;
+            let s = std_start(w, ofpat10::SET_VLAN_VID);
+            w.u16(*vid & 0x0fff);
+            end_action(w, s)
+        }
+        Action::ModVlanPcp { pcp, .. } => {
+            if cx.version >= version::OF12 {
+                return set_field(w, Mf::VlanPcp, u128::from(*pcp & 7), u128::MAX, cx);
+            }
+            legacy_v10(v10)?;
+            let s = std_start(w, ofpat10::SET_VLAN_PCP);
+            w.u8(*pcp & 7);
+            end_action(w, s)
+        }
+        Action::StripVlan | Action::PopVlan => {
+            let s = std_start(
+                w,
+                if v10 {
+                    ofpat10::STRIP_VLAN
+                } else {
+                    ofpat11::POP_VLAN
+                },
+            );
+            end_action(w, s)
+        }
+        Action::PushVlan(tpid) => {
+            if v10 {
+                return Ok(());
+            }
+            let s = std_start(w, ofpat11::PUSH_VLAN);
+            w.u16(*tpid);
+            end_action(w, s)
+        }
+        Action::DecTtl(ids) => {
+            if ids.is_empty() {
+                if v10 {
+                    let s = nx_start(w, nxast::DEC_TTL);
+                    end_action(w, s)
+                } else {
+                    let s = std_start(w, ofpat11::DEC_NW_TTL);
+                    end_action(w, s)
+                }
+            } else {
+                let s = nx_start(w, nxast::DEC_TTL_CNT_IDS);
+                let n = u16::try_from(ids.len()).map_err(|_| Error::BadLength {
+                    what: "dec_ttl ids",
+                    len: ids.len(),
+                })?;
+                w.u16(n);
+                w.zeros(4);
+                for id in ids {
+                    w.u16(*id);
+                }
+                end_action(w, s)
+            }
+        }
+        Action::Ct(ct) => encode_ct(w, ct, cx),
+        Action::CtClear => {
+            let s = nx_start(w, nxast::CT_CLEAR);
+            end_action(w, s)
+        }
+        Action::Note(bytes) => {
+            let s = nx_start(w, nxast::NOTE);
+            w.bytes(bytes);
+            if w.len() - s < 16 {
+                w.zeros(16 - (w.len() - s));
+            }
+            end_action(w, s)
+        }
+    }
+}
+
+fn legacy_v10(v10: bool) -> Result<()> {
+    if v10 {
+        Ok(())
+    } else {
+        Err(unsupported("OpenFlow 1.1 set actions"))
+    }
+}
+
+fn encode_ct(w: &mut Wr, ct: &Ct, cx: EncodeCtx) -> Result<()> {
+    let s = nx_start(w, nxast::CT);
+    let mut flags = 0;
+    if ct.commit {
+        flags |= CT_F_COMMIT;
+    }
+    if ct.force {
+        flags |= CT_F_FORCE;
+    }
+    w.u16(flags);
+    match ct.zone {
+        CtZone::Imm(z) => {
+            w.u32(0);
+            w.u16(z);
+        }
+        CtZone::Field(sf) => {
+            put_hdr_u32(w, nxm_hdr(sf.field)?)?;
+            w.u16(enc_ofs_nbits(&sf));
+        }
+    }
+    w.u8(ct.table.unwrap_or(NX_CT_RECIRC_NONE));
+    w.zeros(3);
+    w.u16(ct.alg.unwrap_or(0));
+    if let Some(nat) = &ct.nat {
+        encode_nat(w, nat)?;
+    }
+    encode_actions(w, &ct.exec, cx)?;
+    end_action(w, s)
+}
+
+fn encode_nat(w: &mut Wr, nat: &Nat) -> Result<()> {
+    let s = nx_start(w, nxast::NAT);
+    w.zeros(2);
+    let mut flags = match nat.kind {
+        None => 0,
+        Some(NatKind::Src) => NAT_F_SRC,
+        Some(NatKind::Dst) => NAT_F_DST,
+    };
+    if nat.persistent {
+        flags |= NAT_F_PERSISTENT;
+    }
+    if nat.hash {
+        flags |= NAT_F_HASH;
+    }
+    if nat.random {
+        flags |= NAT_F_RANDOM;
+    }
+    w.u16(flags);
+    let at = w.len();
+    w.u16(0);
+    let mut present = 0u16;
+    match nat.range {
+        Some(NatRange::V4 { min, max }) => {
+            if min != 0 {
+                w.u32(min);
+                present |= 1;
+            }
+            if max != 0 {
+                w.u32(max);
+                present |= 2;
+            }
+        }
+        Some(NatRange::V6 { min, max }) => {
+            if min != 0 {
+                w.uint(min, 16);
+                present |= 4;
+            }
+            if max != 0 {
+                w.uint(max, 16);
+                present |= 8;
+            }
+        }
+        None => {}
+    }
+    if nat.ports.0 != 0 {
+        w.u16(nat.ports.0);
+        present |= 16;
+    }
+    if nat.ports.1 != 0 {
+        w.u16(nat.ports.1);
+        present |= 32;
+    }
+    w.patch_u16(at, present);
+    end_action(w, s)
+}
+
+/// `acts` as wire actions of `cx.version`.
+pub fn encode_action_list(acts: &[Action], cx: EncodeCtx) -> Result<Vec<u8>> {
+    let mut w = Wr::new();
+    encode_actions(&mut w, acts, cx)?;
+    Ok(w.buf)
+}

@@ -1,0 +1,42 @@
+//! `openflow`: a sans-I/O OpenFlow 1.0–1.5 wire codec (with the Nicira extensions
+//! `ovs-ofctl` uses), decoding into and encoding from the `flow` crate's model.
+//!
+//! - [`framing`]: [`Framer`] splits a byte stream into messages (bounded, never panics).
+//! - [`header`]: the 8-byte header, version and message-type numbers.
+//! - [`msg`]: [`Msg`] / [`Body`]: every message as one enum, [`Msg::decode`] /
+//!   [`Msg::encode`].
+//! - [`flow_mod`]: flow mods (OpenFlow 1.0, NXM, OXM) around [`flow::ofp::FlowSpec`].
+//! - [`stats`]: stats/multipart bodies (desc, flow, aggregate, table, port, port desc, table
+//!   features, NXST_FLOW/AGGREGATE).
+//! - [`packet`]: packet-in, packet-out, flow-removed.
+//! - [`port`]: port descriptions.
+//! - [`ofmatch10`], [`nxm`], [`fields`]: matches — OpenFlow 1.0's fixed match, NXM/OXM TLVs
+//!   and their numeric header table.
+//! - [`action`], [`instruction`]: actions of every version and OpenFlow 1.1+ instructions.
+//!
+//! Contract: no input makes any decoder panic or allocate more than the input's size (every
+//! allocation is bounded by bytes actually present); errors are [`Error`] values. No
+//! `unsafe`. What the `flow` model cannot represent decodes to [`Error::Unsupported`] naming
+//! it; unknown message types decode to [`Body::Raw`] / [`Body::Experimenter`].
+#![forbid(unsafe_code)]
+
+pub mod action;
+mod codec;
+pub mod error;
+pub mod fields;
+pub mod flow_mod;
+pub mod framing;
+pub mod header;
+pub mod instruction;
+pub mod msg;
+pub mod nxm;
+pub mod ofmatch10;
+pub mod packet;
+pub mod port;
+pub mod stats;
+
+pub use error::{Error, Result};
+pub use flow_mod::{Command, FlowMod};
+pub use framing::Framer;
+pub use header::{Header, version};
+pub use msg::{Body, Msg};

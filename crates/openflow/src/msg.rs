@@ -1,0 +1,872 @@
+//! Whole messages: [`Msg`] (version, xid, [`Body`]) decoded from and encoded to bytes.
+//!
+//! [`Msg::decode`] takes exactly one message (as [`crate::Framer`] hands it out) and never
+//! fails on an unknown message type or an unknown vendor message: those become
+//! [`Body::Raw`] / [`Body::Experimenter`] so a connection can answer with an OpenFlow error
+//! and carry on. Known messages that are malformed, or use what the model cannot hold,
+//! are an [`crate::Error`].
+//!
+//! Message numbers differ between OpenFlow 1.0 and 1.1+ above `FLOW_MOD`; [`Body`] is
+//! version-neutral and [`Msg::encode`] writes the number of `Msg::version`. Nicira messages
+//! (`OFPT_VENDOR`/`OFPT_EXPERIMENTER` with vendor `0x00002320`) are the `Nx*` variants.
+//!
+//! Invariant: `Msg::decode(&m.encode()?)? == m` for every `m` that `decode` produced
+//! (property-tested on recorded and mutated messages).
+
+use crate::codec::{Rd, Wr};
+use crate::error::{Error, Result, invalid, unsupported};
+use crate::flow_mod::FlowMod;
+use crate::header::{HEADER_LEN, Header, msg_type as mt, version};
+use crate::packet::{FlowRemoved, PacketIn, PacketOut};
+use crate::port::PortDesc;
+use crate::stats::{MpReply, MpRequest, mp_type};
+
+/// Nicira's vendor id.
+pub const NX_VENDOR_ID: u32 = 0x0000_2320;
+
+/// Nicira message subtypes.
+#[allow(missing_docs)]
+pub mod nxt {
+    pub const ROLE_REQUEST: u32 = 10;
+    pub const ROLE_REPLY: u32 = 11;
+    pub const SET_FLOW_FORMAT: u32 = 12;
+    pub const FLOW_MOD: u32 = 13;
+    pub const FLOW_REMOVED: u32 = 14;
+    pub const FLOW_MOD_TABLE_ID: u32 = 15;
+    pub const SET_PACKET_IN_FORMAT: u32 = 16;
+    pub const PACKET_IN: u32 = 17;
+    pub const SET_ASYNC_CONFIG: u32 = 19;
+    pub const SET_CONTROLLER_ID: u32 = 20;
+    pub const PACKET_IN2: u32 = 30;
+}
+
+/// `NXT_SET_FLOW_FORMAT` values.
+#[allow(missing_docs)]
+pub mod nx_flow_format {
+    pub const OPENFLOW10: u32 = 0;
+    pub const NXM: u32 = 2;
+}
+
+/// One element of a HELLO.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HelloElem {
+    /// `OFPHET_VERSIONBITMAP`: bit `v` of word `v / 32` set for each supported version.
+    VersionBitmap(Vec<u32>),
+    /// Another element type, raw.
+    Unknown {
+        /// Element type.
+        typ: u16,
+        /// Element data (without header and padding).
+        data: Vec<u8>,
+    },
+}
+
+/// Switch features.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Features {
+    /// Datapath id.
+    pub datapath_id: u64,
+    /// Packets the switch can buffer.
+    pub n_buffers: u32,
+    /// Tables.
+    pub n_tables: u8,
+    /// Auxiliary connection id (1.3+).
+    pub auxiliary_id: u8,
+    /// `OFPC_*` bits.
+    pub capabilities: u32,
+    /// 1.0: supported actions bitmap; 1.1+: reserved.
+    pub actions: u32,
+    /// Ports (1.0–1.2; later versions use the PORT_DESC multipart).
+    pub ports: Vec<PortDesc>,
+}
+
+/// `OFPT_GET_CONFIG_REPLY` / `OFPT_SET_CONFIG`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SwitchConfig {
+    /// `OFPC_FRAG_*` bits.
+    pub flags: u16,
+    /// Bytes of a table-miss packet sent to the controller.
+    pub miss_send_len: u16,
+}
+
+/// Role request/reply (1.2+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Role {
+    /// `OFPCR_ROLE_*`.
+    pub role: u32,
+    /// Generation id.
+    pub generation_id: u64,
+}
+
+/// Asynchronous message configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AsyncConfig {
+    /// 1.3 and `NXT_SET_ASYNC_CONFIG`: packet-in, port-status, flow-removed masks, each
+    /// (master/equal, slave).
+    Masks([u32; 6]),
+    /// 1.4+: properties `(type, mask)`.
+    Props(Vec<(u16, u32)>),
+}
+
+/// A port status change.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PortStatus {
+    /// `OFPPR_ADD`, `DELETE`, `MODIFY`.
+    pub reason: u8,
+    /// The port.
+    pub desc: PortDesc,
+}
+
+/// An error message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ErrorMsg {
+    /// `OFPET_*`.
+    pub typ: u16,
+    /// Code within the type.
+    pub code: u16,
+    /// Usually the start of the offending message.
+    pub data: Vec<u8>,
+}
+
+/// What a message says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Body {
+    /// `OFPT_HELLO`.
+    Hello(Vec<HelloElem>),
+    /// `OFPT_ERROR`.
+    Error(ErrorMsg),
+    /// `OFPT_ECHO_REQUEST`.
+    EchoRequest(Vec<u8>),
+    /// `OFPT_ECHO_REPLY`.
+    EchoReply(Vec<u8>),
+    /// `OFPT_FEATURES_REQUEST`.
+    FeaturesRequest,
+    /// `OFPT_FEATURES_REPLY`.
+    FeaturesReply(Features),
+    /// `OFPT_GET_CONFIG_REQUEST`.
+    GetConfigRequest,
+    /// `OFPT_GET_CONFIG_REPLY`.
+    GetConfigReply(SwitchConfig),
+    /// `OFPT_SET_CONFIG`.
+    SetConfig(SwitchConfig),
+    /// `OFPT_PACKET_IN`.
+    PacketIn(PacketIn),
+    /// `OFPT_FLOW_REMOVED`.
+    FlowRemoved(FlowRemoved),
+    /// `OFPT_PORT_STATUS`.
+    PortStatus(PortStatus),
+    /// `OFPT_PACKET_OUT`.
+    PacketOut(PacketOut),
+    /// `OFPT_FLOW_MOD`.
+    FlowMod(FlowMod),
+    /// Stats / multipart request.
+    StatsRequest {
+        /// Flags (`OFPSF_REQ_MORE` = 1).
+        flags: u16,
+        /// Body.
+        body: MpRequest,
+    },
+    /// Stats / multipart reply.
+    StatsReply {
+        /// Flags (`OFPSF_REPLY_MORE` = 1).
+        flags: u16,
+        /// Body.
+        body: MpReply,
+    },
+    /// `OFPT_BARRIER_REQUEST`.
+    BarrierRequest,
+    /// `OFPT_BARRIER_REPLY`.
+    BarrierReply,
+    /// `OFPT_ROLE_REQUEST` (1.2+).
+    RoleRequest(Role),
+    /// `OFPT_ROLE_REPLY` (1.2+).
+    RoleReply(Role),
+    /// `OFPT_GET_ASYNC_REQUEST` (1.3+).
+    GetAsyncRequest,
+    /// `OFPT_GET_ASYNC_REPLY` (1.3+).
+    GetAsyncReply(AsyncConfig),
+    /// `OFPT_SET_ASYNC` (1.3+).
+    SetAsync(AsyncConfig),
+    /// `NXT_FLOW_MOD`.
+    NxFlowMod(FlowMod),
+    /// `NXT_SET_FLOW_FORMAT`.
+    NxSetFlowFormat(u32),
+    /// `NXT_FLOW_MOD_TABLE_ID`.
+    NxFlowModTableId(bool),
+    /// `NXT_SET_PACKET_IN_FORMAT`.
+    NxSetPacketInFormat(u32),
+    /// `NXT_PACKET_IN`.
+    NxPacketIn(PacketIn),
+    /// `NXT_PACKET_IN2`.
+    NxPacketIn2(PacketIn),
+    /// `NXT_FLOW_REMOVED`.
+    NxFlowRemoved(FlowRemoved),
+    /// `NXT_ROLE_REQUEST` (role: 0 other, 1 master, 2 slave).
+    NxRoleRequest(u32),
+    /// `NXT_ROLE_REPLY`.
+    NxRoleReply(u32),
+    /// `NXT_SET_CONTROLLER_ID`.
+    NxSetControllerId(u16),
+    /// `NXT_SET_ASYNC_CONFIG`.
+    NxSetAsyncConfig([u32; 6]),
+    /// A vendor/experimenter message this codec does not interpret.
+    Experimenter {
+        /// Vendor / experimenter id.
+        experimenter: u32,
+        /// Subtype.
+        exp_type: u32,
+        /// What follows the subtype.
+        body: Vec<u8>,
+    },
+    /// A message type this codec does not interpret.
+    Raw {
+        /// Message type.
+        msg_type: u8,
+        /// Body (after the header).
+        body: Vec<u8>,
+    },
+}
+
+/// A message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Msg {
+    /// Wire version.
+    pub version: u8,
+    /// Transaction id.
+    pub xid: u32,
+    /// Content.
+    pub body: Body,
+}
+
+fn stats_types(ver: u8) -> (u8, u8, u8, u8) {
+    if ver == version::OF10 {
+        (
+            mt::of10::STATS_REQUEST,
+            mt::of10::STATS_REPLY,
+            mt::of10::BARRIER_REQUEST,
+            mt::of10::BARRIER_REPLY,
+        )
+    } else {
+        (
+            mt::of11::MULTIPART_REQUEST,
+            mt::of11::MULTIPART_REPLY,
+            mt::of11::BARRIER_REQUEST,
+            mt::of11::BARRIER_REPLY,
+        )
+    }
+}
+
+fn masks6(r: &mut Rd<'_>) -> Result<[u32; 6]> {
+    let mut m = [0u32; 6];
+    for x in &mut m {
+        *x = r.u32()?;
+    }
+    Ok(m)
+}
+
+fn done(r: &Rd<'_>, what: &str) -> Result<()> {
+    if r.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "{} trailing bytes in {what}",
+            r.remaining()
+        )))
+    }
+}
+
+/// Decoded common part of a stats message: type, flags, Nicira subtype, body.
+fn stats_common<'a>(r: &mut Rd<'a>, ver: u8) -> Result<(u16, u16, Option<u32>, &'a [u8])> {
+    let t = r.u16()?;
+    let flags = r.u16()?;
+    if ver != version::OF10 {
+        r.skip(4)?;
+    }
+    let mut sub = None;
+    if t == mp_type::VENDOR && r.remaining() >= 8 && r.peek_u16(0)? == 0 && r.peek_u16(2)? == 0x2320
+    {
+        let mut p = r.clone();
+        p.skip(4)?;
+        let s = p.u32()?;
+        if s == crate::stats::nxst::FLOW || s == crate::stats::nxst::AGGREGATE {
+            if ver == version::OF10 {
+                p.skip(4)?;
+            }
+            sub = Some(s);
+            *r = p;
+        }
+    }
+    Ok((t, flags, sub, r.rest()))
+}
+
+impl Msg {
+    /// A message.
+    pub fn new(version: u8, xid: u32, body: Body) -> Msg {
+        Msg { version, xid, body }
+    }
+
+    /// Decodes exactly one message (`b` is the whole message, header included).
+    pub fn decode(b: &[u8]) -> Result<Msg> {
+        let h = Header::parse(b)?;
+        if usize::from(h.length) != b.len() {
+            return Err(Error::BadLength {
+                what: "OpenFlow message (length field vs bytes)",
+                len: usize::from(h.length),
+            });
+        }
+        let ver = h.version;
+        if !(version::OF10..=version::OF15).contains(&ver) {
+            return Err(unsupported(format!("OpenFlow wire version {ver}")));
+        }
+        let body = &b[HEADER_LEN..];
+        let mut r = Rd::new(body, "message body");
+        let (sreq, srep, breq, brep) = stats_types(ver);
+        let v11 = ver >= version::OF11;
+        let v = match h.msg_type {
+            mt::HELLO => Body::Hello(decode_hello(body)?),
+            mt::ERROR => Body::Error(ErrorMsg {
+                typ: r.u16()?,
+                code: r.u16()?,
+                data: r.rest().to_vec(),
+            }),
+            mt::ECHO_REQUEST => Body::EchoRequest(body.to_vec()),
+            mt::ECHO_REPLY => Body::EchoReply(body.to_vec()),
+            mt::EXPERIMENTER => decode_vendor(&mut r, ver)?,
+            mt::FEATURES_REQUEST => {
+                done(&r, "features request")?;
+                Body::FeaturesRequest
+            }
+            mt::FEATURES_REPLY => {
+                let mut f = Features {
+                    datapath_id: r.u64()?,
+                    n_buffers: r.u32()?,
+                    n_tables: r.u8()?,
+                    ..Features::default()
+                };
+                let aux = r.u8()?;
+                if ver >= version::OF13 {
+                    f.auxiliary_id = aux;
+                }
+                r.skip(2)?;
+                f.capabilities = r.u32()?;
+                f.actions = r.u32()?;
+                if ver < version::OF13 {
+                    while !r.is_empty() {
+                        f.ports.push(PortDesc::decode(&mut r, ver)?);
+                    }
+                }
+                done(&r, "features reply")?;
+                Body::FeaturesReply(f)
+            }
+            mt::GET_CONFIG_REQUEST => {
+                done(&r, "get config request")?;
+                Body::GetConfigRequest
+            }
+            mt::GET_CONFIG_REPLY | mt::SET_CONFIG => {
+                let c = SwitchConfig {
+                    flags: r.u16()?,
+                    miss_send_len: r.u16()?,
+                };
+                done(&r, "switch config")?;
+                if h.msg_type == mt::SET_CONFIG {
+                    Body::SetConfig(c)
+                } else {
+                    Body::GetConfigReply(c)
+                }
+            }
+            mt::PACKET_IN => Body::PacketIn(PacketIn::decode(body, ver)?),
+            mt::FLOW_REMOVED if ver == version::OF10 || (3..=5).contains(&ver) => {
+                Body::FlowRemoved(FlowRemoved::decode(body, ver)?)
+            }
+            mt::PORT_STATUS => {
+                let reason = r.u8()?;
+                r.skip(7)?;
+                let desc = PortDesc::decode(&mut r, ver)?;
+                done(&r, "port status")?;
+                Body::PortStatus(PortStatus { reason, desc })
+            }
+            mt::PACKET_OUT => Body::PacketOut(PacketOut::decode(body, ver)?),
+            mt::FLOW_MOD => Body::FlowMod(if ver == version::OF10 {
+                FlowMod::decode_of10(body)?
+            } else {
+                FlowMod::decode_of11(body, ver)?
+            }),
+            t if t == sreq || t == srep => {
+                let (st, flags, sub, rest) = stats_common(&mut r, ver)?;
+                if t == sreq {
+                    Body::StatsRequest {
+                        flags,
+                        body: MpRequest::decode(st, sub, rest, ver)?,
+                    }
+                } else {
+                    Body::StatsReply {
+                        flags,
+                        body: MpReply::decode(st, sub, rest, ver)?,
+                    }
+                }
+            }
+            t if t == breq => {
+                done(&r, "barrier request")?;
+                Body::BarrierRequest
+            }
+            t if t == brep => {
+                done(&r, "barrier reply")?;
+                Body::BarrierReply
+            }
+            mt::of11::ROLE_REQUEST | mt::of11::ROLE_REPLY if ver >= version::OF12 => {
+                let role = Role {
+                    role: r.u32()?,
+                    generation_id: {
+                        r.skip(4)?;
+                        r.u64()?
+                    },
+                };
+                done(&r, "role message")?;
+                if h.msg_type == mt::of11::ROLE_REQUEST {
+                    Body::RoleRequest(role)
+                } else {
+                    Body::RoleReply(role)
+                }
+            }
+            mt::of11::GET_ASYNC_REQUEST if ver >= version::OF13 => {
+                done(&r, "get async request")?;
+                Body::GetAsyncRequest
+            }
+            mt::of11::GET_ASYNC_REPLY | mt::of11::SET_ASYNC if ver >= version::OF13 => {
+                let c = decode_async(&mut r, ver)?;
+                if h.msg_type == mt::of11::SET_ASYNC {
+                    Body::SetAsync(c)
+                } else {
+                    Body::GetAsyncReply(c)
+                }
+            }
+            t => {
+                let _ = v11;
+                Body::Raw {
+                    msg_type: t,
+                    body: body.to_vec(),
+                }
+            }
+        };
+        Ok(Msg {
+            version: ver,
+            xid: h.xid,
+            body: v,
+        })
+    }
+
+    /// The message type number this body has in `self.version`.
+    pub fn msg_type(&self) -> u8 {
+        let (sreq, srep, breq, brep) = stats_types(self.version);
+        match &self.body {
+            Body::Hello(_) => mt::HELLO,
+            Body::Error(_) => mt::ERROR,
+            Body::EchoRequest(_) => mt::ECHO_REQUEST,
+            Body::EchoReply(_) => mt::ECHO_REPLY,
+            Body::FeaturesRequest => mt::FEATURES_REQUEST,
+            Body::FeaturesReply(_) => mt::FEATURES_REPLY,
+            Body::GetConfigRequest => mt::GET_CONFIG_REQUEST,
+            Body::GetConfigReply(_) => mt::GET_CONFIG_REPLY,
+            Body::SetConfig(_) => mt::SET_CONFIG,
+            Body::PacketIn(_) => mt::PACKET_IN,
+            Body::FlowRemoved(_) => mt::FLOW_REMOVED,
+            Body::PortStatus(_) => mt::PORT_STATUS,
+            Body::PacketOut(_) => mt::PACKET_OUT,
+            Body::FlowMod(_) => mt::FLOW_MOD,
+            Body::StatsRequest { .. } => sreq,
+            Body::StatsReply { .. } => srep,
+            Body::BarrierRequest => breq,
+            Body::BarrierReply => brep,
+            Body::RoleRequest(_) => mt::of11::ROLE_REQUEST,
+            Body::RoleReply(_) => mt::of11::ROLE_REPLY,
+            Body::GetAsyncRequest => mt::of11::GET_ASYNC_REQUEST,
+            Body::GetAsyncReply(_) => mt::of11::GET_ASYNC_REPLY,
+            Body::SetAsync(_) => mt::of11::SET_ASYNC,
+            Body::NxFlowMod(_)
+            | Body::NxSetFlowFormat(_)
+            | Body::NxFlowModTableId(_)
+            | Body::NxSetPacketInFormat(_)
+            | Body::NxPacketIn(_)
+            | Body::NxPacketIn2(_)
+            | Body::NxFlowRemoved(_)
+            | Body::NxRoleRequest(_)
+            | Body::NxRoleReply(_)
+            | Body::NxSetControllerId(_)
+            | Body::NxSetAsyncConfig(_)
+            | Body::Experimenter { .. } => mt::EXPERIMENTER,
+            Body::Raw { msg_type, .. } => *msg_type,
+        }
+    }
+
+    /// Encodes the message (header included).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let ver = self.version;
+        if !(version::OF10..=version::OF15).contains(&ver) {
+            return Err(unsupported(format!("OpenFlow wire version {ver}")));
+        }
+        let mut w = Wr::new();
+        w.bytes(
+            &Header {
+                version: ver,
+                msg_type: self.msg_type(),
+                length: 0,
+                xid: self.xid,
+            }
+            .to_bytes(),
+        );
+        let need = |ok: bool, what: &str| -> Result<()> {
+            if ok {
+                Ok(())
+            } else {
+                Err(unsupported(format!("{what} in wire version {ver}")))
+            }
+        };
+        match &self.body {
+            Body::Hello(elems) => encode_hello(&mut w, elems)?,
+            Body::Error(e) => {
+                w.u16(e.typ);
+                w.u16(e.code);
+                w.bytes(&e.data);
+            }
+            Body::EchoRequest(d) | Body::EchoReply(d) => w.bytes(d),
+            Body::FeaturesRequest
+            | Body::GetConfigRequest
+            | Body::BarrierRequest
+            | Body::BarrierReply => {}
+            Body::FeaturesReply(f) => {
+                w.u64(f.datapath_id);
+                w.u32(f.n_buffers);
+                w.u8(f.n_tables);
+                w.u8(if ver >= version::OF13 {
+                    f.auxiliary_id
+                } else {
+                    0
+                });
+                w.zeros(2);
+                w.u32(f.capabilities);
+                w.u32(f.actions);
+                if ver < version::OF13 {
+                    for p in &f.ports {
+                        p.encode(&mut w, ver)?;
+                    }
+                }
+            }
+            Body::GetConfigReply(c) | Body::SetConfig(c) => {
+                w.u16(c.flags);
+                w.u16(c.miss_send_len);
+            }
+            Body::PacketIn(p) => p.encode(&mut w, ver)?,
+            Body::FlowRemoved(f) => f.encode(&mut w, ver)?,
+            Body::PortStatus(s) => {
+                w.u8(s.reason);
+                w.zeros(7);
+                s.desc.encode(&mut w, ver)?;
+            }
+            Body::PacketOut(p) => p.encode(&mut w, ver)?,
+            Body::FlowMod(fm) => {
+                if ver == version::OF10 {
+                    fm.encode_of10(&mut w)?;
+                } else {
+                    fm.encode_of11(&mut w, ver)?;
+                }
+            }
+            Body::StatsRequest { flags, body } => {
+                stats_header(&mut w, ver, body.mp_type(), *flags, body.nx_subtype());
+                body.encode(&mut w, ver)?;
+            }
+            Body::StatsReply { flags, body } => {
+                stats_header(&mut w, ver, body.mp_type(), *flags, body.nx_subtype());
+                body.encode(&mut w, ver)?;
+            }
+            Body::RoleRequest(r) | Body::RoleReply(r) => {
+                need(ver >= version::OF12, "role request")?;
+                w.u32(r.role);
+                w.zeros(4);
+                w.u64(r.generation_id);
+            }
+            Body::GetAsyncRequest => need(ver >= version::OF13, "get async")?,
+            Body::GetAsyncReply(c) | Body::SetAsync(c) => {
+                need(ver >= version::OF13, "async config")?;
+                encode_async(&mut w, c, ver)?;
+            }
+            Body::NxFlowMod(fm) => {
+                nx_header(&mut w, nxt::FLOW_MOD);
+                fm.encode_nx(&mut w)?;
+            }
+            Body::NxSetFlowFormat(f) => {
+                nx_header(&mut w, nxt::SET_FLOW_FORMAT);
+                w.u32(*f);
+            }
+            Body::NxFlowModTableId(on) => {
+                nx_header(&mut w, nxt::FLOW_MOD_TABLE_ID);
+                w.u8(u8::from(*on));
+                w.zeros(7);
+            }
+            Body::NxSetPacketInFormat(f) => {
+                nx_header(&mut w, nxt::SET_PACKET_IN_FORMAT);
+                w.u32(*f);
+            }
+            Body::NxPacketIn(p) => {
+                nx_header(&mut w, nxt::PACKET_IN);
+                p.encode_nx(&mut w)?;
+            }
+            Body::NxPacketIn2(p) => {
+                nx_header(&mut w, nxt::PACKET_IN2);
+                p.encode_nx2(&mut w)?;
+            }
+            Body::NxFlowRemoved(f) => {
+                nx_header(&mut w, nxt::FLOW_REMOVED);
+                f.encode_nx(&mut w)?;
+            }
+            Body::NxRoleRequest(r) | Body::NxRoleReply(r) => {
+                let sub = if matches!(self.body, Body::NxRoleRequest(_)) {
+                    nxt::ROLE_REQUEST
+                } else {
+                    nxt::ROLE_REPLY
+                };
+                nx_header(&mut w, sub);
+                w.u32(*r);
+            }
+            Body::NxSetControllerId(id) => {
+                nx_header(&mut w, nxt::SET_CONTROLLER_ID);
+                w.zeros(6);
+                w.u16(*id);
+            }
+            Body::NxSetAsyncConfig(m) => {
+                nx_header(&mut w, nxt::SET_ASYNC_CONFIG);
+                for x in m {
+                    w.u32(*x);
+                }
+            }
+            Body::Experimenter {
+                experimenter,
+                exp_type,
+                body,
+            } => {
+                w.u32(*experimenter);
+                w.u32(*exp_type);
+                w.bytes(body);
+            }
+            Body::Raw { body, .. } => w.bytes(body),
+        }
+        w.patch_len(2, 0, "OpenFlow message")?;
+        Ok(w.buf)
+    }
+}
+
+fn nx_header(w: &mut Wr, sub: u32) {
+    w.u32(NX_VENDOR_ID);
+    w.u32(sub);
+}
+
+fn stats_header(w: &mut Wr, ver: u8, t: u16, flags: u16, nx_sub: Option<u32>) {
+    w.u16(t);
+    w.u16(flags);
+    if ver != version::OF10 {
+        w.zeros(4);
+    }
+    if let Some(s) = nx_sub {
+        w.u32(NX_VENDOR_ID);
+        w.u32(s);
+        if ver == version::OF10 {
+            w.zeros(4);
+        }
+    }
+}
+
+fn decode_vendor(r: &mut Rd<'_>, _ver: u8) -> Result<Body> {
+    let experimenter = r.u32()?;
+    let exp_type = r.u32()?;
+    if experimenter != NX_VENDOR_ID {
+        return Ok(Body::Experimenter {
+            experimenter,
+            exp_type,
+            body: r.rest().to_vec(),
+        });
+    }
+    let b = match exp_type {
+        nxt::FLOW_MOD => Body::NxFlowMod(FlowMod::decode_nx(r.rest())?),
+        nxt::SET_FLOW_FORMAT => {
+            let f = r.u32()?;
+            done(r, "NXT_SET_FLOW_FORMAT")?;
+            Body::NxSetFlowFormat(f)
+        }
+        nxt::FLOW_MOD_TABLE_ID => {
+            let on = r.u8()?;
+            r.skip(7)?;
+            done(r, "NXT_FLOW_MOD_TABLE_ID")?;
+            if on > 1 {
+                return Err(invalid(format!("NXT_FLOW_MOD_TABLE_ID set={on}")));
+            }
+            Body::NxFlowModTableId(on == 1)
+        }
+        nxt::SET_PACKET_IN_FORMAT => {
+            let f = r.u32()?;
+            done(r, "NXT_SET_PACKET_IN_FORMAT")?;
+            Body::NxSetPacketInFormat(f)
+        }
+        nxt::PACKET_IN => Body::NxPacketIn(PacketIn::decode_nx(r.rest())?),
+        nxt::PACKET_IN2 => Body::NxPacketIn2(PacketIn::decode_nx2(r.rest())?),
+        nxt::FLOW_REMOVED => Body::NxFlowRemoved(FlowRemoved::decode_nx(r.rest())?),
+        nxt::ROLE_REQUEST | nxt::ROLE_REPLY => {
+            let role = r.u32()?;
+            done(r, "NXT_ROLE")?;
+            if exp_type == nxt::ROLE_REQUEST {
+                Body::NxRoleRequest(role)
+            } else {
+                Body::NxRoleReply(role)
+            }
+        }
+        nxt::SET_CONTROLLER_ID => {
+            r.skip(6)?;
+            let id = r.u16()?;
+            done(r, "NXT_SET_CONTROLLER_ID")?;
+            Body::NxSetControllerId(id)
+        }
+        nxt::SET_ASYNC_CONFIG => {
+            let m = masks6(r)?;
+            done(r, "NXT_SET_ASYNC_CONFIG")?;
+            Body::NxSetAsyncConfig(m)
+        }
+        _ => Body::Experimenter {
+            experimenter,
+            exp_type,
+            body: r.rest().to_vec(),
+        },
+    };
+    Ok(b)
+}
+
+fn decode_hello(body: &[u8]) -> Result<Vec<HelloElem>> {
+    let mut r = Rd::new(body, "hello element");
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        let typ = r.u16()?;
+        let len = usize::from(r.u16()?);
+        if len < 4 {
+            return Err(Error::BadLength {
+                what: "hello element",
+                len,
+            });
+        }
+        let mut d = r.sub(len - 4, "hello element")?;
+        r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+        if typ == 1 {
+            if d.remaining() % 4 != 0 {
+                return Err(invalid("version bitmap length"));
+            }
+            let mut words = Vec::with_capacity(d.remaining() / 4);
+            while !d.is_empty() {
+                words.push(d.u32()?);
+            }
+            out.push(HelloElem::VersionBitmap(words));
+        } else {
+            out.push(HelloElem::Unknown {
+                typ,
+                data: d.rest().to_vec(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn encode_hello(w: &mut Wr, elems: &[HelloElem]) -> Result<()> {
+    for e in elems {
+        let start = w.len();
+        match e {
+            HelloElem::VersionBitmap(words) => {
+                w.u16(1);
+                w.u16(0);
+                for x in words {
+                    w.u32(*x);
+                }
+            }
+            HelloElem::Unknown { typ, data } => {
+                w.u16(*typ);
+                w.u16(0);
+                w.bytes(data);
+            }
+        }
+        w.patch_len(start + 2, start, "hello element")?;
+        w.pad8_from(start);
+    }
+    Ok(())
+}
+
+fn decode_async(r: &mut Rd<'_>, ver: u8) -> Result<AsyncConfig> {
+    if ver == version::OF13 {
+        let m = masks6(r)?;
+        done(r, "async config")?;
+        return Ok(AsyncConfig::Masks(m));
+    }
+    let mut props = Vec::new();
+    while !r.is_empty() {
+        let typ = r.u16()?;
+        let len = r.u16()?;
+        if len != 8 {
+            return Err(Error::BadLength {
+                what: "async config property",
+                len: usize::from(len),
+            });
+        }
+        props.push((typ, r.u32()?));
+    }
+    Ok(AsyncConfig::Props(props))
+}
+
+fn encode_async(w: &mut Wr, c: &AsyncConfig, ver: u8) -> Result<()> {
+    match c {
+        AsyncConfig::Masks(m) if ver == version::OF13 => {
+            for x in m {
+                w.u32(*x);
+            }
+        }
+        AsyncConfig::Props(p) if ver >= version::OF14 => {
+            for (t, m) in p {
+                w.u16(*t);
+                w.u16(8);
+                w.u32(*m);
+            }
+        }
+        _ => return Err(invalid("async config form does not match the version")),
+    }
+    Ok(())
+}
+
+/// A HELLO announcing every version in `versions` (wire numbers), as OVS sends it: no
+/// element when only OpenFlow 1.0 is offered, else a version bitmap.
+pub fn hello(versions: &[u8], xid: u32) -> Msg {
+    let max = versions.iter().copied().max().unwrap_or(version::OF10);
+    let bitmap: u32 = versions
+        .iter()
+        .filter(|v| **v < 32)
+        .fold(0, |a, v| a | 1 << v);
+    let elems = if max == version::OF10 {
+        Vec::new()
+    } else {
+        vec![HelloElem::VersionBitmap(vec![bitmap])]
+    };
+    Msg::new(max, xid, Body::Hello(elems))
+}
+
+/// The versions a HELLO offers: its bitmap, or every version up to the header's.
+pub fn hello_versions(m: &Msg) -> Vec<u8> {
+    if let Body::Hello(elems) = &m.body {
+        for e in elems {
+            if let HelloElem::VersionBitmap(words) = e {
+                let mut v = Vec::new();
+                for (i, w) in words.iter().enumerate() {
+                    for b in 0..32 {
+                        if w & (1 << b) != 0 {
+                            if let Ok(x) = u8::try_from(i * 32 + b) {
+                                v.push(x);
+                            }
+                        }
+                    }
+                }
+                return v;
+            }
+        }
+    }
+    (version::OF10..=m.version).collect()
+}
