@@ -671,18 +671,12 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         Action::Resubmit { port, table, ct } => {
             let sub = if *ct {
                 nxast::RESUBMIT_TABLE_CT
-            } else if table.is_none() {
-                nxast::RESUBMIT
             } else {
                 nxast::RESUBMIT_TABLE
             };
             let s = nx_start(w, sub);
             w.u16(port.unwrap_or(OfPort::IN_PORT).0);
-            w.u8(if sub == nxast::RESUBMIT {
-                0
-            } else {
-                table.unwrap_or(0xff)
-            });
+            w.u8(table.unwrap_or(0xff));
             end_action(w, s)
         }
         Action::GotoTable(t) => {

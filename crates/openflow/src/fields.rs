@@ -40,6 +40,8 @@ pub enum Target {
     XReg(u8),
     /// `NXM_NX_COOKIE` (flow-mod cookie filter inside an NXM match).
     Cookie,
+    /// `OXM_OF_PACKET_TYPE`: only Ethernet (0) exists in the model.
+    PacketType,
 }
 
 /// A TLV header without its has-mask bit and length.
@@ -183,6 +185,14 @@ pub static HEADERS: &[HeaderDef] = &{
             len: 2,
             target: Target::Mf(TcpFlags),
             name: "ONFOXM_ET_TCP_FLAGS",
+        },
+        HeaderDef {
+            class: OXM_OF,
+            field: 44,
+            experimenter: 0,
+            len: 4,
+            target: Target::PacketType,
+            name: "OXM_OF_PACKET_TYPE",
         },
         xreg(0, "OXM_OF_PKT_REG0"),
         xreg(1, "OXM_OF_PKT_REG1"),

@@ -12,6 +12,9 @@
 //! [`decode_oxm_match`] / [`encode_oxm_match`] add OpenFlow 1.2+'s `ofp_match` envelope
 //! (`type = OFPMT_OXM`, length, TLVs, zero padding to 8).
 //!
+//! An explicit Ethernet `packet_type` TLV is accepted and dropped (the model knows no other
+//! packet type), so such a match re-encodes without it.
+//!
 //! Invariant: for every match `m` that decodes, `decode(encode(m)) == m` (property-tested).
 
 use crate::codec::{Rd, Wr, be_uint};
@@ -74,6 +77,15 @@ pub fn decode_tlvs(b: &[u8]) -> Result<(Match, Option<CookieFilter>)> {
                     cookie: (value & mask) as u64,
                     mask: mask as u64,
                 });
+            }
+            Target::PacketType => {
+                // The model only knows Ethernet packets; OVS writes an explicit Ethernet
+                // packet type in some matches. Anything else is not representable.
+                if value != 0 || mask != ones(n) {
+                    return Err(unsupported(format!(
+                        "packet_type 0x{value:08x}/0x{mask:08x} (only Ethernet)"
+                    )));
+                }
             }
             Target::XReg(i) => {
                 let i = usize::from(i);
@@ -212,7 +224,8 @@ pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Optio
     if oxm && vlan_fits_oxm(tci, tci_m) {
         let vid = tci & 0x1fff;
         let vid_m = tci_m & 0x1fff;
-        put(w, Mf::VlanVid, vid, vid_m);
+        // VID and CFI are the whole field: exact.
+        put(w, Mf::VlanVid, vid, if vid_m == 0x1fff { 0xffff } else { vid_m });
         if vid != 0 && tci_m & 0xe000 != 0 {
             exact(w, Mf::VlanPcp, (tci >> 13) & 7);
         }

@@ -187,3 +187,11 @@ pub fn fits(m: &Match) -> bool {
     encode(&mut w, m);
     decode(&mut Rd::new(&w.buf, "ofp10_match")).is_ok_and(|d| d == *m)
 }
+
+/// The wildcard word [`encode`] writes for `m` (0 = an exact match, which OpenFlow 1.0
+/// gives the highest priority).
+pub fn wildcards(m: &Match) -> u32 {
+    let mut w = Wr::new();
+    encode(&mut w, m);
+    u32::from_be_bytes([w.buf[0], w.buf[1], w.buf[2], w.buf[3]])
+}
