@@ -225,7 +225,12 @@ pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Optio
         let vid = tci & 0x1fff;
         let vid_m = tci_m & 0x1fff;
         // VID and CFI are the whole field: exact.
-        put(w, Mf::VlanVid, vid, if vid_m == 0x1fff { 0xffff } else { vid_m });
+        put(
+            w,
+            Mf::VlanVid,
+            vid,
+            if vid_m == 0x1fff { 0xffff } else { vid_m },
+        );
         if vid != 0 && tci_m & 0xe000 != 0 {
             exact(w, Mf::VlanPcp, (tci >> 13) & 7);
         }

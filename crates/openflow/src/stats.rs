@@ -83,7 +83,7 @@ pub enum MpRequest {
     Table,
     /// Port counters of one port (1.1+ numbering; `0xffffffff` = all).
     Port(u32),
-    /// Port descriptions (1.3+; 1.5 carries a port number).
+    /// Port descriptions (1.3+, and OVS's extension in 1.0–1.2; 1.5 carries a port number).
     PortDesc(u32),
     /// Table features (a request body sets features; kept raw).
     TableFeatures(Vec<u8>),
@@ -375,7 +375,7 @@ impl MpRequest {
                 r.skip(if ver == version::OF10 { 6 } else { 4 })?;
                 MpRequest::Port(p)
             }
-            (mp_type::PORT_DESC, _) if ver >= version::OF13 => {
+            (mp_type::PORT_DESC, _) => {
                 if ver >= version::OF15 {
                     let p = r.u32()?;
                     r.skip(4)?;
@@ -826,7 +826,7 @@ impl MpReply {
                 }
                 MpReply::Port(v)
             }
-            (mp_type::PORT_DESC, _) if ver >= version::OF13 => {
+            (mp_type::PORT_DESC, _) => {
                 let mut v = Vec::new();
                 while !r.is_empty() {
                     v.push(PortDesc::decode(&mut r, ver)?);

@@ -33,8 +33,9 @@ fn check_reencode(rx: &[Rx], failures: &mut Vec<String>) {
                 Ok(b) if b == r.bytes => {}
                 // OVS writes an explicit Ethernet packet_type in matches whose other fields
                 // lacked prerequisites; the model has no packet_type, so it is dropped.
-                Ok(b) if contains(&r.bytes, &PACKET_TYPE_ETH)
-                    && Msg::decode(&b).as_ref() == Ok(m) => {}
+                Ok(b)
+                    if contains(&r.bytes, &PACKET_TYPE_ETH)
+                        && Msg::decode(&b).as_ref() == Ok(m) => {}
                 Ok(b) => failures.push(format!(
                     "re-encode differs:\n  got  {}\n  sent {}\n  {m:?}",
                     hex::encode(&b),
@@ -179,4 +180,414 @@ fn add_flow_corpus_round_trips_byte_for_byte() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+fn assert_no_failures(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The match a filter text has after `ovs-ofctl` encodes it in the wire form used and the
+/// switch decodes it (what `flow::text::canon` models).
+fn round_trip_match(m: &flow::ofp::Match, std10: bool, oxm: bool) -> flow::ofp::Match {
+    if std10 {
+        flow::text::canon::of10_round_trip(m).0
+    } else {
+        flow::text::canon::nx_round_trip(m, oxm).expect("round trip")
+    }
+}
+
+#[test]
+fn del_flows_and_mod_flows_decode_to_their_filters() {
+    if !have_ofctl() {
+        return;
+    }
+    let filters = [
+        "",
+        "table=1",
+        "ip,nw_dst=10.0.0.0/8",
+        "cookie=0x20/0xf0",
+        "out_port=2",
+        "tcp,tp_dst=80",
+        "in_port=1,dl_vlan=5",
+        "reg0=5",
+        "ct_state=+trk-new",
+        "table=3,cookie=0x1/-1,ip",
+        "ipv6,ipv6_src=2001:db8::/32",
+        "arp,arp_tpa=10.0.0.1,out_port=LOCAL",
+    ];
+    let mods = [
+        "ip,actions=output:3",
+        "table=2,cookie=5,udp,actions=drop",
+        "priority=7,tcp,actions=mod_nw_dst:1.1.1.1,NORMAL",
+        "cookie=0x10/0xff,reg1=7,actions=load:3->NXM_NX_REG2[0..7],resubmit(,4)",
+        "ip,in_port=2,actions=ct(commit,zone=5,exec(load:1->NXM_NX_CT_MARK[])),output:1",
+    ];
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (proto, ver, dialect) in PROTOCOLS {
+        let sw = FakeSwitch::start("del", support::Config::default());
+        let target = sw.target();
+        let mut cases: Vec<(&str, bool, &str)> = Vec::new();
+        for f in filters {
+            cases.push(("del-flows", false, f));
+            cases.push(("del-flows", true, f));
+        }
+        cases.push(("del-flows", true, "priority=7,udp"));
+        for f in mods {
+            cases.push(("mod-flows", false, f));
+            cases.push(("mod-flows", true, f));
+        }
+        for (cmd, strict, text) in cases {
+            let mut args = vec!["-O", proto, cmd, &target];
+            if strict {
+                args.insert(2, "--strict");
+            }
+            if !text.is_empty() {
+                args.push(text);
+            }
+            let (ok, _, err) = ofctl(&args);
+            let rx = sw.take();
+            let what = format!(
+                "[{proto}] {cmd}{} '{text}'",
+                if strict { " --strict" } else { "" }
+            );
+            if !ok {
+                failures.push(format!("{what}: ovs-ofctl failed: {err}"));
+                continue;
+            }
+            let mut f = Vec::new();
+            check_reencode(&rx, &mut f);
+            let fms = flow_mods(&rx);
+            if fms.len() != 1 {
+                f.push(format!("{} flow mods", fms.len()));
+            } else {
+                let (fm, std10) = &fms[0];
+                let oxm = ver >= version::OF12;
+                let want = flow::text::parse_flow_filter(text).expect("filter parses");
+                let want_cmd = match (cmd, strict) {
+                    ("del-flows", false) => Command::Delete,
+                    ("del-flows", true) => Command::DeleteStrict,
+                    ("mod-flows", false) => Command::Modify,
+                    _ => Command::ModifyStrict,
+                };
+                if fm.command != want_cmd {
+                    f.push(format!("command {:?} != {want_cmd:?}", fm.command));
+                }
+                let wm = round_trip_match(&want.match_, *std10, oxm);
+                if fm.spec.match_ != wm {
+                    f.push(format!("match {:?} != {wm:?}", fm.spec.match_));
+                }
+                if fm.spec.out_port != want.out_port {
+                    f.push(format!(
+                        "out_port {:?} != {:?}",
+                        fm.spec.out_port, want.out_port
+                    ));
+                }
+                // OpenFlow 1.1+ cannot give a modify a new cookie: `cookie=V` is sent as 0.
+                let want_cookie = if oxm && want.cookie_mask == 0 {
+                    (0, 0)
+                } else {
+                    (want.cookie, want.cookie_mask)
+                };
+                if (fm.spec.cookie, fm.spec.cookie_mask) != want_cookie {
+                    f.push(format!(
+                        "cookie {:x}/{:x} != {:x}/{:x}",
+                        fm.spec.cookie, fm.spec.cookie_mask, want.cookie, want.cookie_mask
+                    ));
+                }
+                if want.table.is_some() && fm.spec.table != want.table {
+                    f.push(format!("table {:?} != {:?}", fm.spec.table, want.table));
+                }
+                if strict && fm.spec.priority != want.priority {
+                    f.push(format!(
+                        "priority {} != {}",
+                        fm.spec.priority, want.priority
+                    ));
+                }
+                if cmd == "mod-flows" {
+                    let mut canon = want.clone();
+                    canon.match_ = wm;
+                    let proto_bits = if *std10 {
+                        flow::ofp::Protocols::OF10_STD
+                    } else if oxm {
+                        flow::ofp::Protocols::OF13_OXM
+                    } else {
+                        flow::ofp::Protocols::OF10_NXM
+                    };
+                    flow::text::canon::canonicalize(&mut canon, proto_bits, dialect)
+                        .expect("canonicalize");
+                    if ver != version::OF15 && fm.spec.actions != canon.actions {
+                        f.push(format!(
+                            "actions {} != {}",
+                            flow::text::format_actions(&fm.spec.actions),
+                            flow::text::format_actions(&canon.actions)
+                        ));
+                    }
+                }
+            }
+            if f.is_empty() {
+                n += 1;
+            } else {
+                failures.push(format!("{what}:\n  {}", f.join("\n  ")));
+            }
+        }
+    }
+    eprintln!("{n} del-flows/mod-flows messages identical");
+    assert_no_failures(&failures);
+}
+
+fn sample_ports() -> Vec<openflow::port::PortDesc> {
+    (1..=3u32)
+        .map(|i| openflow::port::PortDesc {
+            port_no: i,
+            hw_addr: 0x0200_0000_0000 | u64::from(i),
+            name: format!("p{i}"),
+            config: 0,
+            state: 4,
+            curr: 0x840,
+            advertised: 0,
+            supported: 0,
+            peer: 0,
+            curr_speed: 10_000_000,
+            max_speed: 0,
+        })
+        .chain(std::iter::once(openflow::port::PortDesc {
+            port_no: flow::ofp::OfPort::LOCAL.to_ofp11(),
+            hw_addr: 0x0200_0000_00fe,
+            name: "br0".into(),
+            config: 1,
+            state: 1,
+            ..Default::default()
+        }))
+        .collect()
+}
+
+fn sample_port_stats() -> Vec<openflow::stats::PortStats> {
+    (1..=3u32)
+        .map(|i| openflow::stats::PortStats {
+            port_no: i,
+            rx_packets: 1000 * u64::from(i) + 1,
+            tx_packets: 2000 * u64::from(i) + 2,
+            rx_bytes: 64_000 * u64::from(i) + 3,
+            tx_bytes: 128_000 * u64::from(i) + 4,
+            rx_dropped: 5,
+            tx_dropped: 6,
+            rx_errors: 7,
+            tx_errors: 8,
+            rx_frame_err: 9,
+            rx_over_err: 10,
+            rx_crc_err: 11,
+            collisions: 12,
+            duration_sec: 30 + i,
+            duration_nsec: 500_000_000,
+        })
+        .collect()
+}
+
+/// Flow stats for the first `n` corpus flows of `dialect`, with distinct counters.
+fn sample_flows(dialect: Dialect, n: usize) -> Vec<(FlowSpec, openflow::stats::FlowStats)> {
+    corpus(dialect)
+        .iter()
+        .take(n)
+        .enumerate()
+        .map(|(i, t)| {
+            let spec = parse_flow_with(t, dialect).expect("corpus parses");
+            let fs = openflow::stats::FlowStats {
+                table_id: spec.table.unwrap_or(0),
+                duration_sec: i as u32,
+                duration_nsec: 0,
+                priority: spec.priority,
+                idle_timeout: spec.idle_timeout,
+                hard_timeout: spec.hard_timeout,
+                flags: 0,
+                idle_age: 0,
+                hard_age: 0,
+                cookie: spec.cookie,
+                packet_count: 3 * i as u64 + 1,
+                byte_count: 100 * i as u64 + 7,
+                match_: spec.match_,
+                actions: spec.actions.clone(),
+            };
+            (spec, fs)
+        })
+        .collect()
+}
+
+#[test]
+fn dump_flows_prints_what_the_fake_switch_answers() {
+    if !have_ofctl() {
+        return;
+    }
+    let mut failures = Vec::new();
+    let mut n_lines = 0;
+    for (proto, ver, dialect) in PROTOCOLS {
+        if ver == version::OF15 {
+            continue; // OpenFlow 1.5 flow stats (OXS) are not implemented.
+        }
+        let flows = sample_flows(dialect, 120);
+        let cfg = support::Config {
+            flows: flows.iter().map(|(_, f)| f.clone()).collect(),
+            ..Default::default()
+        };
+        let sw = FakeSwitch::start("dump", cfg);
+        let (ok, out, err) = ofctl(&["-O", proto, "dump-flows", &sw.target()]);
+        assert!(ok, "[{proto}] dump-flows: {err}");
+        assert!(!out.contains("decode error"), "{out}");
+        let lines: Vec<&str> = out.lines().filter(|l| l.contains("n_packets=")).collect();
+        if lines.len() != flows.len() {
+            failures.push(format!(
+                "[{proto}] {} lines for {} flows:\n{out}",
+                lines.len(),
+                flows.len()
+            ));
+            continue;
+        }
+        for ((spec, fs), line) in flows.iter().zip(&lines) {
+            let m = flow::text::format_match_priority(&spec.match_, spec.priority);
+            let acts = format!("actions={}", flow::text::format_actions(&spec.actions));
+            let want = [
+                format!("n_packets={}", fs.packet_count),
+                format!("n_bytes={}", fs.byte_count),
+                format!("table={}", fs.table_id),
+                format!("cookie=0x{:x}", fs.cookie),
+                format!(" {m}"),
+            ];
+            let bad = want.iter().any(|w| !line.contains(w.as_str())) || !line.ends_with(&acts);
+            if bad {
+                failures.push(format!(
+                    "[{proto}] line: {line}\n  want: {} {acts}",
+                    want.join(" ")
+                ));
+            } else {
+                n_lines += 1;
+            }
+        }
+        let mut f = Vec::new();
+        let rx = sw.take();
+        check_reencode(&rx, &mut f);
+        failures.extend(f);
+        let (ok, out, err) = ofctl(&["-O", proto, "dump-aggregate", &sw.target()]);
+        assert!(ok, "[{proto}] dump-aggregate: {err}");
+        let pk: u64 = flows.iter().map(|(_, f)| f.packet_count).sum();
+        let by: u64 = flows.iter().map(|(_, f)| f.byte_count).sum();
+        let want = format!(
+            "packet_count={pk} byte_count={by} flow_count={}",
+            flows.len()
+        );
+        if !out.contains(&want) {
+            failures.push(format!("[{proto}] dump-aggregate: {out} lacks {want}"));
+        }
+        let mut f = Vec::new();
+        check_reencode(&sw.take(), &mut f);
+        failures.extend(f);
+    }
+    eprintln!("{n_lines} dump-flows lines as expected");
+    assert_no_failures(&failures);
+}
+
+#[test]
+fn show_ports_tables_and_packet_out_round_trip() {
+    if !have_ofctl() {
+        return;
+    }
+    let mut failures = Vec::new();
+    for (proto, _ver, _) in PROTOCOLS {
+        let cfg = support::Config {
+            ports: sample_ports(),
+            port_stats: sample_port_stats(),
+            dpid: 0x2a,
+            ..Default::default()
+        };
+        let sw = FakeSwitch::start("show", cfg);
+        let t = sw.target();
+        let run = |args: &[&str]| {
+            let mut a = vec!["-O", proto];
+            a.extend_from_slice(args);
+            let (ok, out, err) = ofctl(&a);
+            assert!(ok, "[{proto}] {args:?}: {err}");
+            assert!(!out.contains("decode error"), "[{proto}] {args:?}: {out}");
+            out
+        };
+        let show = run(&["show", &t]);
+        for want in [
+            "dpid:000000000000002a",
+            "n_tables:254",
+            " 1(p1): addr:02:00:00:00:00:01",
+            " 3(p3): addr:02:00:00:00:00:03",
+            " LOCAL(br0): addr:02:00:00:00:00:fe",
+        ] {
+            if !show.contains(want) {
+                failures.push(format!("[{proto}] show lacks {want:?}:\n{show}"));
+            }
+        }
+        let desc = run(&["dump-ports-desc", &t]);
+        if !desc.contains(" 2(p2): addr:02:00:00:00:00:02") {
+            failures.push(format!("[{proto}] dump-ports-desc:\n{desc}"));
+        }
+        let ports = run(&["dump-ports", &t]);
+        for want in [
+            "port  1: rx pkts=1001, bytes=64003, drop=5, errs=7, frame=9, over=10, crc=11",
+            "tx pkts=6002, bytes=384004, drop=6, errs=8, coll=12",
+        ] {
+            if !ports.contains(want) {
+                failures.push(format!("[{proto}] dump-ports lacks {want:?}:\n{ports}"));
+            }
+        }
+        let tables = run(&["dump-tables", &t]);
+        if !tables.contains("active=7, lookup=1000, matched=500") {
+            failures.push(format!("[{proto}] dump-tables:\n{tables}"));
+        }
+        let desc = run(&["dump-desc", &t]);
+        if !desc.contains("Manufacturer: flowswitch") || !desc.contains("DP Description: br0") {
+            failures.push(format!("[{proto}] dump-desc:\n{desc}"));
+        }
+        let frame =
+            "ffffffffffff02000000000108060001080006040001020000000001c0a80001000000000000c0a80002";
+        run(&[
+            "packet-out",
+            &t,
+            &format!(
+                "in_port=1,packet={frame},actions=output:2,mod_dl_src:02:00:00:00:00:09,NORMAL"
+            ),
+        ]);
+        let mut f = Vec::new();
+        let rx = sw.take();
+        check_reencode(&rx, &mut f);
+        let pos: Vec<_> = rx
+            .iter()
+            .filter_map(|r| match &r.msg {
+                Ok(Msg {
+                    body: Body::PacketOut(p),
+                    ..
+                }) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        match pos.as_slice() {
+            [p] => {
+                let acts = flow::text::format_actions(&p.actions);
+                if hex::encode(&p.data) != frame
+                    || p.in_port != 1
+                    || !acts.starts_with("output:2,")
+                    || !acts.ends_with("NORMAL")
+                {
+                    f.push(format!("packet-out decoded as {p:?} ({acts})"));
+                }
+            }
+            _ => f.push(format!("{} packet-outs", pos.len())),
+        }
+        failures.extend(f.into_iter().map(|e| format!("[{proto}] {e}")));
+        failures.extend(sw.errors());
+    }
+    assert_no_failures(&failures);
 }

@@ -155,7 +155,10 @@ fn serve(mut s: UnixStream, sh: &Mutex<Shared>, cfg: &Config, stop: &AtomicBool)
                 Ok(Some(b)) => b,
                 Ok(None) => break,
                 Err(e) => {
-                    sh.lock().expect("lock").errors.push(format!("framing: {e}"));
+                    sh.lock()
+                        .expect("lock")
+                        .errors
+                        .push(format!("framing: {e}"));
                     return;
                 }
             };
@@ -164,7 +167,8 @@ fn serve(mut s: UnixStream, sh: &Mutex<Shared>, cfg: &Config, stop: &AtomicBool)
             {
                 let mut g = sh.lock().expect("lock");
                 if let Err(e) = &msg {
-                    g.errors.push(format!("decode {}: {e}", hex::encode(&bytes)));
+                    g.errors
+                        .push(format!("decode {}: {e}", hex::encode(&bytes)));
                 }
                 g.rx.push(Rx { bytes, msg });
             }
