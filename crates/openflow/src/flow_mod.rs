@@ -275,7 +275,7 @@ impl FlowMod {
         if ver >= version::OF14 {
             fm.spec.importance = importance;
         }
-        fm.spec.match_ = nxm::decode_oxm_match(&mut r)?;
+        fm.spec.match_ = nxm::decode_oxm_match(&mut r, ver)?;
         fm.spec.actions = decode_instructions(r.rest(), ver)?;
         Ok(fm)
     }

@@ -417,8 +417,12 @@ pub const OFPMT_OXM: u16 = 1;
 /// `OFPMT_STANDARD` (OpenFlow 1.1).
 pub const OFPMT_STANDARD: u16 = 0;
 
-/// Reads an OpenFlow 1.2+ `ofp_match` (type, length, TLVs, padding to 8) from `r`.
-pub(crate) fn decode_oxm_match(r: &mut Rd<'_>) -> Result<Match> {
+/// Reads an OpenFlow 1.2+ `ofp_match` (type, length, TLVs, padding to 8) from `r`; wire
+/// version `ver` (1.1's standard match is not supported).
+pub(crate) fn decode_oxm_match(r: &mut Rd<'_>, ver: u8) -> Result<Match> {
+    if ver < version::OF12 {
+        return Err(unsupported("OpenFlow 1.1 standard match (OFPMT_STANDARD)"));
+    }
     let typ = r.peek_u16(0)?;
     let len = usize::from(r.peek_u16(2)?);
     if typ == OFPMT_STANDARD {

@@ -70,7 +70,7 @@ impl PacketIn {
         let reason = r.u8()?;
         let table_id = r.u8()?;
         let cookie = if ver >= version::OF13 { r.u64()? } else { 0 };
-        let match_ = nxm::decode_oxm_match(&mut r)?;
+        let match_ = nxm::decode_oxm_match(&mut r, ver)?;
         r.skip(2)?;
         Ok(PacketIn {
             buffer_id,
@@ -270,7 +270,7 @@ impl PacketOut {
         } else {
             let n = r.u16()?;
             r.skip(2)?;
-            let m = nxm::decode_oxm_match(&mut r)?;
+            let m = nxm::decode_oxm_match(&mut r, ver)?;
             let p = if m.mask_of(FieldId::InPort) != 0 {
                 OfPort(m.value(FieldId::InPort) as u16).to_ofp11()
             } else {
@@ -385,7 +385,7 @@ impl FlowRemoved {
             byte_count: r.u64()?,
             match_: Match::catchall(),
         };
-        f.match_ = nxm::decode_oxm_match(&mut r)?;
+        f.match_ = nxm::decode_oxm_match(&mut r, ver)?;
         Ok(f)
     }
 

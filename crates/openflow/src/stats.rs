@@ -288,7 +288,7 @@ impl FlowStatsRequest {
             r.skip(4)?;
             q.cookie = r.u64()?;
             q.cookie_mask = r.u64()?;
-            q.match_ = nxm::decode_oxm_match(r)?;
+            q.match_ = nxm::decode_oxm_match(r, ver)?;
         }
         Ok(q)
     }
@@ -513,7 +513,7 @@ impl FlowStats {
         if ver == version::OF10 {
             f.actions = decode_actions(e.rest(), ver)?;
         } else {
-            f.match_ = nxm::decode_oxm_match(&mut e)?;
+            f.match_ = nxm::decode_oxm_match(&mut e, ver)?;
             f.actions = decode_instructions(e.rest(), ver)?;
         }
         Ok(f)

@@ -108,9 +108,23 @@ impl FakeSwitch {
         format!("unix:{}", self.sock.display())
     }
 
-    /// Takes what was received so far.
+    /// Takes what was received so far (and, when `OPENFLOW_RECORD=FILE` is set, appends
+    /// each message's hex to FILE: how `tests/data/ovs_ofctl_messages.txt` is made).
     pub fn take(&self) -> Vec<Rx> {
-        std::mem::take(&mut self.shared.lock().expect("lock").rx)
+        let rx = std::mem::take(&mut self.shared.lock().expect("lock").rx);
+        if let Some(path) = std::env::var_os("OPENFLOW_RECORD") {
+            let text: String = rx
+                .iter()
+                .map(|r| format!("{}\n", hex::encode(&r.bytes)))
+                .collect();
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(text.as_bytes()))
+                .expect("record messages");
+        }
+        rx
     }
 
     /// Errors the switch hit (decode failures of what it received, encode failures).
