@@ -127,7 +127,7 @@ pub fn decode_actions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
     let mut out = Vec::new();
     while !r.is_empty() {
         let len = usize::from(r.peek_u16(2)?);
-        if len < 8 || len % 8 != 0 {
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(Error::BadLength {
                 what: "action",
                 len,

@@ -308,7 +308,7 @@ impl FlowMod {
 
 /// Checks that a decoded length field fits in what is left (used by stats entries).
 pub(crate) fn check_len(what: &'static str, len: usize, min: usize, left: usize) -> Result<()> {
-    if len < min || len > left || len % 8 != 0 {
+    if len < min || len > left || !len.is_multiple_of(8) {
         return Err(Error::BadLength { what, len });
     }
     Ok(())

@@ -32,7 +32,7 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
     while !r.is_empty() {
         let typ = r.peek_u16(0)?;
         let len = usize::from(r.peek_u16(2)?);
-        if len < 8 || len % 8 != 0 {
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(Error::BadLength {
                 what: "instruction",
                 len,

@@ -752,7 +752,7 @@ fn decode_hello(body: &[u8]) -> Result<Vec<HelloElem>> {
         let mut d = r.sub(len - 4, "hello element")?;
         r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
         if typ == 1 {
-            if d.remaining() % 4 != 0 {
+            if !d.remaining().is_multiple_of(4) {
                 return Err(invalid("version bitmap length"));
             }
             let mut words = Vec::with_capacity(d.remaining() / 4);
@@ -857,10 +857,10 @@ pub fn hello_versions(m: &Msg) -> Vec<u8> {
                 let mut v = Vec::new();
                 for (i, w) in words.iter().enumerate() {
                     for b in 0..32 {
-                        if w & (1 << b) != 0 {
-                            if let Ok(x) = u8::try_from(i * 32 + b) {
-                                v.push(x);
-                            }
+                        if w & (1 << b) != 0
+                            && let Ok(x) = u8::try_from(i * 32 + b)
+                        {
+                            v.push(x);
                         }
                     }
                 }

@@ -87,7 +87,7 @@ impl PortDesc {
             p.max_speed = r.u32()?;
         } else {
             let len = usize::from(r.peek_u16(4)?);
-            if len < 40 || len % 8 != 0 {
+            if len < 40 || !len.is_multiple_of(8) {
                 return Err(Error::BadLength {
                     what: "ofp_port",
                     len,

@@ -591,3 +591,92 @@ fn show_ports_tables_and_packet_out_round_trip() {
     }
     assert_no_failures(&failures);
 }
+
+#[test]
+fn monitor_prints_the_async_messages_we_send() {
+    if !have_ofctl() {
+        return;
+    }
+    use openflow::msg::PortStatus;
+    use openflow::packet::{FlowRemoved, PacketIn};
+    let mut failures = Vec::new();
+    for (proto, ver, _) in PROTOCOLS {
+        let mut meta = flow::ofp::Match::catchall();
+        meta.set_storage(flow::field::FieldId::InPort, 2, 0xffff_ffff);
+        meta.set_storage(flow::field::FieldId::Reg3, 0x99, 0xffff_ffff);
+        let frame = hex::decode(
+            "ffffffffffff02000000000108060001080006040001020000000001c0a80001000000000000c0a80002",
+        )
+        .expect("hex");
+        let mut after = vec![
+            Body::NxPacketIn2(PacketIn {
+                buffer_id: u32::MAX,
+                total_len: frame.len() as u32,
+                reason: 1,
+                table_id: 7,
+                cookie: 0x1234,
+                match_: meta,
+                data: frame.clone(),
+            }),
+            Body::PortStatus(PortStatus {
+                reason: 2,
+                desc: sample_ports()[1].clone(),
+            }),
+        ];
+        if ver != version::OF15 {
+            after.push(Body::FlowRemoved(FlowRemoved {
+                match_: flow::text::parse_match("udp,tp_dst=53").expect("match"),
+                cookie: 0x77,
+                priority: 9,
+                reason: 1,
+                table_id: 0,
+                duration_sec: 3,
+                duration_nsec: 0,
+                idle_timeout: 0,
+                hard_timeout: 30,
+                packet_count: 4,
+                byte_count: 256,
+            }));
+        }
+        let cfg = support::Config {
+            after_barrier: after,
+            ..Default::default()
+        };
+        let sw = FakeSwitch::start("monitor", cfg);
+        let out =
+            support::ofctl_until_timeout(2, sw.dir(), &["-O", proto, "monitor", &sw.target()]);
+        let mut wants = vec![
+            "NXT_PACKET_IN2",
+            "cookie=0x1234",
+            "total_len=42",
+            "reg3=0x99,in_port=2",
+            "table_id=7",
+            "arp,vlan_tci=0x0000,dl_src=02:00:00:00:00:01,dl_dst=ff:ff:ff:ff:ff:ff,arp_spa=192.168.0.1,arp_tpa=192.168.0.2",
+            "MOD: 2(p2): addr:02:00:00:00:00:02",
+        ];
+        if ver != version::OF15 {
+            wants.extend(["udp,tp_dst=53", "reason=hard", "cookie:0x77"]);
+        }
+        for w in wants {
+            if !out.contains(w) {
+                failures.push(format!("[{proto}] monitor output lacks {w:?}:\n{out}"));
+            }
+        }
+        let rx = sw.take();
+        let mut f = Vec::new();
+        check_reencode(&rx, &mut f);
+        if !rx.iter().any(|r| {
+            matches!(
+                r.msg,
+                Ok(Msg {
+                    body: Body::NxSetPacketInFormat(2),
+                    ..
+                })
+            )
+        }) {
+            f.push("no NXT_SET_PACKET_IN_FORMAT(nxt_packet_in2)".into());
+        }
+        failures.extend(f.into_iter().map(|e| format!("[{proto}] {e}")));
+    }
+    assert_no_failures(&failures);
+}

@@ -31,6 +31,8 @@ pub struct Config {
     pub port_stats: Vec<PortStats>,
     /// Datapath id.
     pub dpid: u64,
+    /// Asynchronous messages sent (xid 0) right after each barrier reply.
+    pub after_barrier: Vec<Body>,
 }
 
 /// One message received.
@@ -101,6 +103,11 @@ impl FakeSwitch {
             stop,
             thread: Some(thread),
         }
+    }
+
+    /// The switch's private directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     /// `unix:PATH` for `ovs-ofctl`.
@@ -231,7 +238,15 @@ fn answer(m: &Msg, cfg: &Config) -> Option<Vec<Msg>> {
             flags: 0,
             miss_send_len: 128,
         })),
-        Body::BarrierRequest => reply(Body::BarrierReply),
+        Body::BarrierRequest => {
+            let mut v = vec![Msg::new(v, m.xid, Body::BarrierReply)];
+            v.extend(
+                cfg.after_barrier
+                    .iter()
+                    .map(|b| Msg::new(m.version, 0, b.clone())),
+            );
+            Some(v)
+        }
         Body::RoleRequest(r) => reply(Body::RoleReply(Role {
             role: r.role,
             generation_id: r.generation_id,
@@ -319,6 +334,23 @@ pub fn ofctl(args: &[&str]) -> (bool, String, String) {
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `ovs-ofctl --timeout=SECS ARGS` with `OVS_RUNDIR` set to `rundir` (for commands such as
+/// `monitor` that open a control socket and run until the timeout kills them): stdout.
+pub fn ofctl_until_timeout(secs: u32, rundir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("ovs-ofctl")
+        .arg(format!("--timeout={secs}"))
+        .args(args)
+        .env("OVS_RUNDIR", rundir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ovs-ofctl");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     )
 }
 
