@@ -870,3 +870,98 @@ pub fn hello_versions(m: &Msg) -> Vec<u8> {
     }
     (version::OF10..=m.version).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or(0))
+            .collect()
+    }
+
+    #[test]
+    fn hello_bitmap_as_ovs_sends_it() {
+        // ovs-ofctl -O OpenFlow13: version 4, bitmap element with bit 4.
+        let b = hex("04000010000000010001000800000010");
+        let m = Msg::decode(&b).unwrap();
+        assert_eq!(hello_versions(&m), vec![4]);
+        assert_eq!(hello(&[4], 1).encode().unwrap(), b);
+        assert_eq!(hello(&[1], 1).encode().unwrap(), hex("0100000800000001"));
+        assert_eq!(
+            hello_versions(&Msg::decode(&hex("0300000800000001")).unwrap()),
+            vec![1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn unknown_messages_are_raw_not_errors() {
+        let m = Msg::decode(&hex("04630009000000072a")).unwrap();
+        assert_eq!(
+            m.body,
+            Body::Raw {
+                msg_type: 0x63,
+                body: vec![0x2a]
+            }
+        );
+        assert_eq!(m.encode().unwrap(), hex("04630009000000072a"));
+        let v = Msg::decode(&hex("0104001400000002000012340000000501020304")).unwrap();
+        assert!(matches!(
+            v.body,
+            Body::Experimenter {
+                experimenter: 0x1234,
+                exp_type: 5,
+                ..
+            }
+        ));
+        let s = Msg::decode(&hex("0412001000000002ff07000000000000")).unwrap();
+        assert!(matches!(
+            s.body,
+            Body::StatsRequest {
+                body: MpRequest::Raw {
+                    mp_type: 0xff07,
+                    ..
+                },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_input_is_a_typed_error() {
+        assert!(matches!(
+            Msg::decode(&hex("0100")),
+            Err(Error::Truncated { .. })
+        ));
+        assert!(matches!(
+            Msg::decode(&hex("0100000700000001")),
+            Err(Error::BadLength { len: 7, .. })
+        ));
+        // Length field says 9, 8 bytes given.
+        assert!(matches!(
+            Msg::decode(&hex("0100000900000001")),
+            Err(Error::BadLength { .. })
+        ));
+        assert!(matches!(
+            Msg::decode(&hex("0900000800000001")),
+            Err(Error::Unsupported(_))
+        ));
+        // A flow mod cut inside its match.
+        assert!(matches!(
+            Msg::decode(&hex("010e00100000000100000000")[..12]),
+            Err(_)
+        ));
+        // NXAST_LEARN in an OpenFlow 1.0 flow mod.
+        let mut fm = hex(
+            "010e005800000006003820ff00000000000000000000000000000000000000000000000000000000\
+             000000000000000000000000000000000000000000008000ffffffffffff0000",
+        );
+        fm.extend(hex("ffff001000002320001000000000000000"));
+        fm.truncate(88);
+        fm[3] = 88;
+        let e = Msg::decode(&fm).unwrap_err();
+        assert_eq!(e, Error::Unsupported("action NXAST_LEARN".into()), "{e}");
+    }
+}

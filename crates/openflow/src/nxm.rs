@@ -482,3 +482,46 @@ pub fn encode_match(m: &Match, dialect: Dialect) -> Vec<u8> {
     encode_tlvs(&mut w, m, dialect, None);
     w.buf
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tlv(h: u32, v: &[u8]) -> Vec<u8> {
+        let mut b = h.to_be_bytes().to_vec();
+        b.extend_from_slice(v);
+        b
+    }
+
+    #[test]
+    fn ovs_rules_for_tlvs() {
+        let eth_type_ip = tlv(0x0000_0602, &[0x08, 0x00]);
+        let proto_tcp = tlv(0x0000_0c01, &[6]);
+        let tcp_dst = tlv(0x0000_1402, &[0, 80]);
+        let ok: Vec<u8> = [eth_type_ip.clone(), proto_tcp.clone(), tcp_dst.clone()].concat();
+        let (m, c) = decode_tlvs(&ok).unwrap();
+        assert!(c.is_none());
+        assert_eq!(flow::text::format_match(&m), "tcp,tp_dst=80");
+        assert_eq!(encode_match(&m, Dialect::Nxm), ok);
+        // Prerequisites are checked in order.
+        let e = decode_tlvs(&[tcp_dst.clone(), eth_type_ip.clone(), proto_tcp].concat());
+        assert!(matches!(e, Err(Error::Invalid(ref s)) if s.contains("prerequisites")));
+        // Duplicates, masks on non-maskable fields, bad lengths, unknown fields.
+        let dup = [eth_type_ip.clone(), eth_type_ip.clone()].concat();
+        assert!(matches!(decode_tlvs(&dup), Err(Error::Invalid(ref s)) if s.contains("duplicate")));
+        let masked_type = tlv(0x0000_0704, &[8, 0, 0xff, 0xff]);
+        assert!(matches!(decode_tlvs(&masked_type), Err(Error::Invalid(_))));
+        assert!(matches!(
+            decode_tlvs(&tlv(0x0000_0603, &[8, 0, 0])),
+            Err(Error::BadLength { .. })
+        ));
+        assert!(matches!(
+            decode_tlvs(&tlv(0x0001_fe04, &[0, 0, 0, 0])),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            decode_tlvs(&eth_type_ip[..5]),
+            Err(Error::Truncated { .. })
+        ));
+    }
+}

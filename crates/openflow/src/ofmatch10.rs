@@ -195,3 +195,25 @@ pub fn wildcards(m: &Match) -> u32 {
     encode(&mut w, m);
     u32::from_be_bytes([w.buf[0], w.buf[1], w.buf[2], w.buf[3]])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catchall_and_fields() {
+        // What ovs-ofctl sends for a catch-all: every bit wildcarded, 32-bit address wildcards.
+        assert_eq!(wildcards(&Match::catchall()), 0x0038_20ff);
+        for text in [
+            "ip,nw_src=10.0.0.0/8,nw_tos=8",
+            "tcp,in_port=3,dl_vlan=5,dl_vlan_pcp=2,tp_dst=80",
+            "vlan_tci=0,arp",
+            "dl_src=00:11:22:33:44:55,dl_dst=ff:ff:ff:ff:ff:ff",
+        ] {
+            let m = flow::text::parse_match(text).unwrap();
+            assert!(fits(&m), "{text}");
+        }
+        let m = flow::text::parse_match("reg0=1").unwrap();
+        assert!(!fits(&m));
+    }
+}
