@@ -950,8 +950,11 @@ mod tests {
         ));
         // A flow mod cut inside its match.
         assert!(matches!(
-            Msg::decode(&hex("010e00100000000100000000")[..12]),
-            Err(_)
+            Msg::decode(&hex("010e0010000000010000000000000000")),
+            Err(Error::Truncated {
+                what: "ofp10_match",
+                ..
+            })
         ));
         // NXAST_LEARN in an OpenFlow 1.0 flow mod.
         let mut fm = hex(
