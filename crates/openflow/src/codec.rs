@@ -53,6 +53,13 @@ impl<'a> Rd<'a> {
 
     /// A sub-reader over the next `n` bytes (consumed here).
     pub(crate) fn sub(&mut self, n: usize, what: &'static str) -> Result<Rd<'a>> {
+        if n > self.remaining() {
+            return Err(Error::Truncated {
+                what,
+                need: n,
+                have: self.remaining(),
+            });
+        }
         Ok(Rd::new(self.bytes(n)?, what))
     }
 
