@@ -128,6 +128,44 @@ pub struct ErrorMsg {
     pub data: Vec<u8>,
 }
 
+/// ONF's experimenter id (bundles in OpenFlow 1.3).
+pub const ONF_VENDOR_ID: u32 = 0x4f4e_4600;
+/// `ONFT_BUNDLE_CONTROL`.
+pub const ONFT_BUNDLE_CONTROL: u32 = 2300;
+/// `ONFT_BUNDLE_ADD_MESSAGE`.
+pub const ONFT_BUNDLE_ADD_MESSAGE: u32 = 2301;
+/// `OFPT_BUNDLE_CONTROL` (1.4+).
+pub const OFPT_BUNDLE_CONTROL: u8 = 33;
+/// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+).
+pub const OFPT_BUNDLE_ADD_MESSAGE: u8 = 34;
+
+/// A bundle control request or reply.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BundleControl {
+    /// Bundle id.
+    pub bundle_id: u32,
+    /// `OFPBCT_*`: 0 open request, 1 open reply, 2 close request, 3 close reply, 4 commit
+    /// request, 5 commit reply, 6 discard request, 7 discard reply.
+    pub ctrl_type: u16,
+    /// `OFPBF_ATOMIC` = 1, `OFPBF_ORDERED` = 2.
+    pub flags: u16,
+    /// Properties, raw.
+    pub props: Vec<u8>,
+}
+
+/// A message added to a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BundleAdd {
+    /// Bundle id.
+    pub bundle_id: u32,
+    /// Flags (as in the bundle's open request).
+    pub flags: u16,
+    /// The message (same version as the envelope).
+    pub msg: Box<Msg>,
+    /// What follows the message (padding and properties), raw.
+    pub props: Vec<u8>,
+}
+
 /// What a message says.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Body {
@@ -187,6 +225,10 @@ pub enum Body {
     GetAsyncReply(AsyncConfig),
     /// `OFPT_SET_ASYNC` (1.3+).
     SetAsync(AsyncConfig),
+    /// `OFPT_BUNDLE_CONTROL` (1.4+; ONF's experimenter message in 1.3).
+    BundleControl(BundleControl),
+    /// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+; ONF's experimenter message in 1.3).
+    BundleAdd(BundleAdd),
     /// `NXT_FLOW_MOD`.
     NxFlowMod(FlowMod),
     /// `NXT_SET_FLOW_FORMAT`.
@@ -440,6 +482,12 @@ impl Msg {
                     Body::GetAsyncReply(c)
                 }
             }
+            OFPT_BUNDLE_CONTROL if ver >= version::OF14 => {
+                Body::BundleControl(decode_bundle_control(&mut r)?)
+            }
+            OFPT_BUNDLE_ADD_MESSAGE if ver >= version::OF14 => {
+                Body::BundleAdd(decode_bundle_add(&mut r, ver)?)
+            }
             t => {
                 let _ = v11;
                 Body::Raw {
@@ -482,7 +530,11 @@ impl Msg {
             Body::GetAsyncRequest => mt::of11::GET_ASYNC_REQUEST,
             Body::GetAsyncReply(_) => mt::of11::GET_ASYNC_REPLY,
             Body::SetAsync(_) => mt::of11::SET_ASYNC,
-            Body::NxFlowMod(_)
+            Body::BundleControl(_) if self.version >= version::OF14 => OFPT_BUNDLE_CONTROL,
+            Body::BundleAdd(_) if self.version >= version::OF14 => OFPT_BUNDLE_ADD_MESSAGE,
+            Body::BundleControl(_)
+            | Body::BundleAdd(_)
+            | Body::NxFlowMod(_)
             | Body::NxSetFlowFormat(_)
             | Body::NxFlowModTableId(_)
             | Body::NxSetPacketInFormat(_)
@@ -589,6 +641,32 @@ impl Msg {
                 need(ver >= version::OF13, "async config")?;
                 encode_async(&mut w, c, ver)?;
             }
+            Body::BundleControl(c) => {
+                need(ver >= version::OF13, "bundles")?;
+                if ver == version::OF13 {
+                    w.u32(ONF_VENDOR_ID);
+                    w.u32(ONFT_BUNDLE_CONTROL);
+                }
+                w.u32(c.bundle_id);
+                w.u16(c.ctrl_type);
+                w.u16(c.flags);
+                w.bytes(&c.props);
+            }
+            Body::BundleAdd(a) => {
+                need(ver >= version::OF13, "bundles")?;
+                if a.msg.version != ver {
+                    return Err(invalid("bundled message of another version"));
+                }
+                if ver == version::OF13 {
+                    w.u32(ONF_VENDOR_ID);
+                    w.u32(ONFT_BUNDLE_ADD_MESSAGE);
+                }
+                w.u32(a.bundle_id);
+                w.u16(0);
+                w.u16(a.flags);
+                w.bytes(&a.msg.encode()?);
+                w.bytes(&a.props);
+            }
             Body::NxFlowMod(fm) => {
                 nx_header(&mut w, nxt::FLOW_MOD);
                 fm.encode_nx(&mut w)?;
@@ -674,9 +752,16 @@ fn stats_header(w: &mut Wr, ver: u8, t: u16, flags: u16, nx_sub: Option<u32>) {
     }
 }
 
-fn decode_vendor(r: &mut Rd<'_>, _ver: u8) -> Result<Body> {
+fn decode_vendor(r: &mut Rd<'_>, ver: u8) -> Result<Body> {
     let experimenter = r.u32()?;
     let exp_type = r.u32()?;
+    if experimenter == ONF_VENDOR_ID && ver == version::OF13 {
+        match exp_type {
+            ONFT_BUNDLE_CONTROL => return Ok(Body::BundleControl(decode_bundle_control(r)?)),
+            ONFT_BUNDLE_ADD_MESSAGE => return Ok(Body::BundleAdd(decode_bundle_add(r, ver)?)),
+            _ => {}
+        }
+    }
     if experimenter != NX_VENDOR_ID {
         return Ok(Body::Experimenter {
             experimenter,
@@ -735,6 +820,36 @@ fn decode_vendor(r: &mut Rd<'_>, _ver: u8) -> Result<Body> {
         },
     };
     Ok(b)
+}
+
+fn decode_bundle_control(r: &mut Rd<'_>) -> Result<BundleControl> {
+    Ok(BundleControl {
+        bundle_id: r.u32()?,
+        ctrl_type: r.u16()?,
+        flags: r.u16()?,
+        props: r.rest().to_vec(),
+    })
+}
+
+fn decode_bundle_add(r: &mut Rd<'_>, ver: u8) -> Result<BundleAdd> {
+    let bundle_id = r.u32()?;
+    r.skip(2)?;
+    let flags = r.u16()?;
+    let len = usize::from(r.peek_u16(2)?);
+    let inner = r.bytes(len)?;
+    let msg = Msg::decode(inner)?;
+    if msg.version != ver {
+        return Err(invalid("bundled message of another version"));
+    }
+    if matches!(msg.body, Body::BundleAdd(_)) {
+        return Err(invalid("bundle add inside bundle add"));
+    }
+    Ok(BundleAdd {
+        bundle_id,
+        flags,
+        msg: Box::new(msg),
+        props: r.rest().to_vec(),
+    })
 }
 
 fn decode_hello(body: &[u8]) -> Result<Vec<HelloElem>> {

@@ -733,3 +733,43 @@ fn monitor_prints_the_async_messages_we_send() {
     }
     assert_no_failures(&failures);
 }
+
+#[test]
+fn bundles_carry_flow_mods_byte_for_byte() {
+    if !have_ofctl() {
+        return;
+    }
+    let mut failures = Vec::new();
+    let texts = corpus(Dialect::OpenFlow13);
+    let file = support::temp_file("bundle", &texts[..60].join("\n"));
+    let file = file.to_string_lossy().into_owned();
+    for proto in ["OpenFlow13", "OpenFlow14", "OpenFlow15"] {
+        let sw = FakeSwitch::start("bundle", support::Config::default());
+        let (ok, _, err) = ofctl(&["-O", proto, "--bundle", "add-flows", &sw.target(), &file]);
+        let rx = sw.take();
+        if !ok {
+            failures.push(format!("[{proto}] --bundle add-flows: {err}"));
+            continue;
+        }
+        let mut f = Vec::new();
+        check_reencode(&rx, &mut f);
+        let mut adds = 0;
+        let mut ctrl = Vec::new();
+        for r in rx.iter().filter_map(|r| r.msg.as_ref().ok()) {
+            match &r.body {
+                Body::BundleAdd(a) => {
+                    if matches!(a.msg.body, Body::FlowMod(_)) {
+                        adds += 1;
+                    }
+                }
+                Body::BundleControl(c) => ctrl.push(c.ctrl_type),
+                _ => {}
+            }
+        }
+        if adds != 60 || ctrl != [0, 4] {
+            f.push(format!("{adds} bundled flow mods, controls {ctrl:?}"));
+        }
+        failures.extend(f.into_iter().map(|e| format!("[{proto}] {e}")));
+    }
+    assert_no_failures(&failures);
+}

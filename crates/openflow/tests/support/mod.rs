@@ -252,6 +252,13 @@ fn answer(m: &Msg, cfg: &Config) -> Option<Vec<Msg>> {
             generation_id: r.generation_id,
         })),
         Body::NxRoleRequest(r) => reply(Body::NxRoleReply(*r)),
+        Body::BundleControl(c) if c.ctrl_type % 2 == 0 => {
+            reply(Body::BundleControl(openflow::msg::BundleControl {
+                ctrl_type: c.ctrl_type + 1,
+                props: Vec::new(),
+                ..c.clone()
+            }))
+        }
         Body::StatsRequest { body, .. } => {
             let rep = match body {
                 MpRequest::Desc => MpReply::Desc(Desc {
