@@ -773,3 +773,82 @@ fn bundles_carry_flow_mods_byte_for_byte() {
     }
     assert_no_failures(&failures);
 }
+
+#[test]
+fn forced_flow_formats_and_standard_flow_stats() {
+    if !have_ofctl() {
+        return;
+    }
+    let mut failures = Vec::new();
+    let texts = corpus(Dialect::OpenFlow10);
+    for (fmt, want_nx) in [("openflow10", false), ("nxm", true)] {
+        let sw = FakeSwitch::start("fmt", support::Config::default());
+        let mut n = 0;
+        for text in texts.iter().take(150) {
+            let (ok, _, _) = ofctl(&["-F", fmt, "add-flow", &sw.target(), text]);
+            let rx = sw.take();
+            if !ok {
+                continue; // not expressible in the forced format
+            }
+            let mut f = Vec::new();
+            check_reencode(&rx, &mut f);
+            let fms: Vec<_> = rx
+                .iter()
+                .filter_map(|r| r.msg.as_ref().ok())
+                .filter(|m| matches!(m.body, Body::FlowMod(_) | Body::NxFlowMod(_)))
+                .collect();
+            match fms.as_slice() {
+                [m] if matches!(m.body, Body::NxFlowMod(_)) == want_nx => n += 1,
+                _ => f.push(format!("{} flow mods of the wrong kind", fms.len())),
+            }
+            failures.extend(f.into_iter().map(|e| format!("[-F {fmt}] {text}: {e}")));
+        }
+        if n < 50 {
+            failures.push(format!("[-F {fmt}] only {n} flows accepted"));
+        }
+    }
+    // Standard OFPST_FLOW replies, printed by `-F openflow10 dump-flows`.
+    let flows: Vec<_> = sample_flows(Dialect::OpenFlow10, 200)
+        .into_iter()
+        .filter(|(s, _)| openflow::ofmatch10::fits(&s.match_))
+        .collect();
+    let cfg = support::Config {
+        flows: flows.iter().map(|(_, f)| f.clone()).collect(),
+        ..Default::default()
+    };
+    let sw = FakeSwitch::start("fmt-dump", cfg);
+    let (ok, out, err) = ofctl(&["-F", "openflow10", "dump-flows", &sw.target()]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains("n_packets=")).collect();
+    assert_eq!(lines.len(), flows.len(), "{out}");
+    for ((spec, fs), line) in flows.iter().zip(&lines) {
+        let acts = format!("actions={}", flow::text::format_actions(&spec.actions));
+        let m = flow::text::format_match_priority(&spec.match_, spec.priority);
+        if !line.ends_with(&acts)
+            || !line.contains(&format!(" {m}"))
+            || !line.contains(&format!("n_packets={}", fs.packet_count))
+        {
+            failures.push(format!("std dump-flows line {line}\n  want {m} {acts}"));
+        }
+    }
+    let rx = sw.take();
+    let mut f = Vec::new();
+    check_reencode(&rx, &mut f);
+    failures.extend(f);
+    if !rx.iter().any(|r| {
+        matches!(
+            r.msg,
+            Ok(Msg {
+                body: Body::StatsRequest {
+                    body: openflow::stats::MpRequest::Flow(_),
+                    ..
+                },
+                ..
+            })
+        )
+    }) {
+        failures.push("no OFPST_FLOW request with -F openflow10".into());
+    }
+    eprintln!("{} standard flow stats lines", lines.len());
+    assert_no_failures(&failures);
+}
