@@ -8,8 +8,9 @@
 //!
 //! Encoding picks the form OVS 3.1 sends for the wire version: OpenFlow 1.0 actions where
 //! 1.0 has one, `OFPAT_SET_FIELD` for whole-field sets in 1.2+, `NXAST_REG_LOAD` for
-//! `load`, `NXAST_REG_LOAD2` for masked sets 1.2–1.4 cannot carry, `OFPAT_COPY_FIELD` for
-//! `move` in 1.5, Nicira actions otherwise. The `mod_*` actions become `set_field` in 1.2+
+//! `load` (a masked `OFPAT_SET_FIELD` in 1.5, which has no `NXAST_REG_LOAD`),
+//! `NXAST_REG_LOAD2` for masked sets 1.2–1.4 cannot carry, `OFPAT_COPY_FIELD` for `move` in
+//! 1.5, Nicira actions otherwise. The `mod_*` actions become `set_field` in 1.2+
 //! (the transport port field chosen from the flow's `nw_proto`, [`EncodeCtx::nw_proto`]);
 //! `push_vlan` has no OpenFlow 1.0 form and, as in OVS, is left out there (1.0's
 //! `mod_vlan_vid` pushes a tag itself).
@@ -697,6 +698,10 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         Action::SetField { field, value, mask } => set_field(w, *field, *value, *mask, cx),
         Action::Load { value, dst } => {
             let d = nxm_hdr(dst.field)?;
+            if cx.version >= version::OF15 {
+                // 1.5 has no NXAST_REG_LOAD: a masked set_field does the same.
+                return set_field(w, dst.field, value << dst.ofs, dst.mask(), cx);
+            }
             if d.class == fields::OXM_EXPERIMENTER || dst.n_bits > 64 {
                 return set_field(
                     w,

@@ -1,6 +1,6 @@
 //! Messages that carry a packet or a flow's end: packet-in (OpenFlow 1.0, 1.2, 1.3+,
 //! `NXT_PACKET_IN`, `NXT_PACKET_IN2`), packet-out (1.0, 1.1–1.4, 1.5) and flow-removed
-//! (1.0, 1.2–1.4, `NXT_FLOW_REMOVED`).
+//! (1.0, 1.2–1.5, `NXT_FLOW_REMOVED`).
 //!
 //! Packet metadata (the input port, registers, tunnel, …) is a [`Match`] in every form: 1.0
 //! has only `in_port`, which lands in the match's `in_port`; the others carry an OXM or NXM
@@ -345,7 +345,7 @@ pub struct FlowRemoved {
 }
 
 impl FlowRemoved {
-    /// Decodes a standard `OFPT_FLOW_REMOVED` body of version 1.0 or 1.2–1.4.
+    /// Decodes a standard `OFPT_FLOW_REMOVED` body of version 1.0 or 1.2+ (1.5: OXS counters).
     pub fn decode(body: &[u8], ver: u8) -> Result<FlowRemoved> {
         let mut r = Rd::new(body, "OFPT_FLOW_REMOVED");
         if ver == version::OF10 {
@@ -371,6 +371,27 @@ impl FlowRemoved {
                 packet_count: r.u64()?,
                 byte_count: r.u64()?,
             });
+        }
+        if ver >= version::OF15 {
+            let mut f = FlowRemoved {
+                table_id: r.u8()?,
+                reason: r.u8()?,
+                priority: r.u16()?,
+                idle_timeout: r.u16()?,
+                hard_timeout: r.u16()?,
+                cookie: r.u64()?,
+                match_: Match::catchall(),
+                duration_sec: 0,
+                duration_nsec: 0,
+                packet_count: 0,
+                byte_count: 0,
+            };
+            f.match_ = nxm::decode_oxm_match(&mut r, ver)?;
+            let o = crate::stats::Oxs::decode(&mut r)?;
+            (f.duration_sec, f.duration_nsec) = o.duration.unwrap_or((0, 0));
+            f.packet_count = o.packets.unwrap_or(0);
+            f.byte_count = o.bytes.unwrap_or(0);
+            return Ok(f);
         }
         let mut f = FlowRemoved {
             cookie: r.u64()?,
@@ -404,6 +425,22 @@ impl FlowRemoved {
             w.u64(self.packet_count);
             w.u64(self.byte_count);
             return Ok(());
+        }
+        if ver >= version::OF15 {
+            w.u8(self.table_id);
+            w.u8(self.reason);
+            w.u16(self.priority);
+            w.u16(self.idle_timeout);
+            w.u16(self.hard_timeout);
+            w.u64(self.cookie);
+            nxm::encode_oxm_match(w, &self.match_, ver);
+            return crate::stats::Oxs {
+                duration: Some((self.duration_sec, self.duration_nsec)),
+                packets: Some(self.packet_count),
+                bytes: Some(self.byte_count),
+                ..Default::default()
+            }
+            .encode(w);
         }
         if !(version::OF12..=version::OF14).contains(&ver) {
             return Err(crate::error::unsupported(format!(

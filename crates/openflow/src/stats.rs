@@ -5,8 +5,9 @@
 //! and for Nicira stats the vendor id and subtype); what is here are the bodies.
 //! Versions: every body is implemented for OpenFlow 1.0 and 1.3 (what `ovs-ofctl` uses by
 //! default and with `-O OpenFlow13`); 1.4 and 1.5 port stats/port descriptions use their
-//! property layouts; flow stats are 1.0, 1.2–1.4 and NXM. Bodies of other versions stay raw
-//! ([`MpReply::Raw`]) — decoded but not interpreted.
+//! property layouts; flow stats are 1.0, 1.2–1.4, 1.5 (`ofp_flow_desc` with OXS counters)
+//! and NXM. Bodies of other versions stay raw ([`MpReply::Raw`]) — decoded but not
+//! interpreted.
 
 use crate::action::{EncodeCtx, decode_actions, encode_actions};
 use crate::codec::{Rd, Wr, c_string, put_c_string};
@@ -132,7 +133,9 @@ pub struct FlowStats {
     pub hard_timeout: u16,
     /// `OFPFF_*` flags (1.3+).
     pub flags: u16,
-    /// NXM only: seconds since last use, plus one (0 = unknown).
+    /// Eviction importance (1.4+).
+    pub importance: u16,
+    /// NXM and 1.5 (`OXS_OF_IDLE_TIME`): seconds since last use, plus one (0 = unknown).
     pub idle_age: u16,
     /// NXM only: seconds since last modification, plus one (0 = unknown).
     pub hard_age: u16,
@@ -471,6 +474,7 @@ impl FlowStats {
             idle_timeout: 0,
             hard_timeout: 0,
             flags: 0,
+            importance: 0,
             idle_age: 0,
             hard_age: 0,
             cookie: 0,
@@ -505,7 +509,11 @@ impl FlowStats {
             if ver >= version::OF13 {
                 f.flags = flags;
             }
-            e.skip(4)?;
+            let importance = e.u16()?;
+            if ver >= version::OF14 {
+                f.importance = importance;
+            }
+            e.skip(2)?;
         }
         f.cookie = e.u64()?;
         f.packet_count = e.u64()?;
@@ -543,7 +551,12 @@ impl FlowStats {
             w.zeros(6);
         } else {
             w.u16(if ver >= version::OF13 { self.flags } else { 0 });
-            w.zeros(4);
+            w.u16(if ver >= version::OF14 {
+                self.importance
+            } else {
+                0
+            });
+            w.zeros(2);
         }
         w.u64(self.cookie);
         w.u64(self.packet_count);
@@ -555,6 +568,58 @@ impl FlowStats {
             encode_instructions(w, &self.actions, self.ctx(ver))?;
         }
         w.patch_len(start, start, "flow stats entry")
+    }
+
+    /// OpenFlow 1.5 `ofp_flow_desc` (counters as OXS stats).
+    fn decode15(r: &mut Rd<'_>) -> Result<FlowStats> {
+        let len = usize::from(r.peek_u16(0)?);
+        check_len("flow desc entry", len, 40, r.remaining())?;
+        let mut e = r.sub(len, "flow desc entry")?;
+        e.skip(4)?;
+        let mut f = FlowStats::blank();
+        f.table_id = e.u8()?;
+        e.skip(1)?;
+        f.priority = e.u16()?;
+        f.idle_timeout = e.u16()?;
+        f.hard_timeout = e.u16()?;
+        f.flags = e.u16()?;
+        f.importance = e.u16()?;
+        f.cookie = e.u64()?;
+        f.match_ = nxm::decode_oxm_match(&mut e, version::OF15)?;
+        let oxs = Oxs::decode(&mut e)?;
+        (f.duration_sec, f.duration_nsec) = oxs.duration.unwrap_or((0, 0));
+        f.idle_age = oxs
+            .idle
+            .map_or(0, |(s, _)| s.saturating_add(1).min(0xffff) as u16);
+        f.packet_count = oxs.packets.unwrap_or(0);
+        f.byte_count = oxs.bytes.unwrap_or(0);
+        f.actions = decode_instructions(e.rest(), version::OF15)?;
+        Ok(f)
+    }
+
+    fn encode15(&self, w: &mut Wr) -> Result<()> {
+        let start = w.len();
+        w.u16(0);
+        w.zeros(2);
+        w.u8(self.table_id);
+        w.u8(0);
+        w.u16(self.priority);
+        w.u16(self.idle_timeout);
+        w.u16(self.hard_timeout);
+        w.u16(self.flags);
+        w.u16(self.importance);
+        w.u64(self.cookie);
+        nxm::encode_oxm_match(w, &self.match_, version::OF15);
+        Oxs {
+            duration: Some((self.duration_sec, self.duration_nsec)),
+            idle: (self.idle_age != 0).then(|| (u32::from(self.idle_age) - 1, 0)),
+            flow_count: None,
+            packets: Some(self.packet_count),
+            bytes: Some(self.byte_count),
+        }
+        .encode(w)?;
+        encode_instructions(w, &self.actions, self.ctx(version::OF15))?;
+        w.patch_len(start, start, "flow desc entry")
     }
 
     fn decode_nx(r: &mut Rd<'_>) -> Result<FlowStats> {
@@ -765,6 +830,83 @@ impl TableFeatures {
     }
 }
 
+/// OpenFlow 1.5 statistics (`ofp_stats`: OXS TLVs of class `0x8002`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Oxs {
+    pub(crate) duration: Option<(u32, u32)>,
+    pub(crate) idle: Option<(u32, u32)>,
+    pub(crate) flow_count: Option<u32>,
+    pub(crate) packets: Option<u64>,
+    pub(crate) bytes: Option<u64>,
+}
+
+const OXS_CLASS: u32 = 0x8002;
+
+impl Oxs {
+    pub(crate) fn decode(r: &mut Rd<'_>) -> Result<Oxs> {
+        r.skip(2)?;
+        let len = usize::from(r.u16()?);
+        if len < 4 {
+            return Err(crate::error::Error::BadLength {
+                what: "ofp_stats",
+                len,
+            });
+        }
+        let mut b = r.sub(len - 4, "ofp_stats")?;
+        r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+        let mut o = Oxs::default();
+        while !b.is_empty() {
+            let h = b.u32()?;
+            let n = (h & 0xff) as usize;
+            let mut v = b.sub(n, "OXS field")?;
+            if h >> 16 != OXS_CLASS {
+                continue;
+            }
+            match ((h >> 9) & 0x7f, n) {
+                (0, 8) => o.duration = Some((v.u32()?, v.u32()?)),
+                (1, 8) => o.idle = Some((v.u32()?, v.u32()?)),
+                (3, 4) => o.flow_count = Some(v.u32()?),
+                (4, 8) => o.packets = Some(v.u64()?),
+                (5, 8) => o.bytes = Some(v.u64()?),
+                _ => {}
+            }
+        }
+        Ok(o)
+    }
+
+    pub(crate) fn encode(&self, w: &mut Wr) -> Result<()> {
+        let start = w.len();
+        w.u16(0);
+        w.u16(0);
+        let hdr = |w: &mut Wr, field: u32, n: u32| w.u32(OXS_CLASS << 16 | field << 9 | n);
+        if let Some((s, ns)) = self.duration {
+            hdr(w, 0, 8);
+            w.u32(s);
+            w.u32(ns);
+        }
+        if let Some((s, ns)) = self.idle {
+            hdr(w, 1, 8);
+            w.u32(s);
+            w.u32(ns);
+        }
+        if let Some(c) = self.flow_count {
+            hdr(w, 3, 4);
+            w.u32(c);
+        }
+        if let Some(p) = self.packets {
+            hdr(w, 4, 8);
+            w.u64(p);
+        }
+        if let Some(b) = self.bytes {
+            hdr(w, 5, 8);
+            w.u64(b);
+        }
+        w.patch_len(start + 2, start, "ofp_stats")?;
+        w.pad8_from(start);
+        Ok(())
+    }
+}
+
 fn desc_field(r: &mut Rd<'_>, n: usize) -> Result<String> {
     c_string(r.bytes(n)?, "description")
 }
@@ -810,6 +952,21 @@ impl MpReply {
                     v.push(FlowStats::decode(&mut r, ver)?);
                 }
                 MpReply::Flow(v)
+            }
+            (mp_type::FLOW, _) if ver >= version::OF15 => {
+                let mut v = Vec::new();
+                while !r.is_empty() {
+                    v.push(FlowStats::decode15(&mut r)?);
+                }
+                MpReply::Flow(v)
+            }
+            (mp_type::AGGREGATE, _) if ver >= version::OF15 => {
+                let o = Oxs::decode(&mut r)?;
+                MpReply::Aggregate(AggregateStats {
+                    packet_count: o.packets.unwrap_or(0),
+                    byte_count: o.bytes.unwrap_or(0),
+                    flow_count: o.flow_count.unwrap_or(0),
+                })
             }
             (mp_type::AGGREGATE, _) => MpReply::Aggregate(AggregateStats::decode(&mut r)?),
             (mp_type::TABLE, _) if ver == version::OF10 || ver >= version::OF13 => {
@@ -873,13 +1030,24 @@ impl MpReply {
                 put_c_string(w, &d.dp_desc, 256);
             }
             MpReply::Flow(v) => {
-                if !(ver == version::OF10 || (version::OF12..=version::OF14).contains(&ver)) {
-                    return Err(unsupported(format!("flow stats in wire version {ver}")));
+                if ver == version::OF11 {
+                    return Err(unsupported("flow stats in OpenFlow 1.1"));
                 }
                 for f in v {
-                    f.encode(w, ver)?;
+                    if ver >= version::OF15 {
+                        f.encode15(w)?;
+                    } else {
+                        f.encode(w, ver)?;
+                    }
                 }
             }
+            MpReply::Aggregate(a) if ver >= version::OF15 => Oxs {
+                packets: Some(a.packet_count),
+                bytes: Some(a.byte_count),
+                flow_count: Some(a.flow_count),
+                ..Oxs::default()
+            }
+            .encode(w)?,
             MpReply::Aggregate(a) | MpReply::NxAggregate(a) => a.encode(w),
             MpReply::Table(v) => {
                 if !(ver == version::OF10 || ver >= version::OF13) {
