@@ -484,7 +484,7 @@ fn dump_flows_prints_what_the_fake_switch_answers() {
     }
     let mut failures = Vec::new();
     let mut n_lines = 0;
-    for (proto, ver, dialect) in PROTOCOLS {
+    for (proto, _ver, dialect) in PROTOCOLS {
         let flows = sample_flows(dialect, 120);
         let cfg = support::Config {
             flows: flows.iter().map(|(_, f)| f.clone()).collect(),
@@ -651,7 +651,7 @@ fn monitor_prints_the_async_messages_we_send() {
     use openflow::msg::PortStatus;
     use openflow::packet::{FlowRemoved, PacketIn};
     let mut failures = Vec::new();
-    for (proto, ver, _) in PROTOCOLS {
+    for (proto, _ver, _) in PROTOCOLS {
         let mut meta = flow::ofp::Match::catchall();
         meta.set_storage(flow::field::FieldId::InPort, 2, 0xffff_ffff);
         meta.set_storage(flow::field::FieldId::Reg3, 0x99, 0xffff_ffff);
