@@ -188,8 +188,10 @@ impl FlowMod {
         encode_actions(w, &self.spec.actions, self.ctx(version::OF10))
     }
 
-    /// Decodes an `NXT_FLOW_MOD` body (after the 16-byte Nicira header).
-    pub fn decode_nx(body: &[u8]) -> Result<FlowMod> {
+    /// Decodes an `NXT_FLOW_MOD` body (after the 16-byte Nicira header) of a message of
+    /// wire version `ver` (the actions are 1.0 actions in 1.0, instructions in 1.1+, as OVS
+    /// reads them).
+    pub fn decode_nx(body: &[u8], ver: u8) -> Result<FlowMod> {
         let mut r = Rd::new(body, "NXT_FLOW_MOD");
         let cookie = r.u64()?;
         let cmd = r.u16()?;
@@ -215,12 +217,12 @@ impl FlowMod {
             }
             None => fm.spec.cookie = cookie,
         }
-        fm.spec.actions = decode_actions(r.rest(), version::OF10)?;
+        fm.spec.actions = decode_nx_actions(r.rest(), ver)?;
         Ok(fm)
     }
 
-    /// Encodes as an `NXT_FLOW_MOD` body (after the Nicira header).
-    pub(crate) fn encode_nx(&self, w: &mut Wr) -> Result<()> {
+    /// Encodes as an `NXT_FLOW_MOD` body (after the Nicira header) of wire version `ver`.
+    pub(crate) fn encode_nx(&self, w: &mut Wr, ver: u8) -> Result<()> {
         let filter = (self.spec.cookie_mask != 0).then_some(CookieFilter {
             cookie: self.spec.cookie,
             mask: self.spec.cookie_mask,
@@ -242,7 +244,7 @@ impl FlowMod {
         w.zeros(6);
         let len = nxm::encode_nxm_padded(w, &self.spec.match_, filter);
         w.patch_u16(at, len as u16);
-        encode_actions(w, &self.spec.actions, self.ctx(version::OF10))
+        encode_nx_actions(w, &self.spec.actions, self.ctx(ver))
     }
 
     /// Decodes an OpenFlow 1.1+ `OFPT_FLOW_MOD` body of version `ver`.
@@ -303,6 +305,31 @@ impl FlowMod {
         });
         nxm::encode_oxm_match(w, &self.spec.match_, ver);
         encode_instructions(w, &self.spec.actions, self.ctx(ver))
+    }
+}
+
+/// The action part of a Nicira message (`NXT_FLOW_MOD`, `NXST_FLOW`) of wire version `ver`:
+/// 1.0 actions in 1.0, 1.1+ instructions above.
+pub(crate) fn decode_nx_actions(b: &[u8], ver: u8) -> Result<Vec<flow::ofp::Action>> {
+    if ver == version::OF10 {
+        decode_actions(b, ver)
+    } else if ver == version::OF11 {
+        Err(crate::error::unsupported("OpenFlow 1.1 actions"))
+    } else {
+        decode_instructions(b, ver)
+    }
+}
+
+/// Writes the action part of a Nicira message of wire version `cx.version`.
+pub(crate) fn encode_nx_actions(
+    w: &mut Wr,
+    acts: &[flow::ofp::Action],
+    cx: EncodeCtx,
+) -> Result<()> {
+    if cx.version == version::OF10 {
+        encode_actions(w, acts, cx)
+    } else {
+        encode_instructions(w, acts, cx)
     }
 }
 

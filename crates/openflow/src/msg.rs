@@ -669,7 +669,7 @@ impl Msg {
             }
             Body::NxFlowMod(fm) => {
                 nx_header(&mut w, nxt::FLOW_MOD);
-                fm.encode_nx(&mut w)?;
+                fm.encode_nx(&mut w, ver)?;
             }
             Body::NxSetFlowFormat(f) => {
                 nx_header(&mut w, nxt::SET_FLOW_FORMAT);
@@ -770,7 +770,7 @@ fn decode_vendor(r: &mut Rd<'_>, ver: u8) -> Result<Body> {
         });
     }
     let b = match exp_type {
-        nxt::FLOW_MOD => Body::NxFlowMod(FlowMod::decode_nx(r.rest())?),
+        nxt::FLOW_MOD => Body::NxFlowMod(FlowMod::decode_nx(r.rest(), ver)?),
         nxt::SET_FLOW_FORMAT => {
             let f = r.u32()?;
             done(r, "NXT_SET_FLOW_FORMAT")?;

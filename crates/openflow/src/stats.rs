@@ -622,7 +622,7 @@ impl FlowStats {
         w.patch_len(start, start, "flow desc entry")
     }
 
-    fn decode_nx(r: &mut Rd<'_>) -> Result<FlowStats> {
+    fn decode_nx(r: &mut Rd<'_>, ver: u8) -> Result<FlowStats> {
         let len = usize::from(r.peek_u16(0)?);
         check_len("nx_flow_stats", len, 48, r.remaining())?;
         let mut e = r.sub(len, "nx_flow_stats")?;
@@ -646,11 +646,11 @@ impl FlowStats {
             return Err(invalid("NXM_NX_COOKIE in flow stats"));
         }
         f.match_ = m;
-        f.actions = decode_actions(e.rest(), version::OF10)?;
+        f.actions = crate::flow_mod::decode_nx_actions(e.rest(), ver)?;
         Ok(f)
     }
 
-    fn encode_nx(&self, w: &mut Wr) -> Result<()> {
+    fn encode_nx(&self, w: &mut Wr, ver: u8) -> Result<()> {
         let start = w.len();
         w.u16(0);
         w.u8(self.table_id);
@@ -669,7 +669,7 @@ impl FlowStats {
         w.u64(self.byte_count);
         let len = nxm::encode_nxm_padded(w, &self.match_, None);
         w.patch_u16(at, len as u16);
-        encode_actions(w, &self.actions, self.ctx(version::OF10))?;
+        crate::flow_mod::encode_nx_actions(w, &self.actions, self.ctx(ver))?;
         w.patch_len(start, start, "nx_flow_stats")
     }
 }
@@ -1000,7 +1000,7 @@ impl MpReply {
             (mp_type::VENDOR, Some(nxst::FLOW)) => {
                 let mut v = Vec::new();
                 while !r.is_empty() {
-                    v.push(FlowStats::decode_nx(&mut r)?);
+                    v.push(FlowStats::decode_nx(&mut r, ver)?);
                 }
                 MpReply::NxFlow(v)
             }
@@ -1074,7 +1074,7 @@ impl MpReply {
             }
             MpReply::NxFlow(v) => {
                 for f in v {
-                    f.encode_nx(w)?;
+                    f.encode_nx(w, ver)?;
                 }
             }
             MpReply::Raw { body, .. } => w.bytes(body),

@@ -96,6 +96,11 @@ fn replies_we_encode_print_in_ovs_ofctl() {
     };
     let ports = vec![port(1, "eth1"), port(2, "eth2")];
     for ver in [version::OF10, version::OF13, version::OF14, version::OF15] {
+        let dialect = if ver == version::OF10 {
+            flow::text::Dialect::OpenFlow10
+        } else {
+            flow::text::Dialect::OpenFlow13
+        };
         let m = |body| Msg::new(ver, 0x77, body);
         check(
             &m(Body::FeaturesReply(Features {
@@ -135,11 +140,6 @@ fn replies_we_encode_print_in_ovs_ofctl() {
             &["2(eth2): addr:0a:00:00:00:00:02", "speed: 1000 Mbps now"],
             &mut f,
         );
-        let dialect = if ver == version::OF10 {
-            flow::text::Dialect::OpenFlow10
-        } else {
-            flow::text::Dialect::OpenFlow13
-        };
         let fl = flows(dialect);
         // 1.5 has no `load`: our encoder writes masked set_fields, which OVS prints as such.
         let texts: Vec<String> = fl
@@ -353,6 +353,128 @@ fn replies_we_encode_print_in_ovs_ofctl() {
             );
         }
         check(&m(Body::NxRoleReply(1)), &["role=primary"], &mut f);
+        // Requests a controller sends: OVS must read our encoding of them too.
+        check(
+            &m(Body::NxRoleRequest(2)),
+            &["NXT_ROLE_REQUEST", "role=secondary"],
+            &mut f,
+        );
+        if ver == version::OF10 {
+            // OVS defines NXT_SET_FLOW_FORMAT for OpenFlow 1.0 only.
+            check(
+                &m(Body::NxSetFlowFormat(2)),
+                &["NXT_SET_FLOW_FORMAT", "format=nxm"],
+                &mut f,
+            );
+        }
+        check(
+            &m(Body::NxFlowModTableId(true)),
+            &["NXT_FLOW_MOD_TABLE_ID", "enable"],
+            &mut f,
+        );
+        check(
+            &m(Body::NxSetPacketInFormat(2)),
+            &["NXT_SET_PACKET_IN_FORMAT", "format=nxt_packet_in2"],
+            &mut f,
+        );
+        check(
+            &m(Body::NxSetControllerId(9)),
+            &["NXT_SET_CONTROLLER_ID", "id=9"],
+            &mut f,
+        );
+        check(
+            &m(Body::NxSetAsyncConfig([0x7, 0x1, 0x7, 0x7, 0xf, 0x0])),
+            &[
+                "NXT_SET_ASYNC_CONFIG",
+                "PACKET_IN: no_match action invalid_ttl",
+            ],
+            &mut f,
+        );
+        check(&m(Body::FeaturesRequest), &["FEATURES_REQUEST"], &mut f);
+        check(&m(Body::GetConfigRequest), &["GET_CONFIG_REQUEST"], &mut f);
+        check(
+            &m(Body::SetConfig(SwitchConfig {
+                flags: 1,
+                miss_send_len: 0xffff,
+            })),
+            &["SET_CONFIG", "frags=drop", "miss_send_len=65535"],
+            &mut f,
+        );
+        check(
+            &m(Body::EchoRequest(vec![1, 2, 3])),
+            &["ECHO_REQUEST"],
+            &mut f,
+        );
+        check(&m(Body::BarrierRequest), &["BARRIER_REQUEST"], &mut f);
+        if ver >= version::OF13 {
+            check(
+                &m(Body::RoleRequest(Role {
+                    role: 3,
+                    generation_id: 12,
+                })),
+                &["ROLE_REQUEST", "role=secondary", "generation_id=12"],
+                &mut f,
+            );
+            let cfg = if ver == version::OF13 {
+                openflow::msg::AsyncConfig::Masks([0x3, 0x1, 0x7, 0x0, 0xf, 0x0])
+            } else {
+                openflow::msg::AsyncConfig::Props(vec![(0, 0x3), (1, 0x1), (2, 0x7), (4, 0xf)])
+            };
+            check(
+                &m(Body::SetAsync(cfg.clone())),
+                &["SET_ASYNC", "PACKET_IN: no_match action"],
+                &mut f,
+            );
+            check(&m(Body::GetAsyncRequest), &["GET_ASYNC_REQUEST"], &mut f);
+            check(&m(Body::GetAsyncReply(cfg)), &["GET_ASYNC_REPLY"], &mut f);
+            check(
+                &m(Body::BundleControl(openflow::msg::BundleControl {
+                    bundle_id: 5,
+                    ctrl_type: 1,
+                    flags: 1,
+                    props: Vec::new(),
+                })),
+                &["bundle_id=0x5", "type=OPEN_REPLY", "flags=atomic"],
+                &mut f,
+            );
+        }
+        // Flow mods and packet-outs in every form we can write for this version.
+        let spec = flow::text::parse_flow_with(
+            "table=3,priority=77,cookie=0x9,tcp,in_port=1,nw_dst=10.1.0.0/16,tp_dst=443,\
+             actions=output:2,resubmit(,7)",
+            dialect,
+        )
+        .expect("flow");
+        let fm = openflow::FlowMod::add(spec);
+        let fm_wants = [
+            "ADD",
+            "table:3",
+            "priority=77",
+            "tp_dst=443",
+            "cookie:0x9",
+            "output:2",
+        ];
+        check(&m(Body::FlowMod(fm.clone())), &fm_wants, &mut f);
+        check(&m(Body::NxFlowMod(fm.clone())), &fm_wants, &mut f);
+        let po = openflow::packet::PacketOut {
+            buffer_id: u32::MAX,
+            in_port: 1,
+            match_: {
+                let mut mm = Match::catchall();
+                mm.set_storage(FieldId::InPort, 1, 0xffff_ffff);
+                mm
+            },
+            actions: vec![
+                flow::ofp::Action::output(OfPort(2)),
+                flow::ofp::Action::normal(),
+            ],
+            data: vec![0xff; 14].into_iter().chain([8, 0]).collect(),
+        };
+        check(
+            &m(Body::PacketOut(po)),
+            &["PACKET_OUT", "in_port=1", "actions=output:2,NORMAL"],
+            &mut f,
+        );
         let _ = OfPort::LOCAL;
     }
     assert!(
