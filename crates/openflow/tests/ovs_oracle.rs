@@ -850,3 +850,89 @@ fn forced_flow_formats_and_standard_flow_stats() {
     eprintln!("{} standard flow stats lines", lines.len());
     assert_no_failures(&failures);
 }
+
+#[test]
+fn filtered_dump_requests_decode_to_their_filters() {
+    if !have_ofctl() {
+        return;
+    }
+    use openflow::stats::MpRequest;
+    let filters = [
+        "",
+        "table=1,tcp,tp_dst=22",
+        "cookie=0x5/-1,ip,nw_src=10.0.0.0/8",
+        "out_port=2,in_port=1",
+        "reg5=0x10/0xf0,arp",
+        "table=4,cookie=0x100/0xf00,ipv6",
+    ];
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (proto, ver, _) in PROTOCOLS {
+        let sw = FakeSwitch::start("filter", support::Config::default());
+        for cmd in ["dump-flows", "dump-aggregate"] {
+            for text in filters {
+                let mut args = vec!["-O", proto, cmd];
+                let t = sw.target();
+                args.push(&t);
+                if !text.is_empty() {
+                    args.push(text);
+                }
+                let (ok, _, err) = ofctl(&args);
+                let rx = sw.take();
+                let what = format!("[{proto}] {cmd} '{text}'");
+                if !ok {
+                    failures.push(format!("{what}: {err}"));
+                    continue;
+                }
+                let mut f = Vec::new();
+                check_reencode(&rx, &mut f);
+                let reqs: Vec<_> = rx
+                    .iter()
+                    .filter_map(|r| match &r.msg {
+                        Ok(Msg {
+                            body: Body::StatsRequest { body, .. },
+                            ..
+                        }) => match body {
+                            MpRequest::Flow(q) | MpRequest::Aggregate(q) => {
+                                Some((q.clone(), false))
+                            }
+                            MpRequest::NxFlow(q) | MpRequest::NxAggregate(q) => {
+                                Some((q.clone(), true))
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect();
+                match reqs.as_slice() {
+                    [(q, nx)] => {
+                        let want = flow::text::parse_flow_filter(text).expect("filter");
+                        let std10 = ver == version::OF10 && !nx;
+                        let wm = round_trip_match(&want.match_, std10, ver >= version::OF12);
+                        if q.match_ != wm {
+                            f.push(format!("match {:?} != {wm:?}", q.match_));
+                        }
+                        if q.table_id != want.table.unwrap_or(0xff) {
+                            f.push(format!("table {}", q.table_id));
+                        }
+                        if (q.cookie, q.cookie_mask) != (want.cookie, want.cookie_mask) {
+                            f.push(format!("cookie {:x}/{:x}", q.cookie, q.cookie_mask));
+                        }
+                        let op = want.out_port.map_or(u32::MAX, |p| p.to_ofp11());
+                        if q.out_port != op {
+                            f.push(format!("out_port {:x}", q.out_port));
+                        }
+                    }
+                    _ => f.push(format!("{} flow stats requests", reqs.len())),
+                }
+                if f.is_empty() {
+                    n += 1;
+                } else {
+                    failures.push(format!("{what}:\n  {}", f.join("\n  ")));
+                }
+            }
+        }
+    }
+    eprintln!("{n} filtered stats requests as expected");
+    assert_no_failures(&failures);
+}
