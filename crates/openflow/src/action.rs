@@ -216,10 +216,31 @@ fn decode_of11(typ: u16, a: &mut Rd<'_>, ver: u8) -> Result<Action> {
             }
         }
         GROUP => return Err(unsupported("action OFPAT_GROUP")),
-        t if ver == version::OF11 && (1..=10).contains(&t) => {
-            return Err(unsupported(format!("OpenFlow 1.1 action type {t}")));
-        }
+        t if ver == version::OF11 && (1..=10).contains(&t) => decode_of11_set(t, a)?,
         t => return Err(unsupported(format!("OpenFlow 1.1+ action type {t}"))),
+    })
+}
+
+/// OpenFlow 1.1's own set actions (types 1–10; replaced by `set_field` in 1.2). As in OVS,
+/// 1.1's `set_vlan_vid`/`set_vlan_pcp` do not push a tag.
+fn decode_of11_set(t: u16, a: &mut Rd<'_>) -> Result<Action> {
+    Ok(match t {
+        1 => Action::ModVlanVid {
+            vid: a.u16()? & 0x0fff,
+            push_if_needed: false,
+        },
+        2 => Action::ModVlanPcp {
+            pcp: a.u8()? & 7,
+            push_if_needed: false,
+        },
+        3 => Action::ModDlSrc(a.mac()?),
+        4 => Action::ModDlDst(a.mac()?),
+        5 => Action::ModNwSrc(a.u32()?),
+        6 => Action::ModNwDst(a.u32()?),
+        7 => Action::ModNwTos(a.u8()? & 0xfc),
+        8 => return Err(unsupported("action OFPAT11_SET_NW_ECN")),
+        9 => Action::ModTpSrc(a.u16()?),
+        _ => Action::ModTpDst(a.u16()?),
     })
 }
 
@@ -749,15 +770,12 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 let f = if src { Mf::EthSrc } else { Mf::EthDst };
                 return set_field(w, f, u128::from(*mac), u128::MAX, cx);
             }
-            if !v10 {
-                return Err(unsupported("mod_dl_src/dst in OpenFlow 1.1"));
-            }
             let s = std_start(
                 w,
                 if src {
-                    ofpat10::SET_DL_SRC
+                    legacy(cx.version, ofpat10::SET_DL_SRC, 3)
                 } else {
-                    ofpat10::SET_DL_DST
+                    legacy(cx.version, ofpat10::SET_DL_DST, 4)
                 },
             );
             w.mac(*mac);
@@ -769,13 +787,12 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 let f = if src { Mf::Ipv4Src } else { Mf::Ipv4Dst };
                 return set_field(w, f, u128::from(*ip), u128::MAX, cx);
             }
-            legacy_v10(v10)?;
             let s = std_start(
                 w,
                 if src {
-                    ofpat10::SET_NW_SRC
+                    legacy(cx.version, ofpat10::SET_NW_SRC, 5)
                 } else {
-                    ofpat10::SET_NW_DST
+                    legacy(cx.version, ofpat10::SET_NW_DST, 6)
                 },
             );
             w.u32(*ip);
@@ -785,8 +802,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             if cx.version >= version::OF12 {
                 return set_field(w, Mf::IpDscpShifted, u128::from(tos >> 2), u128::MAX, cx);
             }
-            legacy_v10(v10)?;
-            let s = std_start(w, ofpat10::SET_NW_TOS);
+            let s = std_start(w, legacy(cx.version, ofpat10::SET_NW_TOS, 7));
             w.u8(*tos & 0xfc);
             end_action(w, s)
         }
@@ -803,13 +819,12 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 };
                 return set_field(w, f, u128::from(*p), u128::MAX, cx);
             }
-            legacy_v10(v10)?;
             let s = std_start(
                 w,
                 if src {
-                    ofpat10::SET_TP_SRC
+                    legacy(cx.version, ofpat10::SET_TP_SRC, 9)
                 } else {
-                    ofpat10::SET_TP_DST
+                    legacy(cx.version, ofpat10::SET_TP_DST, 10)
                 },
             );
             w.u16(*p);
@@ -820,8 +835,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 let v = u128::from((*vid & 0x0fff) | 0x1000);
                 return set_field(w, Mf::VlanVid, v, u128::MAX, cx);
             }
-            legacy_v10(v10)?;
-            let s = std_start(w, ofpat10::SET_VLAN_VID);
+            let s = std_start(w, legacy(cx.version, ofpat10::SET_VLAN_VID, 1));
             w.u16(*vid & 0x0fff);
             end_action(w, s)
         }
@@ -829,8 +843,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             if cx.version >= version::OF12 {
                 return set_field(w, Mf::VlanPcp, u128::from(*pcp & 7), u128::MAX, cx);
             }
-            legacy_v10(v10)?;
-            let s = std_start(w, ofpat10::SET_VLAN_PCP);
+            let s = std_start(w, legacy(cx.version, ofpat10::SET_VLAN_PCP, 2));
             w.u8(*pcp & 7);
             end_action(w, s)
         }
@@ -892,12 +905,9 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
     }
 }
 
-fn legacy_v10(v10: bool) -> Result<()> {
-    if v10 {
-        Ok(())
-    } else {
-        Err(unsupported("OpenFlow 1.1 set actions"))
-    }
+/// The type number of a legacy set action in 1.0 (`t10`) or 1.1 (`t11`); `None` from 1.2.
+fn legacy(ver: u8, t10: u16, t11: u16) -> u16 {
+    if ver == version::OF10 { t10 } else { t11 }
 }
 
 fn encode_ct(w: &mut Wr, ct: &Ct, cx: EncodeCtx) -> Result<()> {

@@ -284,9 +284,6 @@ impl FlowMod {
 
     /// Encodes as an OpenFlow 1.1+ `OFPT_FLOW_MOD` body of version `ver`.
     pub(crate) fn encode_of11(&self, w: &mut Wr, ver: u8) -> Result<()> {
-        if ver < version::OF12 {
-            return Err(crate::error::unsupported("OpenFlow 1.1 flow mods"));
-        }
         w.u64(self.spec.cookie);
         w.u64(self.spec.cookie_mask);
         w.u8(self.table_to_wire());
@@ -313,8 +310,6 @@ impl FlowMod {
 pub(crate) fn decode_nx_actions(b: &[u8], ver: u8) -> Result<Vec<flow::ofp::Action>> {
     if ver == version::OF10 {
         decode_actions(b, ver)
-    } else if ver == version::OF11 {
-        Err(crate::error::unsupported("OpenFlow 1.1 actions"))
     } else {
         decode_instructions(b, ver)
     }

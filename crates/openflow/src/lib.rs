@@ -10,8 +10,8 @@
 //!   features, NXST_FLOW/AGGREGATE).
 //! - [`packet`]: packet-in, packet-out, flow-removed.
 //! - [`port`]: port descriptions.
-//! - [`ofmatch10`], [`nxm`], [`fields`]: matches — OpenFlow 1.0's fixed match, NXM/OXM TLVs
-//!   and their numeric header table.
+//! - [`ofmatch10`], [`ofmatch11`], [`nxm`], [`fields`]: matches — OpenFlow 1.0's and 1.1's
+//!   fixed matches, NXM/OXM TLVs and their numeric header table.
 //! - [`action`], [`instruction`]: actions of every version and OpenFlow 1.1+ instructions.
 //!
 //! Contract: no input makes any decoder panic or allocate more than the input's size (every
@@ -31,6 +31,7 @@ pub mod instruction;
 pub mod msg;
 pub mod nxm;
 pub mod ofmatch10;
+pub mod ofmatch11;
 pub mod packet;
 pub mod port;
 pub mod stats;

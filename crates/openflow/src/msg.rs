@@ -417,9 +417,7 @@ impl Msg {
                 }
             }
             mt::PACKET_IN => Body::PacketIn(PacketIn::decode(body, ver)?),
-            mt::FLOW_REMOVED if ver != version::OF11 => {
-                Body::FlowRemoved(FlowRemoved::decode(body, ver)?)
-            }
+            mt::FLOW_REMOVED => Body::FlowRemoved(FlowRemoved::decode(body, ver)?),
             mt::PORT_STATUS => {
                 let reason = r.u8()?;
                 r.skip(7)?;

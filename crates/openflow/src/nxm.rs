@@ -417,11 +417,11 @@ pub const OFPMT_OXM: u16 = 1;
 /// `OFPMT_STANDARD` (OpenFlow 1.1).
 pub const OFPMT_STANDARD: u16 = 0;
 
-/// Reads an OpenFlow 1.2+ `ofp_match` (type, length, TLVs, padding to 8) from `r`; wire
-/// version `ver` (1.1's standard match is not supported).
+/// Reads the `ofp_match` of an OpenFlow 1.1+ message of wire version `ver`: 1.1's standard
+/// match ([`crate::ofmatch11`]), or from 1.2 an OXM match (type, length, TLVs, padding to 8).
 pub(crate) fn decode_oxm_match(r: &mut Rd<'_>, ver: u8) -> Result<Match> {
     if ver < version::OF12 {
-        return Err(unsupported("OpenFlow 1.1 standard match (OFPMT_STANDARD)"));
+        return crate::ofmatch11::decode(r);
     }
     let typ = r.peek_u16(0)?;
     let len = usize::from(r.peek_u16(2)?);
@@ -447,8 +447,12 @@ pub(crate) fn decode_oxm_match(r: &mut Rd<'_>, ver: u8) -> Result<Match> {
     Ok(m)
 }
 
-/// Writes an OpenFlow 1.2+ `ofp_match` for wire version `ver`.
+/// Writes the `ofp_match` of an OpenFlow 1.1+ message of wire version `ver` (standard in
+/// 1.1, OXM from 1.2).
 pub(crate) fn encode_oxm_match(w: &mut Wr, m: &Match, ver: u8) {
+    if ver < version::OF12 {
+        return crate::ofmatch11::encode(w, m);
+    }
     let start = w.len();
     w.u16(OFPMT_OXM);
     w.u16(0);

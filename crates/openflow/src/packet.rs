@@ -1,6 +1,6 @@
-//! Messages that carry a packet or a flow's end: packet-in (OpenFlow 1.0, 1.2, 1.3+,
+//! Messages that carry a packet or a flow's end: packet-in (OpenFlow 1.0, 1.1, 1.2, 1.3+,
 //! `NXT_PACKET_IN`, `NXT_PACKET_IN2`), packet-out (1.0, 1.1–1.4, 1.5) and flow-removed
-//! (1.0, 1.2–1.5, `NXT_FLOW_REMOVED`).
+//! (1.0, 1.1, 1.2–1.5, `NXT_FLOW_REMOVED`).
 //!
 //! Packet metadata (the input port, registers, tunnel, …) is a [`Match`] in every form: 1.0
 //! has only `in_port`, which lands in the match's `in_port`; the others carry an OXM or NXM
@@ -49,6 +49,24 @@ impl PacketIn {
     pub fn decode(body: &[u8], ver: u8) -> Result<PacketIn> {
         let mut r = Rd::new(body, "OFPT_PACKET_IN");
         let buffer_id = r.u32()?;
+        if ver == version::OF11 {
+            let in_port = r.u32()?;
+            let port = OfPort::from_ofp11(in_port)
+                .ok_or_else(|| invalid(format!("in_port 0x{in_port:x}")))?;
+            r.skip(4)?;
+            let total_len = u32::from(r.u16()?);
+            let reason = r.u8()?;
+            let table_id = r.u8()?;
+            return Ok(PacketIn {
+                buffer_id,
+                total_len,
+                reason,
+                table_id,
+                cookie: 0,
+                match_: match_in_port(port.0),
+                data: r.rest().to_vec(),
+            });
+        }
         let total_len = u32::from(r.u16()?);
         if ver == version::OF10 {
             let in_port = r.u16()?;
@@ -63,9 +81,6 @@ impl PacketIn {
                 match_: match_in_port(in_port),
                 data: r.rest().to_vec(),
             });
-        }
-        if ver == version::OF11 {
-            return Err(crate::error::unsupported("OpenFlow 1.1 packet-in"));
         }
         let reason = r.u8()?;
         let table_id = r.u8()?;
@@ -93,13 +108,21 @@ impl PacketIn {
     /// Encodes a standard `OFPT_PACKET_IN` body of version `ver`.
     pub(crate) fn encode(&self, w: &mut Wr, ver: u8) -> Result<()> {
         w.u32(self.buffer_id);
+        if ver == version::OF11 {
+            let p = OfPort(in_port_of(&self.match_)).to_ofp11();
+            w.u32(p);
+            w.u32(p);
+            w.u16(self.total16()?);
+            w.u8(self.reason);
+            w.u8(self.table_id);
+            w.bytes(&self.data);
+            return Ok(());
+        }
         w.u16(self.total16()?);
         if ver == version::OF10 {
             w.u16(in_port_of(&self.match_));
             w.u8(self.reason);
             w.u8(0);
-        } else if ver == version::OF11 {
-            return Err(crate::error::unsupported("OpenFlow 1.1 packet-in"));
         } else {
             w.u8(self.reason);
             w.u8(self.table_id);
@@ -345,7 +368,7 @@ pub struct FlowRemoved {
 }
 
 impl FlowRemoved {
-    /// Decodes a standard `OFPT_FLOW_REMOVED` body of version 1.0 or 1.2+ (1.5: OXS counters).
+    /// Decodes a standard `OFPT_FLOW_REMOVED` body (1.5: OXS counters).
     pub fn decode(body: &[u8], ver: u8) -> Result<FlowRemoved> {
         let mut r = Rd::new(body, "OFPT_FLOW_REMOVED");
         if ver == version::OF10 {
@@ -401,7 +424,13 @@ impl FlowRemoved {
             duration_sec: r.u32()?,
             duration_nsec: r.u32()?,
             idle_timeout: r.u16()?,
-            hard_timeout: r.u16()?,
+            // 1.1 has padding where 1.2 put the hard timeout.
+            hard_timeout: if ver == version::OF11 {
+                r.skip(2)?;
+                0
+            } else {
+                r.u16()?
+            },
             packet_count: r.u64()?,
             byte_count: r.u64()?,
             match_: Match::catchall(),
@@ -442,11 +471,6 @@ impl FlowRemoved {
             }
             .encode(w);
         }
-        if !(version::OF12..=version::OF14).contains(&ver) {
-            return Err(crate::error::unsupported(format!(
-                "flow removed in wire version {ver}"
-            )));
-        }
         w.u64(self.cookie);
         w.u16(self.priority);
         w.u8(self.reason);
@@ -454,7 +478,11 @@ impl FlowRemoved {
         w.u32(self.duration_sec);
         w.u32(self.duration_nsec);
         w.u16(self.idle_timeout);
-        w.u16(self.hard_timeout);
+        w.u16(if ver == version::OF11 {
+            0
+        } else {
+            self.hard_timeout
+        });
         w.u64(self.packet_count);
         w.u64(self.byte_count);
         nxm::encode_oxm_match(w, &self.match_, ver);

@@ -11,7 +11,7 @@
 
 use crate::action::{EncodeCtx, decode_actions, encode_actions};
 use crate::codec::{Rd, Wr, c_string, put_c_string};
-use crate::error::{Result, invalid, unsupported};
+use crate::error::{Result, invalid};
 use crate::flow_mod::check_len;
 use crate::header::version;
 use crate::instruction::{decode_instructions, encode_instructions};
@@ -167,11 +167,11 @@ pub struct AggregateStats {
 pub struct TableStats {
     /// Table.
     pub table_id: u8,
-    /// Name (1.0 only).
+    /// Name (1.0–1.2).
     pub name: String,
-    /// Supported wildcards (1.0 only).
+    /// Supported wildcards (1.0–1.2; 1.1/1.2 also write it as the `match` bitmap).
     pub wildcards: u32,
-    /// Capacity (1.0 only).
+    /// Capacity (1.0–1.2).
     pub max_entries: u32,
     /// Flows in the table.
     pub active_count: u32,
@@ -680,11 +680,26 @@ impl TableStats {
             table_id: r.u8()?,
             ..TableStats::default()
         };
-        r.skip(3)?;
         if ver == version::OF10 {
+            r.skip(3)?;
             t.name = c_string(r.bytes(32)?, "table name")?;
             t.wildcards = r.u32()?;
             t.max_entries = r.u32()?;
+        } else if ver == version::OF11 {
+            r.skip(7)?;
+            t.name = c_string(r.bytes(32)?, "table name")?;
+            t.wildcards = r.u32()?;
+            r.skip(20)?;
+            t.max_entries = r.u32()?;
+        } else if ver == version::OF12 {
+            r.skip(7)?;
+            t.name = c_string(r.bytes(32)?, "table name")?;
+            r.skip(8)?;
+            t.wildcards = r.u64()? as u32;
+            r.skip(48)?;
+            t.max_entries = r.u32()?;
+        } else {
+            r.skip(3)?;
         }
         t.active_count = r.u32()?;
         t.lookup_count = r.u64()?;
@@ -693,11 +708,28 @@ impl TableStats {
     }
     fn encode(&self, w: &mut Wr, ver: u8) {
         w.u8(self.table_id);
-        w.zeros(3);
         if ver == version::OF10 {
+            w.zeros(3);
             put_c_string(w, &self.name, 32);
             w.u32(self.wildcards);
             w.u32(self.max_entries);
+        } else if ver == version::OF11 {
+            // match and wildcards bitmaps, then instructions, write/apply actions, config.
+            w.zeros(7);
+            put_c_string(w, &self.name, 32);
+            w.u32(self.wildcards);
+            w.u32(self.wildcards);
+            w.zeros(16);
+            w.u32(self.max_entries);
+        } else if ver == version::OF12 {
+            w.zeros(7);
+            put_c_string(w, &self.name, 32);
+            w.u64(u64::from(self.wildcards));
+            w.u64(u64::from(self.wildcards));
+            w.zeros(48);
+            w.u32(self.max_entries);
+        } else {
+            w.zeros(3);
         }
         w.u32(self.active_count);
         w.u64(self.lookup_count);
@@ -937,7 +969,7 @@ impl MpReply {
 
     pub(crate) fn decode(t: u16, nx_subtype: Option<u32>, body: &[u8], ver: u8) -> Result<Self> {
         let mut r = Rd::new(body, "stats reply");
-        let flow_ok = ver == version::OF10 || (version::OF12..=version::OF14).contains(&ver);
+        let flow_ok = ver <= version::OF14;
         let rep = match (t, nx_subtype) {
             (mp_type::DESC, _) => MpReply::Desc(Desc {
                 mfr_desc: desc_field(&mut r, 256)?,
@@ -969,7 +1001,7 @@ impl MpReply {
                 })
             }
             (mp_type::AGGREGATE, _) => MpReply::Aggregate(AggregateStats::decode(&mut r)?),
-            (mp_type::TABLE, _) if ver == version::OF10 || ver >= version::OF13 => {
+            (mp_type::TABLE, _) => {
                 let mut v = Vec::new();
                 while !r.is_empty() {
                     v.push(TableStats::decode(&mut r, ver)?);
@@ -1030,9 +1062,6 @@ impl MpReply {
                 put_c_string(w, &d.dp_desc, 256);
             }
             MpReply::Flow(v) => {
-                if ver == version::OF11 {
-                    return Err(unsupported("flow stats in OpenFlow 1.1"));
-                }
                 for f in v {
                     if ver >= version::OF15 {
                         f.encode15(w)?;
@@ -1050,9 +1079,6 @@ impl MpReply {
             .encode(w)?,
             MpReply::Aggregate(a) | MpReply::NxAggregate(a) => a.encode(w),
             MpReply::Table(v) => {
-                if !(ver == version::OF10 || ver >= version::OF13) {
-                    return Err(unsupported(format!("table stats in wire version {ver}")));
-                }
                 for t in v {
                     t.encode(w, ver);
                 }

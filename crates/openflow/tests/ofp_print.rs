@@ -95,7 +95,14 @@ fn replies_we_encode_print_in_ovs_ofctl() {
         .collect()
     };
     let ports = vec![port(1, "eth1"), port(2, "eth2")];
-    for ver in [version::OF10, version::OF13, version::OF14, version::OF15] {
+    for ver in [
+        version::OF10,
+        version::OF11,
+        version::OF12,
+        version::OF13,
+        version::OF14,
+        version::OF15,
+    ] {
         let dialect = if ver == version::OF10 {
             flow::text::Dialect::OpenFlow10
         } else {
