@@ -962,6 +962,62 @@ pub fn hello(versions: &[u8], xid: u32) -> Msg {
     Msg::new(max, xid, Body::Hello(elems))
 }
 
+/// The version two peers speak (OpenFlow 1.3.1 §6.3.1): the highest version both offer,
+/// `None` when they share none. `ours` are wire numbers.
+pub fn negotiate(ours: &[u8], their_hello: &Msg) -> Option<u8> {
+    let theirs = hello_versions(their_hello);
+    ours.iter().copied().filter(|v| theirs.contains(v)).max()
+}
+
+/// OpenFlow error types and the codes a switch commonly sends.
+#[allow(missing_docs)]
+pub mod ofp_error {
+    pub const HELLO_FAILED: u16 = 0;
+    pub const HELLO_INCOMPATIBLE: u16 = 0;
+    pub const BAD_REQUEST: u16 = 1;
+    pub const BAD_REQUEST_BAD_VERSION: u16 = 0;
+    pub const BAD_REQUEST_BAD_TYPE: u16 = 1;
+    pub const BAD_REQUEST_BAD_STAT: u16 = 2;
+    pub const BAD_REQUEST_BAD_VENDOR: u16 = 3;
+    pub const BAD_REQUEST_BAD_SUBTYPE: u16 = 4;
+    pub const BAD_REQUEST_BAD_LEN: u16 = 6;
+    pub const BAD_ACTION: u16 = 2;
+    pub const BAD_ACTION_BAD_TYPE: u16 = 0;
+    pub const BAD_ACTION_BAD_LEN: u16 = 1;
+    pub const BAD_ACTION_BAD_VENDOR_TYPE: u16 = 3;
+    pub const BAD_ACTION_BAD_ARGUMENT: u16 = 5;
+    pub const BAD_ACTION_BAD_OUT_PORT: u16 = 4;
+    /// 1.1+ (`OFPET_BAD_INSTRUCTION`).
+    pub const BAD_INSTRUCTION: u16 = 3;
+    /// 1.2+ (`OFPET_BAD_MATCH`).
+    pub const BAD_MATCH: u16 = 4;
+    pub const BAD_MATCH_BAD_FIELD: u16 = 6;
+    pub const BAD_MATCH_BAD_PREREQ: u16 = 9;
+    pub const BAD_MATCH_DUP_FIELD: u16 = 10;
+    /// `OFPET_FLOW_MOD_FAILED`: 3 in 1.0, 5 in 1.1+.
+    pub const FLOW_MOD_FAILED_10: u16 = 3;
+    pub const FLOW_MOD_FAILED_11: u16 = 5;
+}
+
+/// An `OFPT_ERROR` answering `request` (its first 64 bytes are echoed, as OVS does), with
+/// the request's version and xid when its header is readable.
+pub fn error_reply(request: &[u8], typ: u16, code: u16, fallback_version: u8) -> Msg {
+    let (version, xid) = match Header::parse(request) {
+        Ok(h) if (version::OF10..=version::OF15).contains(&h.version) => (h.version, h.xid),
+        Ok(h) => (fallback_version, h.xid),
+        Err(_) => (fallback_version, 0),
+    };
+    Msg::new(
+        version,
+        xid,
+        Body::Error(ErrorMsg {
+            typ,
+            code,
+            data: request[..request.len().min(64)].to_vec(),
+        }),
+    )
+}
+
 /// The versions a HELLO offers: its bitmap, or every version up to the header's.
 pub fn hello_versions(m: &Msg) -> Vec<u8> {
     if let Body::Hello(elems) = &m.body {
@@ -1007,6 +1063,26 @@ mod tests {
             hello_versions(&Msg::decode(&hex("0300000800000001")).unwrap()),
             vec![1, 2, 3]
         );
+    }
+
+    #[test]
+    fn negotiation_and_error_replies() {
+        let h13 = Msg::decode(&hex("04000010000000010001000800000010")).unwrap();
+        assert_eq!(negotiate(&[1, 4, 6], &h13), Some(4));
+        assert_eq!(negotiate(&[1], &h13), None);
+        let h10 = Msg::decode(&hex("0100000800000001")).unwrap();
+        assert_eq!(negotiate(&[1, 4], &h10), Some(1));
+        let bad = hex("040e0009000000422a");
+        let e = error_reply(
+            &bad,
+            ofp_error::BAD_REQUEST,
+            ofp_error::BAD_REQUEST_BAD_LEN,
+            1,
+        );
+        assert_eq!((e.version, e.xid), (4, 0x42));
+        let b = e.encode().unwrap();
+        assert_eq!(Msg::decode(&b).unwrap(), e);
+        assert_eq!(error_reply(&[1, 2], 1, 6, 4).version, 4);
     }
 
     #[test]

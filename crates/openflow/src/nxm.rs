@@ -4,13 +4,13 @@
 //! ([`Match::set_field_masked`]) after checking, as OVS does, that the field is known, its
 //! length is right, a mask is only given for a maskable field, the value is valid for the
 //! field, the field was not already given, and its prerequisites are met by the TLVs before
-//! it. Encoding ([`encode_tlvs`]) writes the fields in the fixed order OVS's `nx_put_raw`
+//! it. Encoding ([`encode_match`]) writes the fields in the fixed order OVS's `nx_put_raw`
 //! uses, which is what makes a re-encoded match byte-identical to what `ovs-ofctl` sent:
 //! metadata (`dp_hash`, `recirc_id`, `in_port`), Ethernet, VLAN, L3/L4 by `dl_type` and
 //! `nw_proto`, ARP, registers, `pkt_mark`, conntrack, `metadata`, then the cookie filter.
 //!
-//! [`decode_oxm_match`] / [`encode_oxm_match`] add OpenFlow 1.2+'s `ofp_match` envelope
-//! (`type = OFPMT_OXM`, length, TLVs, zero padding to 8).
+//! `decode_oxm_match` / `encode_oxm_match` (crate-internal) add OpenFlow 1.2+'s `ofp_match`
+//! envelope (`type = OFPMT_OXM`, length, TLVs, zero padding to 8), or 1.1's standard match.
 //!
 //! An explicit Ethernet `packet_type` TLV is accepted and dropped (the model knows no other
 //! packet type), so such a match re-encodes without it.

@@ -188,7 +188,7 @@ pub fn fits(m: &Match) -> bool {
     decode(&mut Rd::new(&w.buf, "ofp10_match")).is_ok_and(|d| d == *m)
 }
 
-/// The wildcard word [`encode`] writes for `m` (0 = an exact match, which OpenFlow 1.0
+/// The wildcard word the encoder writes for `m` (0 = an exact match, which OpenFlow 1.0
 /// gives the highest priority).
 pub fn wildcards(m: &Match) -> u32 {
     let mut w = Wr::new();

@@ -339,6 +339,19 @@ fn replies_we_encode_print_in_ovs_ofctl() {
             &["OFPBRC_BAD_TYPE"],
             &mut f,
         );
+        if ver >= version::OF12 {
+            use openflow::msg::{error_reply, ofp_error};
+            let req = Msg::new(ver, 0x77, Body::BarrierRequest)
+                .encode()
+                .expect("encode");
+            let e = error_reply(
+                &req,
+                ofp_error::BAD_MATCH,
+                ofp_error::BAD_MATCH_BAD_PREREQ,
+                ver,
+            );
+            check(&e, &["OFPBMC_BAD_PREREQ", "BARRIER_REQUEST"], &mut f);
+        }
         check(
             &m(Body::GetConfigReply(SwitchConfig {
                 flags: 0,
