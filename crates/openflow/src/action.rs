@@ -23,7 +23,7 @@ use crate::error::{Error, Result, invalid, unsupported};
 use crate::fields::{self, HeaderDef, Target};
 use crate::header::version;
 use flow::ofp::matching::ipproto;
-use flow::ofp::{Action, Ct, CtZone, Mf, Nat, NatKind, NatRange, OfPort, PacketInReason, Subfield};
+use flow::ofp::{Action, Mf, OfPort, PacketInReason, Subfield};
 
 /// Nicira's vendor id.
 pub const NX_VENDOR_ID: u32 = 0x0000_2320;
@@ -89,15 +89,6 @@ pub struct EncodeCtx {
     /// The flow's `nw_proto` (picks `tcp_src`/`udp_src`/`sctp_src` for `mod_tp_src` in 1.2+).
     pub nw_proto: u8,
 }
-
-const NX_CT_RECIRC_NONE: u8 = 0xff;
-const CT_F_COMMIT: u16 = 1;
-const CT_F_FORCE: u16 = 2;
-const NAT_F_SRC: u16 = 1;
-const NAT_F_DST: u16 = 2;
-const NAT_F_PERSISTENT: u16 = 4;
-const NAT_F_HASH: u16 = 8;
-const NAT_F_RANDOM: u16 = 16;
 
 fn reason_to_wire(r: PacketInReason) -> u8 {
     match r {
@@ -258,7 +249,7 @@ fn read_tlv(a: &mut Rd<'_>) -> Result<(&'static HeaderDef, u128, Option<u128>)> 
     Ok((d, value, mask))
 }
 
-fn tlv_mf(d: &HeaderDef) -> Result<Mf> {
+pub(crate) fn tlv_mf(d: &HeaderDef) -> Result<Mf> {
     match d.target {
         Target::Mf(mf) => Ok(mf),
         _ => Err(unsupported(format!("field {} in an action", d.name))),
@@ -288,7 +279,7 @@ fn subfield(field: Mf, ofs: u32, n_bits: u32) -> Result<Subfield> {
     Ok(Subfield { field, ofs, n_bits })
 }
 
-fn ofs_nbits(v: u16, field: Mf) -> Result<Subfield> {
+pub(crate) fn ofs_nbits(v: u16, field: Mf) -> Result<Subfield> {
     subfield(field, u32::from(v >> 6), u32::from(v & 0x3f) + 1)
 }
 
@@ -321,6 +312,10 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
                 src: subfield(src, src_ofs, n_bits)?,
                 dst: subfield(dst, dst_ofs, n_bits)?,
             }
+        }
+        REG_LOAD if ver >= version::OF15 => {
+            // As in OVS: 1.5 has set_field with masks instead.
+            return Err(unsupported("action NXAST_REG_LOAD in OpenFlow 1.5"));
         }
         REG_LOAD => {
             let on = a.u16()?;
@@ -387,7 +382,7 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
             let max_len = a.u32()?;
             Action::OutputTrunc { port, max_len }
         }
-        CT => decode_ct(a, ver)?,
+        CT => crate::ct_action::decode_ct(a, ver)?,
         NAT => return Err(invalid("nat outside ct")),
         CT_CLEAR => Action::CtClear,
         other => {
@@ -453,123 +448,11 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
     })
 }
 
-fn decode_ct(a: &mut Rd<'_>, ver: u8) -> Result<Action> {
-    let flags = a.u16()?;
-    if flags & !(CT_F_COMMIT | CT_F_FORCE) != 0 {
-        return Err(unsupported(format!("ct flags 0x{flags:x}")));
-    }
-    let zone_src = a.u32()?;
-    let zone_v = a.u16()?;
-    let table = a.u8()?;
-    a.skip(3)?;
-    let alg = a.u16()?;
-    let zone = if zone_src == 0 {
-        CtZone::Imm(zone_v)
-    } else {
-        let class = (zone_src >> 16) as u16;
-        let field = ((zone_src >> 9) & 0x7f) as u8;
-        let d = fields::lookup(class, field, 0)
-            .ok_or_else(|| unsupported(format!("ct zone field 0x{zone_src:08x}")))?;
-        CtZone::Field(ofs_nbits(zone_v, tlv_mf(d)?)?)
-    };
-    let mut nested = a.rest();
-    let mut nat = None;
-    if nested.len() >= 10 && nested[0..2] == [0xff, 0xff] {
-        let mut p = Rd::new(nested, "ct actions");
-        let len = usize::from(p.peek_u16(2)?);
-        if nested[4..8] == NX_VENDOR_ID.to_be_bytes()
-            && u16::from_be_bytes([nested[8], nested[9]]) == nxast::NAT
-            && len >= 16
-            && len % 8 == 0
-        {
-            let mut n = p.sub(len, "NXAST_NAT")?;
-            n.skip(10)?;
-            nat = Some(decode_nat(&mut n)?);
-            nested = p.rest();
-        }
-    }
-    let exec = decode_actions(nested, ver)?;
-    for e in &exec {
-        if matches!(e, Action::Ct(_)) {
-            return Err(invalid("ct inside ct"));
-        }
-    }
-    Ok(Action::Ct(Ct {
-        commit: flags & CT_F_COMMIT != 0,
-        force: flags & CT_F_FORCE != 0,
-        zone,
-        table: (table != NX_CT_RECIRC_NONE).then_some(table),
-        nat,
-        exec,
-        alg: (alg != 0).then_some(alg),
-    }))
-}
-
-fn decode_nat(n: &mut Rd<'_>) -> Result<Nat> {
-    n.skip(2)?;
-    let flags = n.u16()?;
-    let present = n.u16()?;
-    if present & !0x3f != 0 {
-        return Err(unsupported(format!("nat range bits 0x{present:x}")));
-    }
-    let kind = match flags & (NAT_F_SRC | NAT_F_DST) {
-        0 => None,
-        NAT_F_SRC => Some(NatKind::Src),
-        NAT_F_DST => Some(NatKind::Dst),
-        _ => return Err(invalid("nat with both src and dst")),
-    };
-    let mut v4 = (0u32, 0u32);
-    let mut v6 = (0u128, 0u128);
-    if present & 1 != 0 {
-        v4.0 = n.u32()?;
-    }
-    if present & 2 != 0 {
-        v4.1 = n.u32()?;
-    }
-    if present & 4 != 0 {
-        v6.0 = be_uint(n.bytes(16)?);
-    }
-    if present & 8 != 0 {
-        v6.1 = be_uint(n.bytes(16)?);
-    }
-    let mut ports = (0u16, 0u16);
-    if present & 16 != 0 {
-        ports.0 = n.u16()?;
-    }
-    if present & 32 != 0 {
-        ports.1 = n.u16()?;
-    }
-    let range = if v4 != (0, 0) {
-        if v6 != (0, 0) {
-            return Err(invalid("nat with both IPv4 and IPv6 ranges"));
-        }
-        Some(NatRange::V4 {
-            min: v4.0,
-            max: v4.1,
-        })
-    } else if v6 != (0, 0) {
-        Some(NatRange::V6 {
-            min: v6.0,
-            max: v6.1,
-        })
-    } else {
-        None
-    };
-    Ok(Nat {
-        kind,
-        range,
-        ports,
-        persistent: flags & NAT_F_PERSISTENT != 0,
-        hash: flags & NAT_F_HASH != 0,
-        random: flags & NAT_F_RANDOM != 0,
-    })
-}
-
 // ---------------------------------------------------------------------------------------
 // Encoding.
 
 /// Starts a Nicira action; returns its start offset (finish with [`end_action`]).
-fn nx_start(w: &mut Wr, sub: u16) -> usize {
+pub(crate) fn nx_start(w: &mut Wr, sub: u16) -> usize {
     let start = w.len();
     w.u16(OFPAT_VENDOR);
     w.u16(0);
@@ -579,7 +462,7 @@ fn nx_start(w: &mut Wr, sub: u16) -> usize {
 }
 
 /// Pads the action begun at `start` to 8 and writes its length.
-fn end_action(w: &mut Wr, start: usize) -> Result<()> {
+pub(crate) fn end_action(w: &mut Wr, start: usize) -> Result<()> {
     w.pad8_from(start);
     w.patch_len(start + 2, start, "action")
 }
@@ -591,11 +474,11 @@ fn std_start(w: &mut Wr, typ: u16) -> usize {
     start
 }
 
-fn nxm_hdr(mf: Mf) -> Result<&'static HeaderDef> {
+pub(crate) fn nxm_hdr(mf: Mf) -> Result<&'static HeaderDef> {
     fields::nxm_header(mf).ok_or_else(|| unsupported(format!("field {mf} has no NXM/OXM header")))
 }
 
-fn put_hdr_u32(w: &mut Wr, d: &HeaderDef) -> Result<()> {
+pub(crate) fn put_hdr_u32(w: &mut Wr, d: &HeaderDef) -> Result<()> {
     if d.class == fields::OXM_EXPERIMENTER {
         return Err(unsupported(format!("experimenter field {} here", d.name)));
     }
@@ -603,7 +486,7 @@ fn put_hdr_u32(w: &mut Wr, d: &HeaderDef) -> Result<()> {
     Ok(())
 }
 
-fn enc_ofs_nbits(s: &Subfield) -> u16 {
+pub(crate) fn enc_ofs_nbits(s: &Subfield) -> u16 {
     ((s.ofs << 6) | (s.n_bits.saturating_sub(1) & 0x3f)) as u16
 }
 
@@ -889,7 +772,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 end_action(w, s)
             }
         }
-        Action::Ct(ct) => encode_ct(w, ct, cx),
+        Action::Ct(ct) => crate::ct_action::encode_ct(w, ct, cx),
         Action::CtClear => {
             let s = nx_start(w, nxast::CT_CLEAR);
             end_action(w, s)
@@ -908,92 +791,6 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
 /// The type number of a legacy set action in 1.0 (`t10`) or 1.1 (`t11`); `None` from 1.2.
 fn legacy(ver: u8, t10: u16, t11: u16) -> u16 {
     if ver == version::OF10 { t10 } else { t11 }
-}
-
-fn encode_ct(w: &mut Wr, ct: &Ct, cx: EncodeCtx) -> Result<()> {
-    let s = nx_start(w, nxast::CT);
-    let mut flags = 0;
-    if ct.commit {
-        flags |= CT_F_COMMIT;
-    }
-    if ct.force {
-        flags |= CT_F_FORCE;
-    }
-    w.u16(flags);
-    match ct.zone {
-        CtZone::Imm(z) => {
-            w.u32(0);
-            w.u16(z);
-        }
-        CtZone::Field(sf) => {
-            put_hdr_u32(w, nxm_hdr(sf.field)?)?;
-            w.u16(enc_ofs_nbits(&sf));
-        }
-    }
-    w.u8(ct.table.unwrap_or(NX_CT_RECIRC_NONE));
-    w.zeros(3);
-    w.u16(ct.alg.unwrap_or(0));
-    if let Some(nat) = &ct.nat {
-        encode_nat(w, nat)?;
-    }
-    encode_actions(w, &ct.exec, cx)?;
-    end_action(w, s)
-}
-
-fn encode_nat(w: &mut Wr, nat: &Nat) -> Result<()> {
-    let s = nx_start(w, nxast::NAT);
-    w.zeros(2);
-    let mut flags = match nat.kind {
-        None => 0,
-        Some(NatKind::Src) => NAT_F_SRC,
-        Some(NatKind::Dst) => NAT_F_DST,
-    };
-    if nat.persistent {
-        flags |= NAT_F_PERSISTENT;
-    }
-    if nat.hash {
-        flags |= NAT_F_HASH;
-    }
-    if nat.random {
-        flags |= NAT_F_RANDOM;
-    }
-    w.u16(flags);
-    let at = w.len();
-    w.u16(0);
-    let mut present = 0u16;
-    match nat.range {
-        Some(NatRange::V4 { min, max }) => {
-            if min != 0 {
-                w.u32(min);
-                present |= 1;
-            }
-            if max != 0 {
-                w.u32(max);
-                present |= 2;
-            }
-        }
-        Some(NatRange::V6 { min, max }) => {
-            if min != 0 {
-                w.uint(min, 16);
-                present |= 4;
-            }
-            if max != 0 {
-                w.uint(max, 16);
-                present |= 8;
-            }
-        }
-        None => {}
-    }
-    if nat.ports.0 != 0 {
-        w.u16(nat.ports.0);
-        present |= 16;
-    }
-    if nat.ports.1 != 0 {
-        w.u16(nat.ports.1);
-        present |= 32;
-    }
-    w.patch_u16(at, present);
-    end_action(w, s)
 }
 
 /// `acts` as wire actions of `cx.version`.

@@ -5,18 +5,19 @@
 //! - [`framing`]: [`Framer`] splits a byte stream into messages (bounded, never panics).
 //! - [`header`]: the 8-byte header, version and message-type numbers.
 //! - [`msg`]: [`Msg`] / [`Body`]: every message as one enum, [`Msg::decode`] /
-//!   [`Msg::encode`]; HELLO version negotiation and error replies.
+//!   [`Msg::encode`]; [`hello`]: HELLO and version negotiation; [`ofp_error`]: error
+//!   numbers and error replies.
 //! - [`flow_mod`]: flow mods (OpenFlow 1.0, NXM, 1.1 standard match, OXM) around
 //!   [`flow::ofp::FlowSpec`].
 //! - [`stats`]: stats/multipart bodies (desc, flow, aggregate, table, port, port desc, table
-//!   features, NXST_FLOW/AGGREGATE).
+//!   features, NXST_FLOW/AGGREGATE); [`flow_stats`]: the flow and aggregate ones.
 //! - [`packet`]: packet-in (standard, `NXT_PACKET_IN`, `NXT_PACKET_IN2`), packet-out,
 //!   flow-removed.
 //! - [`port`]: port descriptions.
 //! - [`ofmatch10`], [`ofmatch11`], [`nxm`], [`fields`]: matches — OpenFlow 1.0's and 1.1's
 //!   fixed matches, NXM/OXM TLVs and their numeric header table.
-//! - [`action`], [`instruction`]: actions of every version (standard and `NXAST_*`) and
-//!   OpenFlow 1.1+ instructions.
+//! - [`action`], [`ct_action`], [`instruction`]: actions of every version (standard and
+//!   `NXAST_*`; `ct`/`nat` apart) and OpenFlow 1.1+ instructions.
 //!
 //! Contract: no input makes any decoder panic or allocate more than the input's size (every
 //! allocation is bounded by bytes actually present); errors are [`Error`] values. No
@@ -31,16 +32,20 @@
 
 pub mod action;
 mod codec;
+pub mod ct_action;
 pub mod error;
 pub mod fields;
 pub mod flow_mod;
+pub mod flow_stats;
 pub mod framing;
 pub mod header;
+pub mod hello;
 pub mod instruction;
 pub mod msg;
 pub mod nxm;
 pub mod ofmatch10;
 pub mod ofmatch11;
+pub mod ofp_error;
 pub mod packet;
 pub mod port;
 pub mod stats;

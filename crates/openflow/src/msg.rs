@@ -21,6 +21,10 @@ use crate::packet::{FlowRemoved, PacketIn, PacketOut};
 use crate::port::PortDesc;
 use crate::stats::{MpReply, MpRequest, mp_type};
 
+pub use crate::hello::{HelloElem, hello, hello_versions, negotiate};
+use crate::hello::{decode_hello, encode_hello};
+pub use crate::ofp_error::{self, error_reply};
+
 /// Nicira's vendor id.
 pub const NX_VENDOR_ID: u32 = 0x0000_2320;
 
@@ -45,20 +49,6 @@ pub mod nxt {
 pub mod nx_flow_format {
     pub const OPENFLOW10: u32 = 0;
     pub const NXM: u32 = 2;
-}
-
-/// One element of a HELLO.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum HelloElem {
-    /// `OFPHET_VERSIONBITMAP`: bit `v` of word `v / 32` set for each supported version.
-    VersionBitmap(Vec<u32>),
-    /// Another element type, raw.
-    Unknown {
-        /// Element type.
-        typ: u16,
-        /// Element data (without header and padding).
-        data: Vec<u8>,
-    },
 }
 
 /// Switch features.
@@ -850,62 +840,6 @@ fn decode_bundle_add(r: &mut Rd<'_>, ver: u8) -> Result<BundleAdd> {
     })
 }
 
-fn decode_hello(body: &[u8]) -> Result<Vec<HelloElem>> {
-    let mut r = Rd::new(body, "hello element");
-    let mut out = Vec::new();
-    while !r.is_empty() {
-        let typ = r.u16()?;
-        let len = usize::from(r.u16()?);
-        if len < 4 {
-            return Err(Error::BadLength {
-                what: "hello element",
-                len,
-            });
-        }
-        let mut d = r.sub(len - 4, "hello element")?;
-        r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
-        if typ == 1 {
-            if !d.remaining().is_multiple_of(4) {
-                return Err(invalid("version bitmap length"));
-            }
-            let mut words = Vec::with_capacity(d.remaining() / 4);
-            while !d.is_empty() {
-                words.push(d.u32()?);
-            }
-            out.push(HelloElem::VersionBitmap(words));
-        } else {
-            out.push(HelloElem::Unknown {
-                typ,
-                data: d.rest().to_vec(),
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn encode_hello(w: &mut Wr, elems: &[HelloElem]) -> Result<()> {
-    for e in elems {
-        let start = w.len();
-        match e {
-            HelloElem::VersionBitmap(words) => {
-                w.u16(1);
-                w.u16(0);
-                for x in words {
-                    w.u32(*x);
-                }
-            }
-            HelloElem::Unknown { typ, data } => {
-                w.u16(*typ);
-                w.u16(0);
-                w.bytes(data);
-            }
-        }
-        w.patch_len(start + 2, start, "hello element")?;
-        w.pad8_from(start);
-    }
-    Ok(())
-}
-
 fn decode_async(r: &mut Rd<'_>, ver: u8) -> Result<AsyncConfig> {
     if ver == version::OF13 {
         let m = masks6(r)?;
@@ -944,100 +878,6 @@ fn encode_async(w: &mut Wr, c: &AsyncConfig, ver: u8) -> Result<()> {
         _ => return Err(invalid("async config form does not match the version")),
     }
     Ok(())
-}
-
-/// A HELLO announcing every version in `versions` (wire numbers), as OVS sends it: no
-/// element when only OpenFlow 1.0 is offered, else a version bitmap.
-pub fn hello(versions: &[u8], xid: u32) -> Msg {
-    let max = versions.iter().copied().max().unwrap_or(version::OF10);
-    let bitmap: u32 = versions
-        .iter()
-        .filter(|v| **v < 32)
-        .fold(0, |a, v| a | 1 << v);
-    let elems = if max == version::OF10 {
-        Vec::new()
-    } else {
-        vec![HelloElem::VersionBitmap(vec![bitmap])]
-    };
-    Msg::new(max, xid, Body::Hello(elems))
-}
-
-/// The version two peers speak (OpenFlow 1.3.1 §6.3.1): the highest version both offer,
-/// `None` when they share none. `ours` are wire numbers.
-pub fn negotiate(ours: &[u8], their_hello: &Msg) -> Option<u8> {
-    let theirs = hello_versions(their_hello);
-    ours.iter().copied().filter(|v| theirs.contains(v)).max()
-}
-
-/// OpenFlow error types and the codes a switch commonly sends.
-#[allow(missing_docs)]
-pub mod ofp_error {
-    pub const HELLO_FAILED: u16 = 0;
-    pub const HELLO_INCOMPATIBLE: u16 = 0;
-    pub const BAD_REQUEST: u16 = 1;
-    pub const BAD_REQUEST_BAD_VERSION: u16 = 0;
-    pub const BAD_REQUEST_BAD_TYPE: u16 = 1;
-    pub const BAD_REQUEST_BAD_STAT: u16 = 2;
-    pub const BAD_REQUEST_BAD_VENDOR: u16 = 3;
-    pub const BAD_REQUEST_BAD_SUBTYPE: u16 = 4;
-    pub const BAD_REQUEST_BAD_LEN: u16 = 6;
-    pub const BAD_ACTION: u16 = 2;
-    pub const BAD_ACTION_BAD_TYPE: u16 = 0;
-    pub const BAD_ACTION_BAD_LEN: u16 = 1;
-    pub const BAD_ACTION_BAD_VENDOR_TYPE: u16 = 3;
-    pub const BAD_ACTION_BAD_ARGUMENT: u16 = 5;
-    pub const BAD_ACTION_BAD_OUT_PORT: u16 = 4;
-    /// 1.1+ (`OFPET_BAD_INSTRUCTION`).
-    pub const BAD_INSTRUCTION: u16 = 3;
-    /// 1.2+ (`OFPET_BAD_MATCH`).
-    pub const BAD_MATCH: u16 = 4;
-    pub const BAD_MATCH_BAD_FIELD: u16 = 6;
-    pub const BAD_MATCH_BAD_PREREQ: u16 = 9;
-    pub const BAD_MATCH_DUP_FIELD: u16 = 10;
-    /// `OFPET_FLOW_MOD_FAILED`: 3 in 1.0, 5 in 1.1+.
-    pub const FLOW_MOD_FAILED_10: u16 = 3;
-    pub const FLOW_MOD_FAILED_11: u16 = 5;
-}
-
-/// An `OFPT_ERROR` answering `request` (its first 64 bytes are echoed, as OVS does), with
-/// the request's version and xid when its header is readable.
-pub fn error_reply(request: &[u8], typ: u16, code: u16, fallback_version: u8) -> Msg {
-    let (version, xid) = match Header::parse(request) {
-        Ok(h) if (version::OF10..=version::OF15).contains(&h.version) => (h.version, h.xid),
-        Ok(h) => (fallback_version, h.xid),
-        Err(_) => (fallback_version, 0),
-    };
-    Msg::new(
-        version,
-        xid,
-        Body::Error(ErrorMsg {
-            typ,
-            code,
-            data: request[..request.len().min(64)].to_vec(),
-        }),
-    )
-}
-
-/// The versions a HELLO offers: its bitmap, or every version up to the header's.
-pub fn hello_versions(m: &Msg) -> Vec<u8> {
-    if let Body::Hello(elems) = &m.body {
-        for e in elems {
-            if let HelloElem::VersionBitmap(words) = e {
-                let mut v = Vec::new();
-                for (i, w) in words.iter().enumerate() {
-                    for b in 0..32 {
-                        if w & (1 << b) != 0
-                            && let Ok(x) = u8::try_from(i * 32 + b)
-                        {
-                            v.push(x);
-                        }
-                    }
-                }
-                return v;
-            }
-        }
-    }
-    (version::OF10..=m.version).collect()
 }
 
 #[cfg(test)]

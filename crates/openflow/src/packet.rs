@@ -410,7 +410,7 @@ impl FlowRemoved {
                 byte_count: 0,
             };
             f.match_ = nxm::decode_oxm_match(&mut r, ver)?;
-            let o = crate::stats::Oxs::decode(&mut r)?;
+            let o = crate::flow_stats::Oxs::decode(&mut r)?;
             (f.duration_sec, f.duration_nsec) = o.duration.unwrap_or((0, 0));
             f.packet_count = o.packets.unwrap_or(0);
             f.byte_count = o.bytes.unwrap_or(0);
@@ -463,7 +463,7 @@ impl FlowRemoved {
             w.u16(self.hard_timeout);
             w.u64(self.cookie);
             nxm::encode_oxm_match(w, &self.match_, ver);
-            return crate::stats::Oxs {
+            return crate::flow_stats::Oxs {
                 duration: Some((self.duration_sec, self.duration_nsec)),
                 packets: Some(self.packet_count),
                 bytes: Some(self.byte_count),

@@ -153,7 +153,7 @@ fn mutate(orig: &[u8], muts: &[Mutation], fix_len: bool) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 20000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 50000, ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_recorded_messages_never_panic_and_round_trip(
