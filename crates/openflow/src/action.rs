@@ -15,6 +15,11 @@
 //! `push_vlan` has no OpenFlow 1.0 form and, as in OVS, is left out there (1.0's
 //! `mod_vlan_vid` pushes a tag itself).
 //!
+//! Lossy corners (the model has no place for them): `NXAST_RESUBMIT` and `NXAST_RESUBMIT_TABLE`
+//! with table `0xff` both decode to `resubmit` without a table and are re-encoded, as OVS
+//! encodes its own, as `NXAST_RESUBMIT_TABLE`; `output_reg`'s `max_len` is not kept (written
+//! as OVS's default, 65535).
+//!
 //! Invariant: for any action list that decodes in version `v`, encoding it in `v` and
 //! decoding again gives the same list (property-tested).
 

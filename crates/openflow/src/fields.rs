@@ -232,7 +232,19 @@ fn find(mf: Mf, pred: impl Fn(&HeaderDef) -> bool) -> Option<&'static HeaderDef>
 /// The header a field is written with in an NXM match or a Nicira action (`load`, `move`,
 /// `output_reg`): its Nicira header, else its OpenFlow basic one.
 pub fn nxm_header(mf: Mf) -> Option<&'static HeaderDef> {
-    find(mf, |d| d.class == NXM_OF || d.class == NXM_NX).or_else(|| find(mf, |d| d.class == OXM_OF))
+    static BY_MF: std::sync::OnceLock<Vec<Option<&'static HeaderDef>>> = std::sync::OnceLock::new();
+    BY_MF
+        .get_or_init(|| {
+            Mf::all()
+                .map(|mf| {
+                    find(mf, |d| d.class == NXM_OF || d.class == NXM_NX)
+                        .or_else(|| find(mf, |d| d.class == OXM_OF))
+                })
+                .collect()
+        })
+        .get(mf as usize)
+        .copied()
+        .flatten()
 }
 
 /// The header a field is written with in an OXM match or `set_field` of wire version
@@ -248,7 +260,16 @@ pub fn oxm_header(mf: Mf, ver: u8) -> Option<&'static HeaderDef> {
             nxm_header(mf)
         };
     }
-    find(mf, |d| d.class == OXM_OF).or_else(|| nxm_header(mf))
+    static BY_MF: std::sync::OnceLock<Vec<Option<&'static HeaderDef>>> = std::sync::OnceLock::new();
+    BY_MF
+        .get_or_init(|| {
+            Mf::all()
+                .map(|mf| find(mf, |d| d.class == OXM_OF).or_else(|| nxm_header(mf)))
+                .collect()
+        })
+        .get(mf as usize)
+        .copied()
+        .flatten()
 }
 
 /// A TLV header as read from the wire.

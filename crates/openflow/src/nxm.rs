@@ -178,6 +178,9 @@ pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Optio
     // Value and mask of a storage field.
     let vm = |f: FieldId| (m.value(f), m.mask_of(f));
     let put = |w: &mut Wr, mf: Mf, v: u128, msk: u128| {
+        if msk == 0 {
+            return;
+        }
         let d = hdr(mf);
         let n = usize::from(d.len);
         let full = ones(n);

@@ -329,9 +329,23 @@ fn answer(m: &Msg, cfg: &Config) -> Option<Vec<Msg>> {
     }
 }
 
+/// The `ovs-ofctl` binary: from `PATH`, else where Debian installs it (the same places
+/// `testutil::ovs::ofctl_available` looks).
+fn ofctl_bin() -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.push(PathBuf::from("/usr/sbin"));
+    dirs.push(PathBuf::from("/usr/bin"));
+    dirs.into_iter()
+        .map(|d| d.join("ovs-ofctl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("ovs-ofctl"))
+}
+
 /// `ovs-ofctl --timeout=10 ARGS`: (success, stdout, stderr).
 pub fn ofctl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new("ovs-ofctl")
+    let out = Command::new(ofctl_bin())
         .arg("--timeout=10")
         .args(args)
         .stdin(Stdio::null())
@@ -347,7 +361,7 @@ pub fn ofctl(args: &[&str]) -> (bool, String, String) {
 /// `ovs-ofctl --timeout=SECS ARGS` with `OVS_RUNDIR` set to `rundir` (for commands such as
 /// `monitor` that open a control socket and run until the timeout kills them): stdout.
 pub fn ofctl_until_timeout(secs: u32, rundir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("ovs-ofctl")
+    let out = Command::new(ofctl_bin())
         .arg(format!("--timeout={secs}"))
         .args(args)
         .env("OVS_RUNDIR", rundir)
