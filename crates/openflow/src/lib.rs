@@ -6,7 +6,7 @@
 //! - [`header`]: the 8-byte header, version and message-type numbers.
 //! - [`msg`]: [`Msg`] / [`Body`]: every message as one enum, [`Msg::decode`] /
 //!   [`Msg::encode`]; [`hello`]: HELLO and version negotiation; [`ofp_error`]: error
-//!   numbers and error replies.
+//!   numbers and error replies; [`nicira`]: Nicira vendor messages; [`bundle`]: bundles.
 //! - [`flow_mod`]: flow mods (OpenFlow 1.0, NXM, 1.1 standard match, OXM) around
 //!   [`flow::ofp::FlowSpec`].
 //! - [`stats`]: stats/multipart bodies (desc, flow, aggregate, table, port, port desc, table
@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod bundle;
 mod codec;
 pub mod ct_action;
 pub mod error;
@@ -42,6 +43,7 @@ pub mod header;
 pub mod hello;
 pub mod instruction;
 pub mod msg;
+pub mod nicira;
 pub mod nxm;
 pub mod ofmatch10;
 pub mod ofmatch11;

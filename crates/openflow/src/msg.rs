@@ -21,35 +21,16 @@ use crate::packet::{FlowRemoved, PacketIn, PacketOut};
 use crate::port::PortDesc;
 use crate::stats::{MpReply, MpRequest, mp_type};
 
+pub use crate::bundle::{
+    BundleAdd, BundleControl, OFPT_BUNDLE_ADD_MESSAGE, OFPT_BUNDLE_CONTROL, ONF_VENDOR_ID,
+    ONFT_BUNDLE_ADD_MESSAGE, ONFT_BUNDLE_CONTROL,
+};
+use crate::bundle::{decode_bundle_add, decode_bundle_control};
 pub use crate::hello::{HelloElem, hello, hello_versions, negotiate};
 use crate::hello::{decode_hello, encode_hello};
+pub use crate::nicira::{NX_VENDOR_ID, nx_flow_format, nxt};
+use crate::nicira::{decode_vendor, nx_header};
 pub use crate::ofp_error::{self, error_reply};
-
-/// Nicira's vendor id.
-pub const NX_VENDOR_ID: u32 = 0x0000_2320;
-
-/// Nicira message subtypes.
-#[allow(missing_docs)]
-pub mod nxt {
-    pub const ROLE_REQUEST: u32 = 10;
-    pub const ROLE_REPLY: u32 = 11;
-    pub const SET_FLOW_FORMAT: u32 = 12;
-    pub const FLOW_MOD: u32 = 13;
-    pub const FLOW_REMOVED: u32 = 14;
-    pub const FLOW_MOD_TABLE_ID: u32 = 15;
-    pub const SET_PACKET_IN_FORMAT: u32 = 16;
-    pub const PACKET_IN: u32 = 17;
-    pub const SET_ASYNC_CONFIG: u32 = 19;
-    pub const SET_CONTROLLER_ID: u32 = 20;
-    pub const PACKET_IN2: u32 = 30;
-}
-
-/// `NXT_SET_FLOW_FORMAT` values.
-#[allow(missing_docs)]
-pub mod nx_flow_format {
-    pub const OPENFLOW10: u32 = 0;
-    pub const NXM: u32 = 2;
-}
 
 /// Switch features.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -116,44 +97,6 @@ pub struct ErrorMsg {
     pub code: u16,
     /// Usually the start of the offending message.
     pub data: Vec<u8>,
-}
-
-/// ONF's experimenter id (bundles in OpenFlow 1.3).
-pub const ONF_VENDOR_ID: u32 = 0x4f4e_4600;
-/// `ONFT_BUNDLE_CONTROL`.
-pub const ONFT_BUNDLE_CONTROL: u32 = 2300;
-/// `ONFT_BUNDLE_ADD_MESSAGE`.
-pub const ONFT_BUNDLE_ADD_MESSAGE: u32 = 2301;
-/// `OFPT_BUNDLE_CONTROL` (1.4+).
-pub const OFPT_BUNDLE_CONTROL: u8 = 33;
-/// `OFPT_BUNDLE_ADD_MESSAGE` (1.4+).
-pub const OFPT_BUNDLE_ADD_MESSAGE: u8 = 34;
-
-/// A bundle control request or reply.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BundleControl {
-    /// Bundle id.
-    pub bundle_id: u32,
-    /// `OFPBCT_*`: 0 open request, 1 open reply, 2 close request, 3 close reply, 4 commit
-    /// request, 5 commit reply, 6 discard request, 7 discard reply.
-    pub ctrl_type: u16,
-    /// `OFPBF_ATOMIC` = 1, `OFPBF_ORDERED` = 2.
-    pub flags: u16,
-    /// Properties, raw.
-    pub props: Vec<u8>,
-}
-
-/// A message added to a bundle.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BundleAdd {
-    /// Bundle id.
-    pub bundle_id: u32,
-    /// Flags (as in the bundle's open request).
-    pub flags: u16,
-    /// The message (same version as the envelope).
-    pub msg: Box<Msg>,
-    /// What follows the message (padding and properties), raw.
-    pub props: Vec<u8>,
 }
 
 /// What a message says.
@@ -288,7 +231,7 @@ fn stats_types(ver: u8) -> (u8, u8, u8, u8) {
     }
 }
 
-fn masks6(r: &mut Rd<'_>) -> Result<[u32; 6]> {
+pub(crate) fn masks6(r: &mut Rd<'_>) -> Result<[u32; 6]> {
     let mut m = [0u32; 6];
     for x in &mut m {
         *x = r.u32()?;
@@ -296,7 +239,7 @@ fn masks6(r: &mut Rd<'_>) -> Result<[u32; 6]> {
     Ok(m)
 }
 
-fn done(r: &Rd<'_>, what: &str) -> Result<()> {
+pub(crate) fn done(r: &Rd<'_>, what: &str) -> Result<()> {
     if r.is_empty() {
         Ok(())
     } else {
@@ -720,11 +663,6 @@ impl Msg {
     }
 }
 
-fn nx_header(w: &mut Wr, sub: u32) {
-    w.u32(NX_VENDOR_ID);
-    w.u32(sub);
-}
-
 fn stats_header(w: &mut Wr, ver: u8, t: u16, flags: u16, nx_sub: Option<u32>) {
     w.u16(t);
     w.u16(flags);
@@ -738,106 +676,6 @@ fn stats_header(w: &mut Wr, ver: u8, t: u16, flags: u16, nx_sub: Option<u32>) {
             w.zeros(4);
         }
     }
-}
-
-fn decode_vendor(r: &mut Rd<'_>, ver: u8) -> Result<Body> {
-    let experimenter = r.u32()?;
-    let exp_type = r.u32()?;
-    if experimenter == ONF_VENDOR_ID && ver == version::OF13 {
-        match exp_type {
-            ONFT_BUNDLE_CONTROL => return Ok(Body::BundleControl(decode_bundle_control(r)?)),
-            ONFT_BUNDLE_ADD_MESSAGE => return Ok(Body::BundleAdd(decode_bundle_add(r, ver)?)),
-            _ => {}
-        }
-    }
-    if experimenter != NX_VENDOR_ID {
-        return Ok(Body::Experimenter {
-            experimenter,
-            exp_type,
-            body: r.rest().to_vec(),
-        });
-    }
-    let b = match exp_type {
-        nxt::FLOW_MOD => Body::NxFlowMod(FlowMod::decode_nx(r.rest(), ver)?),
-        nxt::SET_FLOW_FORMAT => {
-            let f = r.u32()?;
-            done(r, "NXT_SET_FLOW_FORMAT")?;
-            Body::NxSetFlowFormat(f)
-        }
-        nxt::FLOW_MOD_TABLE_ID => {
-            let on = r.u8()?;
-            r.skip(7)?;
-            done(r, "NXT_FLOW_MOD_TABLE_ID")?;
-            if on > 1 {
-                return Err(invalid(format!("NXT_FLOW_MOD_TABLE_ID set={on}")));
-            }
-            Body::NxFlowModTableId(on == 1)
-        }
-        nxt::SET_PACKET_IN_FORMAT => {
-            let f = r.u32()?;
-            done(r, "NXT_SET_PACKET_IN_FORMAT")?;
-            Body::NxSetPacketInFormat(f)
-        }
-        nxt::PACKET_IN => Body::NxPacketIn(PacketIn::decode_nx(r.rest())?),
-        nxt::PACKET_IN2 => Body::NxPacketIn2(PacketIn::decode_nx2(r.rest())?),
-        nxt::FLOW_REMOVED => Body::NxFlowRemoved(FlowRemoved::decode_nx(r.rest())?),
-        nxt::ROLE_REQUEST | nxt::ROLE_REPLY => {
-            let role = r.u32()?;
-            done(r, "NXT_ROLE")?;
-            if exp_type == nxt::ROLE_REQUEST {
-                Body::NxRoleRequest(role)
-            } else {
-                Body::NxRoleReply(role)
-            }
-        }
-        nxt::SET_CONTROLLER_ID => {
-            r.skip(6)?;
-            let id = r.u16()?;
-            done(r, "NXT_SET_CONTROLLER_ID")?;
-            Body::NxSetControllerId(id)
-        }
-        nxt::SET_ASYNC_CONFIG => {
-            let m = masks6(r)?;
-            done(r, "NXT_SET_ASYNC_CONFIG")?;
-            Body::NxSetAsyncConfig(m)
-        }
-        _ => Body::Experimenter {
-            experimenter,
-            exp_type,
-            body: r.rest().to_vec(),
-        },
-    };
-    Ok(b)
-}
-
-fn decode_bundle_control(r: &mut Rd<'_>) -> Result<BundleControl> {
-    Ok(BundleControl {
-        bundle_id: r.u32()?,
-        ctrl_type: r.u16()?,
-        flags: r.u16()?,
-        props: r.rest().to_vec(),
-    })
-}
-
-fn decode_bundle_add(r: &mut Rd<'_>, ver: u8) -> Result<BundleAdd> {
-    let bundle_id = r.u32()?;
-    r.skip(2)?;
-    let flags = r.u16()?;
-    let len = usize::from(r.peek_u16(2)?);
-    let inner = r.bytes(len)?;
-    let msg = Msg::decode(inner)?;
-    if msg.version != ver {
-        return Err(invalid("bundled message of another version"));
-    }
-    if matches!(msg.body, Body::BundleAdd(_)) {
-        return Err(invalid("bundle add inside bundle add"));
-    }
-    Ok(BundleAdd {
-        bundle_id,
-        flags,
-        msg: Box::new(msg),
-        props: r.rest().to_vec(),
-    })
 }
 
 fn decode_async(r: &mut Rd<'_>, ver: u8) -> Result<AsyncConfig> {

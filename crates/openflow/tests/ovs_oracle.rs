@@ -749,8 +749,8 @@ fn bundles_carry_flow_mods_byte_for_byte() {
     }
     let mut failures = Vec::new();
     let texts = corpus(Dialect::OpenFlow13);
-    let file = support::temp_file("bundle", &texts[..60].join("\n"));
-    let file = file.to_string_lossy().into_owned();
+    let path = support::temp_file("bundle", &texts[..60].join("\n"));
+    let file = path.to_string_lossy().into_owned();
     for proto in ["OpenFlow13", "OpenFlow14", "OpenFlow15"] {
         let sw = FakeSwitch::start("bundle", support::Config::default());
         let (ok, _, err) = ofctl(&["-O", proto, "--bundle", "add-flows", &sw.target(), &file]);
@@ -779,6 +779,7 @@ fn bundles_carry_flow_mods_byte_for_byte() {
         }
         failures.extend(f.into_iter().map(|e| format!("[{proto}] {e}")));
     }
+    let _ = std::fs::remove_file(&path);
     assert_no_failures(&failures);
 }
 
