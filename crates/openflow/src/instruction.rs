@@ -1,0 +1,98 @@
+//! OpenFlow 1.1+ instructions, folded into the model's single action list.
+//!
+//! The `flow` model keeps `goto_table` as the last [`Action`] of a flow's list (as
+//! `ovs-ofctl` prints it) rather than as a separate instruction set. So decoding takes the
+//! `APPLY_ACTIONS` instruction's actions and appends [`Action::GotoTable`] for a
+//! `GOTO_TABLE` instruction; encoding writes the actions as one `APPLY_ACTIONS` (omitted
+//! when empty), then `GOTO_TABLE` — the order OVS writes them. `WRITE_ACTIONS`,
+//! `CLEAR_ACTIONS`, `WRITE_METADATA` and `METER` have no place in the model: they decode
+//! to [`crate::Error::Unsupported`].
+
+use crate::action::{EncodeCtx, decode_actions, encode_actions};
+use crate::codec::{Rd, Wr};
+use crate::error::{Error, Result, invalid, unsupported};
+use flow::ofp::Action;
+
+/// Instruction types.
+#[allow(missing_docs)]
+pub mod ofpit {
+    pub const GOTO_TABLE: u16 = 1;
+    pub const WRITE_METADATA: u16 = 2;
+    pub const WRITE_ACTIONS: u16 = 3;
+    pub const APPLY_ACTIONS: u16 = 4;
+    pub const CLEAR_ACTIONS: u16 = 5;
+    pub const METER: u16 = 6;
+}
+
+/// Decodes the instructions filling all of `b` into one action list.
+pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
+    let mut r = Rd::new(b, "instructions");
+    let mut apply: Option<Vec<Action>> = None;
+    let mut goto = None;
+    while !r.is_empty() {
+        let typ = r.peek_u16(0)?;
+        let len = usize::from(r.peek_u16(2)?);
+        if len < 8 || !len.is_multiple_of(8) {
+            return Err(Error::BadLength {
+                what: "instruction",
+                len,
+            });
+        }
+        let mut i = r.sub(len, "instruction")?;
+        i.skip(4)?;
+        match typ {
+            ofpit::GOTO_TABLE => {
+                if goto.is_some() {
+                    return Err(invalid("duplicate goto_table instruction"));
+                }
+                goto = Some(i.u8()?);
+            }
+            ofpit::APPLY_ACTIONS => {
+                if apply.is_some() {
+                    return Err(invalid("duplicate apply_actions instruction"));
+                }
+                i.skip(4)?;
+                apply = Some(decode_actions(i.rest(), ver)?);
+            }
+            ofpit::WRITE_METADATA => return Err(unsupported("instruction write_metadata")),
+            ofpit::WRITE_ACTIONS => return Err(unsupported("instruction write_actions")),
+            ofpit::CLEAR_ACTIONS => return Err(unsupported("instruction clear_actions")),
+            ofpit::METER => return Err(unsupported("instruction meter")),
+            t => return Err(unsupported(format!("instruction type {t}"))),
+        }
+    }
+    let mut out = apply.unwrap_or_default();
+    if out.iter().any(|a| matches!(a, Action::GotoTable(_))) {
+        return Err(invalid("goto_table inside apply_actions"));
+    }
+    if let Some(t) = goto {
+        out.push(Action::GotoTable(t));
+    }
+    Ok(out)
+}
+
+/// Encodes an action list (with an optional trailing [`Action::GotoTable`]) as instructions.
+pub(crate) fn encode_instructions(w: &mut Wr, acts: &[Action], cx: EncodeCtx) -> Result<()> {
+    let (body, goto) = match acts.split_last() {
+        Some((Action::GotoTable(t), rest)) => (rest, Some(*t)),
+        _ => (acts, None),
+    };
+    if body.iter().any(|a| matches!(a, Action::GotoTable(_))) {
+        return Err(unsupported("actions after goto_table"));
+    }
+    if !body.is_empty() {
+        let start = w.len();
+        w.u16(ofpit::APPLY_ACTIONS);
+        w.u16(0);
+        w.zeros(4);
+        encode_actions(w, body, cx)?;
+        w.patch_len(start + 2, start, "apply_actions instruction")?;
+    }
+    if let Some(t) = goto {
+        w.u16(ofpit::GOTO_TABLE);
+        w.u16(8);
+        w.u8(t);
+        w.zeros(3);
+    }
+    Ok(())
+}
