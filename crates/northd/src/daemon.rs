@@ -127,7 +127,7 @@ pub fn run_until(
             .unwrap_or(0);
         if dirty {
             let changes = std::mem::take(&mut pending);
-            let round = compute_and_sync(
+            let round = match compute_and_sync(
                 cfg,
                 &mut nb,
                 &mut sbs,
@@ -135,7 +135,22 @@ pub fn run_until(
                 &mut engine,
                 &changes,
                 &mut log,
-            )?;
+            ) {
+                Ok(r) => r,
+                Err(e) => {
+                    // A failed round (an SB transaction refused, a connection lost) leaves
+                    // the SB as it was: forget what we knew and recompute in full, after a
+                    // pause so a persistent failure does not spin.
+                    log(&format!("round failed, retrying in full: {e}"));
+                    engine.reset();
+                    cache.invalidate();
+                    if cfg.once || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
+            };
             let how = match round.incremental_items {
                 Some(n) => format!("incrementally ({n} items)"),
                 None => "in full".to_owned(),
@@ -184,7 +199,8 @@ fn compute_and_sync(
     };
     // The model and lookups: patched from the last round's when the engine can, else
     // read whole.
-    let (mut ctx, diags, patched) = engine.next_ctx(nbdb, nb_changes, cfg.threads);
+    let (mut ctx, diags, patch) = engine.next_ctx(nbdb, nb_changes, cfg.threads);
+    let patched = patch.is_some();
     mark(if patched {
         "ctx (patched)"
     } else {
@@ -193,7 +209,17 @@ fn compute_and_sync(
     for d in &diags {
         log(&format!("warning: {d}"));
     }
-    let want = sb::want_threads(&ctx, cfg.threads);
+    // A patched round that leaves the routers' load balancers alone plans the bindings of
+    // what it touched only; every other round wants them all.
+    let scope = patch
+        .as_ref()
+        .filter(|p| p.lbs.is_empty())
+        .map(|p| engine.binding_scope(&ctx, p));
+    let want = if scope.is_some() {
+        sb::SbWant::default()
+    } else {
+        sb::want_threads(&ctx, cfg.threads)
+    };
     mark("want");
     let mut compute = t0.elapsed();
     let t1 = Instant::now();
@@ -278,11 +304,14 @@ fn compute_and_sync(
                 sb::plan_flow_changes(&dpu, &flow_changes, sbdb, cache)
                     .ok_or("SB datapaths missing after binding them")?;
             mark("flow-ops");
-            let mut plan = sb::plan(ctx, &want, None, sbdb, None);
+            let mut txns = match &scope {
+                Some(scope) => vec![sb::plan_bindings_delta(ctx, scope, &dpu, sbdb)],
+                None => sb::plan(ctx, &want, None, sbdb, None).txns,
+            };
+            txns.retain(|t| !t.is_empty());
             mark("plan");
             round.added = added;
             round.deleted = deleted;
-            let mut txns = std::mem::take(&mut plan.txns);
             match txns.first_mut() {
                 Some(t) => t.extend(flow_ops),
                 None if !flow_ops.is_empty() => txns.push(flow_ops),
@@ -300,6 +329,11 @@ fn compute_and_sync(
             compute += t2.elapsed();
             let t3 = Instant::now();
             let ctx = engine.ctx().ok_or("engine lost its context")?;
+            // The bindings were left unwanted for a delta plan that is not happening now.
+            let want = match scope {
+                Some(_) => sb::want_threads(ctx, cfg.threads),
+                None => want,
+            };
             let plan = sb::plan(ctx, &want, Some(&flows), sbdb, Some(cache));
             mark("plan");
             round.flows = flows.len();

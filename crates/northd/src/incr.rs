@@ -439,14 +439,14 @@ impl Engine {
     /// The context for the NB replica `db` after the rows `changes` changed: patched from the
     /// last round's ([`crate::nb::Nb::patched`], [`Ctx::patched`]) when the changes allow,
     /// else read whole with `threads` threads. Returns the context, the diagnostics found,
-    /// and whether it was patched (then it carries the last round's tunnel keys, which a
-    /// patch cannot move).
+    /// and the patch when it was patched (then it carries the last round's tunnel keys,
+    /// which a patch cannot move).
     pub fn next_ctx(
         &self,
         db: &ovsdb::Database,
         changes: &[(String, Uuid)],
         threads: usize,
-    ) -> (Ctx, Vec<crate::nb::Diag>, bool) {
+    ) -> (Ctx, Vec<crate::nb::Diag>, Option<crate::nb::Patch>) {
         if let Some(old) = &self.ctx
             && !changes.is_empty()
             && let Ok((nb, diags, patch)) = old
@@ -456,12 +456,43 @@ impl Engine {
             let ctx = old.patched(nb, &patch);
             let mut all = diags;
             all.extend(ctx.diags.iter().cloned());
-            return (ctx, all, true);
+            return (ctx, all, Some(patch));
         }
         let (nb, mut diags) = crate::nb::Nb::from_db_threads(db, threads);
         let ctx = Ctx::new(nb);
         diags.extend(ctx.diags.iter().cloned());
-        (ctx, diags, false)
+        (ctx, diags, None)
+    }
+
+    /// What the SB bindings, groups and sets of a round patched with `patch` depend on:
+    /// the rebuilt switches, the port groups that changed or hold a port of those switches
+    /// (before or after), and the address sets that changed (names before and after).
+    /// Call before [`Engine::incremental`] (it compares with the last round's context).
+    pub fn binding_scope(&self, new: &Ctx, patch: &crate::nb::Patch) -> crate::sb::BindingScope {
+        let mut scope = crate::sb::BindingScope {
+            switches: patch.switches.clone(),
+            ..Default::default()
+        };
+        let ctxs: Vec<&Ctx> = self.ctx.iter().chain([new]).collect();
+        for c in &ctxs {
+            let ports: FxHashSet<Uuid> = patch
+                .switches
+                .iter()
+                .flat_map(|&i| c.switch(i).ports.iter().map(|p| p.uuid))
+                .collect();
+            for g in &c.nb.port_groups {
+                if patch.port_groups.contains(&g.uuid) || g.ports.iter().any(|p| ports.contains(p))
+                {
+                    scope.port_groups.insert(g.name.clone());
+                }
+            }
+            for a in &c.nb.address_sets {
+                if patch.address_sets.contains(&a.uuid) {
+                    scope.address_sets.insert(a.name.clone());
+                }
+            }
+        }
+        scope
     }
 
     /// Forgets everything (the next round is a full recompute).

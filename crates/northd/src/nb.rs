@@ -807,10 +807,10 @@ pub struct Patch {
     pub acls: Vec<Uuid>,
     /// Load-balancer rows changed, added or removed.
     pub lbs: Vec<Uuid>,
-    /// Some port group changed.
-    pub port_groups: bool,
-    /// Some address set changed.
-    pub address_sets: bool,
+    /// Port-group rows changed, added or removed.
+    pub port_groups: Vec<Uuid>,
+    /// Address-set rows changed, added or removed.
+    pub address_sets: Vec<Uuid>,
 }
 
 impl Nb {
@@ -886,7 +886,7 @@ impl Nb {
             }
             nb.address_sets
                 .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
-            patch.address_sets = true;
+            patch.address_sets = ases_changed.into_iter().collect();
         }
         let lsps = &db.table("Logical_Switch_Port").rows;
         if !pgs_changed.is_empty() {
@@ -899,7 +899,7 @@ impl Nb {
             }
             nb.port_groups
                 .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
-            patch.port_groups = true;
+            patch.port_groups = pgs_changed.into_iter().collect();
         }
         for &i in &dirty_sw {
             let u = self.switches[i].uuid;

@@ -59,7 +59,7 @@ pub struct SbWant {
     /// Port bindings.
     pub ports: Vec<SbPort>,
     /// Multicast groups: (datapath, name, key, port names).
-    pub mcast: Vec<(usize, &'static str, i64, Vec<String>)>,
+    pub mcast: Vec<Mcast>,
     /// Port groups: SB name (`<dp key>_<name>` is made at sync) → (datapath, ports).
     pub port_groups: Vec<(usize, String, Vec<String>)>,
     /// Address sets: name → addresses.
@@ -97,60 +97,8 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
         w.dp_external_ids.push(e);
     }
     let idx: Vec<usize> = (0..nb.switches.len()).collect();
-    type SwitchPart = (Vec<SbPort>, Vec<(usize, &'static str, i64, Vec<String>)>);
-    let parts: Vec<SwitchPart> = crate::par::par_map(&idx, threads, |&i| {
-        let sw = &nb.switches[i];
-        let mut ports = Vec::with_capacity(sw.ports.len());
-        let mut mcast = Vec::new();
-        let dp = ctx.switch_dp(i).0 as usize;
-        let (mut flood, mut unknown, mut mrouter, mut l2) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (j, p) in sw.ports.iter().enumerate() {
-            let mut options = p.options.clone();
-            let mut kind = p.kind.clone();
-            if let Some((ri, rj)) = ctx.lsp_router_peer[i][j] {
-                let r = &nb.routers[ri];
-                options.clear();
-                options.insert("peer".into(), r.ports[rj].name.clone());
-                kind = "patch".into();
-                if let Some(ch) = r.options.get("chassis") {
-                    options.insert("l3gateway-chassis".into(), ch.clone());
-                    kind = "l3gateway".into();
-                }
-                if r.options.get("mcast_relay").map(String::as_str) == Some("true") {
-                    mrouter.push(p.name.clone());
-                }
-            } else {
-                l2.push(p.name.clone());
-            }
-            if p.is_enabled() {
-                flood.push(p.name.clone());
-            }
-            if p.addresses.iter().any(|a| a == "unknown") {
-                unknown.push(p.name.clone());
-            }
-            ports.push(SbPort {
-                name: p.name.clone(),
-                dp,
-                kind,
-                options,
-                mac: p.addresses.clone(),
-                port_security: p.port_security.clone(),
-                external_ids: p.external_ids.clone(),
-            });
-        }
-        for (g, ports) in [
-            (MC_FLOOD, flood),
-            (MC_UNKNOWN, unknown),
-            (MC_MROUTER_FLOOD, mrouter),
-            (MC_FLOOD_L2, l2),
-        ] {
-            if !ports.is_empty() {
-                mcast.push((dp, g.0, g.1, ports));
-            }
-        }
-        (ports, mcast)
-    });
+    let parts: Vec<(Vec<SbPort>, Vec<Mcast>)> =
+        crate::par::par_map(&idx, threads, |&i| switch_want(ctx, i));
     for (p, m) in parts {
         w.ports.extend(p);
         w.mcast.extend(m);
@@ -186,31 +134,12 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
     // Port groups: one SB group per datapath the group has ports on; and the
     // `<pg>_ip4`/`<pg>_ip6` address sets of the group's port addresses.
     for pg in &nb.port_groups {
-        let mut per_dp: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
-        for u in &pg.ports {
-            let Some(&(i, j)) = ctx.lsp_by_uuid.get(u) else {
-                continue;
-            };
-            let p = &nb.switches[i].ports[j];
-            per_dp
-                .entry(ctx.switch_dp(i).0 as usize)
-                .or_default()
-                .push(p.name.clone());
-            for a in &p.addresses {
-                if let Some(la) = crate::addr::parse_lsp_addresses(a) {
-                    v4.extend(la.ipv4.iter().map(|n| n.addr.to_string()));
-                    v6.extend(la.ipv6.iter().map(|n| n.addr.to_string()));
-                }
-            }
-        }
+        let (per_dp, v4, v6) = pg_want(ctx, pg);
         for (dp, ports) in per_dp {
             w.port_groups.push((dp, pg.name.clone(), ports));
         }
-        w.address_sets
-            .insert(format!("{}_ip4", pg.name), v4.into_iter().collect());
-        w.address_sets
-            .insert(format!("{}_ip6", pg.name), v6.into_iter().collect());
+        w.address_sets.insert(format!("{}_ip4", pg.name), v4);
+        w.address_sets.insert(format!("{}_ip6", pg.name), v6);
     }
     for a in &nb.address_sets {
         w.address_sets.insert(a.name.clone(), a.addresses.clone());
@@ -263,6 +192,97 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
         ));
     }
     w
+}
+
+/// A multicast group as northd wants it: (datapath, name, key, port names).
+pub type Mcast = (usize, &'static str, i64, Vec<String>);
+
+/// Switch `i`'s port bindings and multicast groups.
+fn switch_want(ctx: &Ctx, i: usize) -> (Vec<SbPort>, Vec<Mcast>) {
+    let nb = &*ctx.nb;
+    let sw = &nb.switches[i];
+    let mut ports = Vec::with_capacity(sw.ports.len());
+    let mut mcast = Vec::new();
+    let dp = ctx.switch_dp(i).0 as usize;
+    let (mut flood, mut unknown, mut mrouter, mut l2) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (j, p) in sw.ports.iter().enumerate() {
+        let mut options = p.options.clone();
+        let mut kind = p.kind.clone();
+        if let Some((ri, rj)) = ctx.lsp_router_peer[i][j] {
+            let r = &nb.routers[ri];
+            options.clear();
+            options.insert("peer".into(), r.ports[rj].name.clone());
+            kind = "patch".into();
+            if let Some(ch) = r.options.get("chassis") {
+                options.insert("l3gateway-chassis".into(), ch.clone());
+                kind = "l3gateway".into();
+            }
+            if r.options.get("mcast_relay").map(String::as_str) == Some("true") {
+                mrouter.push(p.name.clone());
+            }
+        } else {
+            l2.push(p.name.clone());
+        }
+        if p.is_enabled() {
+            flood.push(p.name.clone());
+        }
+        if p.addresses.iter().any(|a| a == "unknown") {
+            unknown.push(p.name.clone());
+        }
+        ports.push(SbPort {
+            name: p.name.clone(),
+            dp,
+            kind,
+            options,
+            mac: p.addresses.clone(),
+            port_security: p.port_security.clone(),
+            external_ids: p.external_ids.clone(),
+        });
+    }
+    for (g, ports) in [
+        (MC_FLOOD, flood),
+        (MC_UNKNOWN, unknown),
+        (MC_MROUTER_FLOOD, mrouter),
+        (MC_FLOOD_L2, l2),
+    ] {
+        if !ports.is_empty() {
+            mcast.push((dp, g.0, g.1, ports));
+        }
+    }
+    (ports, mcast)
+}
+
+/// A port group's SB port groups (one per datapath it has ports on: (datapath, ports)) and
+/// its `<pg>_ip4` / `<pg>_ip6` address sets.
+type PgWant = (Vec<(usize, Vec<String>)>, Vec<String>, Vec<String>);
+
+/// [`PgWant`] of port group `pg`.
+fn pg_want(ctx: &Ctx, pg: &crate::nb::PortGroup) -> PgWant {
+    let nb = &*ctx.nb;
+    let mut per_dp: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
+    for u in &pg.ports {
+        let Some(&(i, j)) = ctx.lsp_by_uuid.get(u) else {
+            continue;
+        };
+        let p = &nb.switches[i].ports[j];
+        per_dp
+            .entry(ctx.switch_dp(i).0 as usize)
+            .or_default()
+            .push(p.name.clone());
+        for a in &p.addresses {
+            if let Some(la) = crate::addr::parse_lsp_addresses(a) {
+                v4.extend(la.ipv4.iter().map(|n| n.addr.to_string()));
+                v6.extend(la.ipv6.iter().map(|n| n.addr.to_string()));
+            }
+        }
+    }
+    (
+        per_dp.into_iter().collect(),
+        v4.into_iter().collect(),
+        v6.into_iter().collect(),
+    )
 }
 
 fn smap_json(m: &Smap) -> Value {
@@ -418,70 +438,23 @@ pub fn plan(
             base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
         }
     }
-    // A port's binding: its SB row, or the named UUID of its insert in this transaction.
-    enum PortRef {
-        Row(Uuid),
-        Named(String),
-    }
-    impl PortRef {
-        fn json(&self) -> Value {
-            match self {
-                PortRef::Row(u) => uuid_json(*u),
-                PortRef::Named(n) => json!(["named-uuid", n]),
-            }
-        }
-    }
     let mut port_ref: HashMap<&str, PortRef> = HashMap::default();
     for (n, p) in want.ports.iter().enumerate() {
-        // Built only for rows that are written: most ports are unchanged.
-        let row = || {
-            json!({
-                "datapath": dp_ref[p.dp],
-                "type": p.kind,
-                "options": smap_json(&p.options),
-                "mac": set_json(&p.mac),
-                "port_security": set_json(&p.port_security),
-                "external_ids": smap_json(&p.external_ids),
-            })
-        };
-        let existing = sb_pb.get(p.name.as_str()).filter(|(_, r)| {
+        let on_dp = sb_pb.get(p.name.as_str()).filter(|(_, r)| {
             r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
         });
-        match existing {
-            Some(&(u, r)) => {
-                let same = r.str("type") == p.kind
-                    && smap_of(r, "options") == p.options
-                    && r.strs("mac")
-                        .eq(p.mac.iter().map(String::as_str).collect::<BTreeSet<_>>())
-                    && r.strs("port_security").eq(p
-                        .port_security
-                        .iter()
-                        .map(String::as_str)
-                        .collect::<BTreeSet<_>>())
-                    && smap_of(r, "external_ids") == p.external_ids;
-                if !same {
-                    base.push(json!({"op": "update", "table": "Port_Binding", "where": where_uuid(u), "row": row()}));
-                }
-                port_ref.insert(&p.name, PortRef::Row(u));
-            }
-            None => {
-                if let Some((u, _)) = sb_pb.get(p.name.as_str()) {
-                    // Moved to another datapath: replace the binding.
-                    base.push(
-                        json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}),
-                    );
-                }
-                let key = next_free(used_port_keys.entry(p.dp).or_default(), 1);
-                let name = format!("pb{n}");
-                let mut row = row();
-                row["logical_port"] = json!(p.name);
-                row["tunnel_key"] = json!(key);
-                base.push(
-                    json!({"op": "insert", "table": "Port_Binding", "uuid-name": name, "row": row}),
-                );
-                port_ref.insert(&p.name, PortRef::Named(name));
-            }
-        }
+        let elsewhere = sb_pb.get(p.name.as_str()).map(|&(u, _)| u);
+        let used = used_port_keys.entry(p.dp).or_default();
+        let r = sync_port(
+            &mut base,
+            n,
+            p,
+            on_dp.copied(),
+            elsewhere,
+            &dp_ref[p.dp],
+            used,
+        );
+        port_ref.insert(&p.name, r);
     }
     // Multicast groups: rewritten when their ports differ.
     let mut sb_mc: HashMap<(Uuid, &str), (Uuid, &Row)> = HashMap::default();
@@ -491,33 +464,12 @@ pub fn plan(
         }
     }
     let mut wanted_mc = HashSet::default();
-    for (dp, name, key, ports) in &want.mcast {
-        let refs: Vec<&PortRef> = ports
-            .iter()
-            .filter_map(|p| port_ref.get(p.as_str()))
-            .collect();
-        let row = || {
-            let refs: Vec<Value> = refs.iter().map(|r| r.json()).collect();
-            json!({"datapath": dp_ref[*dp], "name": name, "tunnel_key": key, "ports": ["set", refs]})
-        };
-        match dp_uuid[*dp].and_then(|d| sb_mc.get(&(d, *name))) {
-            Some(&(u, r)) => {
-                wanted_mc.insert(u);
-                let have: BTreeSet<Uuid> = r.uuids("ports").collect();
-                let all_known = refs.iter().all(|r| matches!(r, PortRef::Row(_)));
-                let want_set: BTreeSet<Uuid> = refs
-                    .iter()
-                    .filter_map(|r| match r {
-                        PortRef::Row(u) => Some(*u),
-                        PortRef::Named(_) => None,
-                    })
-                    .collect();
-                if !all_known || have != want_set || r.int("tunnel_key") != Some(*key) {
-                    base.push(json!({"op": "update", "table": "Multicast_Group", "where": where_uuid(u), "row": row()}));
-                }
-            }
-            None => base.push(json!({"op": "insert", "table": "Multicast_Group", "row": row()})),
+    for m in &want.mcast {
+        let existing = dp_uuid[m.0].and_then(|d| sb_mc.get(&(d, m.1))).copied();
+        if let Some((u, _)) = existing {
+            wanted_mc.insert(u);
         }
+        sync_mcast(&mut base, m, existing, &dp_ref[m.0], &port_ref);
     }
     for (u, _) in sb_mc.values() {
         if !wanted_mc.contains(u) {
@@ -529,13 +481,14 @@ pub fn plan(
     for (dp, name, ports) in &want.port_groups {
         pgs.insert(format!("{}_{}", dp_key[*dp], name), ports.clone());
     }
-    sync_named(&mut base, sb, "Port_Group", "ports", &pgs);
+    sync_named(&mut base, sb, "Port_Group", "ports", &pgs, |_| true);
     sync_named(
         &mut base,
         sb,
         "Address_Set",
         "addresses",
         &want.address_sets,
+        |_| true,
     );
 
     // Logical flows, compared in datapath-index space: our flows are unique per key with
@@ -641,16 +594,127 @@ pub fn plan(
     }
 }
 
+/// A port's binding: its SB row, or the named UUID of its insert in this transaction.
+enum PortRef {
+    Row(Uuid),
+    Named(String),
+}
+
+impl PortRef {
+    fn json(&self) -> Value {
+        match self {
+            PortRef::Row(u) => uuid_json(*u),
+            PortRef::Named(n) => json!(["named-uuid", n]),
+        }
+    }
+}
+
+/// Brings port `p`'s binding in line: `on_dp` is its SB row on the wanted datapath,
+/// `elsewhere` a row of the same name on another one (replaced). `n` names the insert;
+/// `used` holds the datapath's port keys in use. Returns how to refer to the binding.
+fn sync_port(
+    ops: &mut Vec<Value>,
+    n: usize,
+    p: &SbPort,
+    on_dp: Option<(Uuid, &Row)>,
+    elsewhere: Option<Uuid>,
+    dp_ref: &Value,
+    used: &mut HashSet<i64>,
+) -> PortRef {
+    // Built only for rows that are written: most ports are unchanged.
+    let row = || {
+        json!({
+            "datapath": dp_ref,
+            "type": p.kind,
+            "options": smap_json(&p.options),
+            "mac": set_json(&p.mac),
+            "port_security": set_json(&p.port_security),
+            "external_ids": smap_json(&p.external_ids),
+        })
+    };
+    if let Some((u, r)) = on_dp {
+        let same = r.str("type") == p.kind
+            && smap_of(r, "options") == p.options
+            && r.strs("mac")
+                .eq(p.mac.iter().map(String::as_str).collect::<BTreeSet<_>>())
+            && r.strs("port_security").eq(p
+                .port_security
+                .iter()
+                .map(String::as_str)
+                .collect::<BTreeSet<_>>())
+            && smap_of(r, "external_ids") == p.external_ids;
+        if !same {
+            ops.push(json!({"op": "update", "table": "Port_Binding", "where": where_uuid(u), "row": row()}));
+        }
+        return PortRef::Row(u);
+    }
+    if let Some(u) = elsewhere {
+        // Moved to another datapath: replace the binding.
+        ops.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(u)}));
+    }
+    let key = next_free(used, 1);
+    let name = format!("pb{n}");
+    let mut row = row();
+    row["logical_port"] = json!(p.name);
+    row["tunnel_key"] = json!(key);
+    ops.push(json!({"op": "insert", "table": "Port_Binding", "uuid-name": name, "row": row}));
+    PortRef::Named(name)
+}
+
+/// Brings multicast group `m` in line with its SB row `existing` (inserted when `None`),
+/// rewritten when its ports or key differ.
+fn sync_mcast(
+    ops: &mut Vec<Value>,
+    m: &Mcast,
+    existing: Option<(Uuid, &Row)>,
+    dp_ref: &Value,
+    port_ref: &HashMap<&str, PortRef>,
+) {
+    let (_, name, key, ports) = m;
+    let refs: Vec<&PortRef> = ports
+        .iter()
+        .filter_map(|p| port_ref.get(p.as_str()))
+        .collect();
+    let row = || {
+        let refs: Vec<Value> = refs.iter().map(|r| r.json()).collect();
+        json!({"datapath": dp_ref, "name": name, "tunnel_key": key, "ports": ["set", refs]})
+    };
+    match existing {
+        Some((u, r)) => {
+            let have: BTreeSet<Uuid> = r.uuids("ports").collect();
+            let all_known = refs.iter().all(|r| matches!(r, PortRef::Row(_)));
+            let want_set: BTreeSet<Uuid> = refs
+                .iter()
+                .filter_map(|r| match r {
+                    PortRef::Row(u) => Some(*u),
+                    PortRef::Named(_) => None,
+                })
+                .collect();
+            if !all_known || have != want_set || r.int("tunnel_key") != Some(*key) {
+                ops.push(json!({"op": "update", "table": "Multicast_Group", "where": where_uuid(u), "row": row()}));
+            }
+        }
+        None => ops.push(json!({"op": "insert", "table": "Multicast_Group", "row": row()})),
+    }
+}
+
+/// Brings the rows of `table` named `in_scope` in line with `want` (name → `col`'s
+/// strings): updates, inserts, and deletes of rows in scope that `want` lacks. Rows out of
+/// scope are left alone.
 fn sync_named(
     ops: &mut Vec<Value>,
     sb: &Database,
     table: &str,
     col: &str,
     want: &BTreeMap<String, Vec<String>>,
+    in_scope: impl Fn(&str) -> bool,
 ) {
     let mut seen = HashSet::default();
     for (&u, r) in &sb.table(table).rows {
         let name = r.str("name");
+        if !in_scope(name) {
+            continue;
+        }
         match want.get(name) {
             Some(v) if seen.insert(name.to_owned()) => {
                 let have: BTreeSet<&str> = r.strs(col).collect();
@@ -899,4 +963,138 @@ pub fn plan_flow_changes(
         added += 1;
     }
     Some((ops, added, deleted))
+}
+
+/// What an incremental round changed that SB bindings, groups and sets depend on.
+#[derive(Debug, Clone, Default)]
+pub struct BindingScope {
+    /// Switches whose ports changed (their port bindings and multicast groups).
+    pub switches: Vec<usize>,
+    /// Port groups (names, before and after) whose SB port groups and `_ip4`/`_ip6` sets
+    /// may have changed.
+    pub port_groups: BTreeSet<String>,
+    /// NB address sets (names) that changed.
+    pub address_sets: BTreeSet<String>,
+}
+
+/// The operations that bring the SB bindings, multicast groups, port groups and address
+/// sets of `scope` in line with `ctx`, leaving everything else alone (an incremental round
+/// knows the rest is in line already). `dp_uuid` is each datapath's SB row
+/// ([`sb_datapaths`]); all of the scope's must exist.
+pub fn plan_bindings_delta(
+    ctx: &Ctx,
+    scope: &BindingScope,
+    dp_uuid: &[Option<Uuid>],
+    sb: &Database,
+) -> Vec<Value> {
+    let mut ops = Vec::new();
+    let dps: HashMap<Uuid, usize> = scope
+        .switches
+        .iter()
+        .filter_map(|&i| {
+            let dp = ctx.switch_dp(i).0 as usize;
+            dp_uuid[dp].map(|u| (u, dp))
+        })
+        .collect();
+    let dp_of = |r: &Row| {
+        r.get("datapath")
+            .keys
+            .first()
+            .and_then(|a| a.as_uuid())
+            .and_then(|u| dps.get(&u).copied())
+    };
+    // Port bindings of the scope's switches, by name; their datapaths' keys in use.
+    let mut have_pb: HashMap<&str, (Uuid, &Row)> = HashMap::default();
+    let mut used: HashMap<usize, HashSet<i64>> = HashMap::default();
+    for (&u, r) in &sb.table("Port_Binding").rows {
+        if let Some(dp) = dp_of(r) {
+            have_pb.insert(r.str("logical_port"), (u, r));
+            used.entry(dp)
+                .or_default()
+                .insert(r.int("tunnel_key").unwrap_or(0));
+        }
+    }
+    let mut port_ref: HashMap<&str, PortRef> = HashMap::default();
+    let mut mcast = Vec::new();
+    let wanted: Vec<(Vec<SbPort>, Vec<Mcast>)> = scope
+        .switches
+        .iter()
+        .map(|&i| switch_want(ctx, i))
+        .collect();
+    let mut kept = HashSet::default();
+    for (n, p) in wanted.iter().flat_map(|(ps, _)| ps).enumerate() {
+        let Some(dpu) = dp_uuid[p.dp] else { continue };
+        let on_dp = have_pb.get(p.name.as_str()).copied();
+        kept.insert(p.name.as_str());
+        let used = used.entry(p.dp).or_default();
+        let r = sync_port(&mut ops, n, p, on_dp, None, &uuid_json(dpu), used);
+        port_ref.insert(&p.name, r);
+    }
+    for (name, (u, _)) in &have_pb {
+        if !kept.contains(name) {
+            ops.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
+        }
+    }
+    mcast.extend(wanted.iter().flat_map(|(_, m)| m));
+    let mut have_mc: HashMap<(usize, &str), (Uuid, &Row)> = HashMap::default();
+    for (&u, r) in &sb.table("Multicast_Group").rows {
+        if let Some(dp) = dp_of(r) {
+            have_mc.insert((dp, r.str("name")), (u, r));
+        }
+    }
+    for m in &mcast {
+        let Some(dpu) = dp_uuid[m.0] else { continue };
+        let existing = have_mc.remove(&(m.0, m.1));
+        sync_mcast(&mut ops, m, existing, &uuid_json(dpu), &port_ref);
+    }
+    for (u, _) in have_mc.values() {
+        ops.push(json!({"op": "delete", "table": "Multicast_Group", "where": where_uuid(*u)}));
+    }
+    // Port groups and their address sets, by name.
+    let mut pgs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut sets: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for pg in ctx
+        .nb
+        .port_groups
+        .iter()
+        .filter(|g| scope.port_groups.contains(&g.name))
+    {
+        let (per_dp, v4, v6) = pg_want(ctx, pg);
+        for (dp, ports) in per_dp {
+            pgs.insert(format!("{}_{}", ctx.tunnel_keys[dp], pg.name), ports);
+        }
+        sets.insert(format!("{}_ip4", pg.name), v4);
+        sets.insert(format!("{}_ip6", pg.name), v6);
+    }
+    for a in ctx
+        .nb
+        .address_sets
+        .iter()
+        .filter(|a| scope.address_sets.contains(&a.name))
+    {
+        sets.insert(a.name.clone(), a.addresses.clone());
+    }
+    // SB port groups are `<datapath key>_<group>`.
+    let pg_in_scope = |n: &str| {
+        n.split_once('_').is_some_and(|(k, g)| {
+            !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) && scope.port_groups.contains(g)
+        })
+    };
+    sync_named(&mut ops, sb, "Port_Group", "ports", &pgs, pg_in_scope);
+    let set_in_scope = |n: &str| {
+        scope.address_sets.contains(n)
+            || [n.strip_suffix("_ip4"), n.strip_suffix("_ip6")]
+                .into_iter()
+                .flatten()
+                .any(|g| scope.port_groups.contains(g))
+    };
+    sync_named(
+        &mut ops,
+        sb,
+        "Address_Set",
+        "addresses",
+        &sets,
+        set_in_scope,
+    );
+    ops
 }
