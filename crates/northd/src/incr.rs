@@ -474,12 +474,29 @@ impl Engine {
             ..Default::default()
         };
         let ctxs: Vec<&Ctx> = self.ctx.iter().chain([new]).collect();
-        for c in &ctxs {
-            let ports: FxHashSet<Uuid> = patch
+        // The rebuilt switches' ports that were added, removed or changed: only port groups
+        // holding one of those can differ.
+        let rows = |c: &Ctx| -> FxHashMap<Uuid, *const ovsdb::Row> {
+            patch
                 .switches
                 .iter()
-                .flat_map(|&i| c.switch(i).ports.iter().map(|p| p.uuid))
-                .collect();
+                .flat_map(|&i| {
+                    c.switch(i)
+                        .ports
+                        .iter()
+                        .map(|p| (p.uuid, std::sync::Arc::as_ptr(&p.row)))
+                })
+                .collect()
+        };
+        let before = self.ctx.as_ref().map(rows).unwrap_or_default();
+        let after = rows(new);
+        let ports: FxHashSet<Uuid> = before
+            .iter()
+            .filter(|(u, r)| after.get(u) != Some(r))
+            .chain(after.iter().filter(|(u, r)| before.get(u) != Some(r)))
+            .map(|(u, _)| *u)
+            .collect();
+        for c in &ctxs {
             for g in &c.nb.port_groups {
                 if patch.port_groups.contains(&g.uuid) || g.ports.iter().any(|p| ports.contains(p))
                 {

@@ -171,7 +171,7 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
             })
         };
         let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
-        for u in &ctx.router_lbs[i] {
+        for u in ctx.router_lbs[i].iter() {
             let Some(lb) = nb.lbs.get(u) else { continue };
             for (k, _) in &lb.vips {
                 match crate::build::lb_vip_ip(k) {

@@ -77,9 +77,9 @@ pub struct Ctx {
     /// sorted by UUID.
     pub switch_acls: Vec<Vec<Uuid>>,
     /// Per switch: the load balancers applied (own and groups'), sorted by UUID.
-    pub switch_lbs: Vec<Vec<Uuid>>,
+    pub switch_lbs: Vec<Arc<[Uuid]>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
-    pub router_lbs: Vec<Vec<Uuid>>,
+    pub router_lbs: Vec<Arc<[Uuid]>>,
     /// Load-balancer classes of switches: switches that apply the same load-balancer
     /// groups share one class (the groups' LBs built once for all of them), and each switch
     /// with LBs of its own has a class of one for those.
@@ -241,6 +241,23 @@ pub fn lb_vip_ip(key: &str) -> Option<IpAddr> {
         .parse::<Ipv4Addr>()
         .ok()
         .map(IpAddr::V4)
+}
+
+/// Load-balancer lists shared between datapaths that apply the same groups and no load
+/// balancer of their own (800 node switches applying the cluster groups hold one list).
+#[derive(Debug, Default)]
+struct LbLists(HashMap<Vec<Uuid>, Arc<[Uuid]>>);
+
+impl LbLists {
+    fn of(&mut self, nb: &Nb, own: &[Uuid], groups: &[Uuid]) -> Arc<[Uuid]> {
+        if !own.is_empty() {
+            return nb.lbs_of(own, groups).into();
+        }
+        self.0
+            .entry(groups.to_vec())
+            .or_insert_with(|| nb.lbs_of(&[], groups).into())
+            .clone()
+    }
 }
 
 /// Attaches switch `i`'s router-type ports to the router ports they name
@@ -456,18 +473,19 @@ impl Ctx {
             );
         }
         let switch_acls_sorted = applied_acls(nb, &lsp_by_uuid);
-        let switch_lbs: Vec<Vec<Uuid>> = nb
+        let mut lb_lists = LbLists::default();
+        let switch_lbs: Vec<Arc<[Uuid]>> = nb
             .switches
             .iter()
-            .map(|s| nb.lbs_of(&s.load_balancer, &s.load_balancer_group))
+            .map(|s| lb_lists.of(nb, &s.load_balancer, &s.load_balancer_group))
             .collect();
         let switch_facts = (0..nb.switches.len())
             .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls_sorted[i], &switch_lbs[i]))
             .collect();
-        let router_lbs: Vec<Vec<Uuid>> = nb
+        let router_lbs: Vec<Arc<[Uuid]>> = nb
             .routers
             .iter()
-            .map(|r| nb.lbs_of(&r.load_balancer, &r.load_balancer_group))
+            .map(|r| lb_lists.of(nb, &r.load_balancer, &r.load_balancer_group))
             .collect();
         let switch_lb_classes = lb_classes(
             &nb.switches,
@@ -617,11 +635,28 @@ impl Ctx {
             switch_router_ports[i] = r;
             switch_localnet_ports[i] = l;
             let s = &nb.switches[i];
-            switch_lbs[i] = nb.lbs_of(&s.load_balancer, &s.load_balancer_group);
+            let was = &self.nb.switches[i];
+            switch_lbs[i] = if s.load_balancer == was.load_balancer
+                && s.load_balancer_group == was.load_balancer_group
+            {
+                self.switch_lbs[i].clone()
+            } else {
+                nb.lbs_of(&s.load_balancer, &s.load_balancer_group).into()
+            };
         }
         let switch_acls = applied_acls(nb, &lsp_by_uuid);
+        // Facts follow the applied ACLs and load balancers: recomputed where those or their
+        // rows changed.
+        let all_facts = !patch.acls.is_empty() || !patch.lbs.is_empty();
         let switch_facts = (0..nb.switches.len())
-            .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i]))
+            .map(|i| {
+                if all_facts || patch.switches.contains(&i) || switch_acls[i] != self.switch_acls[i]
+                {
+                    ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i])
+                } else {
+                    self.switch_facts[i]
+                }
+            })
             .collect();
         let lb_lists_moved = patch.switches.iter().any(|&i| {
             let (a, b) = (&self.nb.switches[i], &nb.switches[i]);
