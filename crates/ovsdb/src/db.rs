@@ -8,22 +8,194 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+/// A table's columns as its rows share them: the names, sorted, and each column's default
+/// value (one per table, behind an `Arc`, so a row does not repeat its column names).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Layout {
+    names: Vec<String>,
+    defaults: Vec<Datum>,
+}
+
+impl Layout {
+    /// The layout of a table schema's columns.
+    pub fn of(ts: &TableSchema) -> Layout {
+        Layout {
+            names: ts.columns.keys().cloned().collect(),
+            defaults: ts.columns.values().map(Datum::default_of).collect(),
+        }
+    }
+
+    /// A column's position.
+    pub fn index(&self, col: &str) -> Option<usize> {
+        self.names.binary_search_by(|n| n.as_str().cmp(col)).ok()
+    }
+
+    /// The column names, sorted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// A row's column values: every column of its [`Layout`] is present; only the values that
+/// differ from the column's default are stored (by column position), so a row of mostly
+/// empty columns costs little. Reads like a map of column name → value.
+#[derive(Debug, Clone, Default)]
+pub struct Columns {
+    layout: Arc<Layout>,
+    /// (column position, value), sorted by position.
+    vals: Vec<(u32, Datum)>,
+}
+
+impl Columns {
+    /// A row of `layout`'s defaults.
+    pub fn new(layout: Arc<Layout>) -> Columns {
+        Columns {
+            layout,
+            vals: Vec::new(),
+        }
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    fn slot(&self, i: usize) -> std::result::Result<usize, usize> {
+        self.vals.binary_search_by_key(&(i as u32), |(j, _)| *j)
+    }
+
+    fn at(&self, i: usize) -> &Datum {
+        match self.slot(i) {
+            Ok(k) => &self.vals[k].1,
+            Err(_) => &self.layout.defaults[i],
+        }
+    }
+
+    /// A column's value (`None` for a column the row does not have).
+    pub fn get(&self, col: &str) -> Option<&Datum> {
+        self.layout.index(col).map(|i| self.at(i))
+    }
+
+    /// A column's value, to change in place.
+    pub fn get_mut(&mut self, col: &str) -> Option<&mut Datum> {
+        let i = self.layout.index(col)?;
+        let k = match self.slot(i) {
+            Ok(k) => k,
+            Err(k) => {
+                self.vals
+                    .insert(k, (i as u32, self.layout.defaults[i].clone()));
+                k
+            }
+        };
+        Some(&mut self.vals[k].1)
+    }
+
+    /// True when the row has column `col`.
+    pub fn contains_key(&self, col: &str) -> bool {
+        self.layout.index(col).is_some()
+    }
+
+    /// Fills a row of defaults from (position, value) pairs sorted by position, each
+    /// position once at most (a fresh row: nothing stored yet).
+    fn set_all(&mut self, vals: impl Iterator<Item = (usize, Datum)>) {
+        let layout = &self.layout;
+        self.vals = vals
+            .filter(|(i, d)| *d != layout.defaults[*i])
+            .map(|(i, d)| (i as u32, d))
+            .collect();
+        self.vals.dedup_by_key(|(i, _)| *i);
+    }
+
+    /// Applies an `update2` diff to column `i` (see [`Datum::apply_diff`]).
+    fn diff_at(&mut self, i: usize, diff: &Datum) {
+        let mut d = self.at(i).clone();
+        d.apply_diff(diff);
+        self.set_at(i, d);
+    }
+
+    /// Sets column `i` (a position in the layout).
+    fn set_at(&mut self, i: usize, d: Datum) {
+        let default = d == self.layout.defaults[i];
+        match (self.slot(i), default) {
+            (Ok(k), true) => {
+                self.vals.remove(k);
+            }
+            (Ok(k), false) => self.vals[k].1 = d,
+            (Err(_), true) => {}
+            (Err(k), false) => self.vals.insert(k, (i as u32, d)),
+        }
+    }
+
+    /// Sets a column, returning its old value; a column the layout lacks is added to this
+    /// row's (copied) layout.
+    pub fn insert(&mut self, col: String, d: Datum) -> Option<Datum> {
+        match self.layout.index(&col) {
+            Some(i) => {
+                let old = self.at(i).clone();
+                self.set_at(i, d);
+                Some(old)
+            }
+            None => {
+                let pos = self.layout.names.partition_point(|n| *n < col);
+                let l = Arc::make_mut(&mut self.layout);
+                l.names.insert(pos, col);
+                l.defaults.insert(pos, Datum::default());
+                for (j, _) in &mut self.vals {
+                    if *j as usize >= pos {
+                        *j += 1;
+                    }
+                }
+                self.set_at(pos, d);
+                None
+            }
+        }
+    }
+
+    /// Columns and values, in column-name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Datum)> {
+        self.layout
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), self.at(i)))
+    }
+
+    /// The number of columns.
+    pub fn len(&self) -> usize {
+        self.layout.names.len()
+    }
+
+    /// True for a row without columns.
+    pub fn is_empty(&self) -> bool {
+        self.layout.names.is_empty()
+    }
+}
+
+impl PartialEq for Columns {
+    fn eq(&self, o: &Columns) -> bool {
+        if Arc::ptr_eq(&self.layout, &o.layout) || self.layout == o.layout {
+            // Same columns: compare position by position (a stored value may equal the
+            // default after an in-place change, so not the stored lists).
+            (0..self.len()).all(|i| self.at(i) == o.at(i))
+        } else {
+            self.iter().eq(o.iter())
+        }
+    }
+}
+impl Eq for Columns {}
+
 /// One row: column name → value (every schema column present).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Row {
     /// Column values.
-    pub cols: BTreeMap<String, Datum>,
+    pub cols: Columns,
 }
 
 impl Row {
     /// A row of the schema's defaults.
     pub fn defaults(ts: &TableSchema) -> Row {
         Row {
-            cols: ts
-                .columns
-                .iter()
-                .map(|(n, t)| (n.clone(), Datum::default_of(t)))
-                .collect(),
+            cols: Columns::new(Arc::new(Layout::of(ts))),
         }
     }
 
@@ -71,12 +243,12 @@ impl Row {
     /// `ts` are left out).
     pub fn to_json(&self, ts: &TableSchema) -> Value {
         let mut o = serde_json::Map::new();
-        for (c, d) in &self.cols {
+        for (c, d) in self.cols.iter() {
             let Some(ct) = ts.columns.get(c) else {
                 continue;
             };
             if *d != Datum::default_of(ct) {
-                o.insert(c.clone(), d.to_json());
+                o.insert(c.to_owned(), d.to_json());
             }
         }
         Value::Object(o)
@@ -84,12 +256,29 @@ impl Row {
 }
 
 /// One table's rows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Table {
-    /// Rows by UUID.
     /// Rows by UUID (shared: a reader may keep a row while the replica moves on; an update
     /// copies a row only if someone still holds it).
     pub rows: HashMap<Uuid, Arc<Row>>,
+    /// The layout new rows get (made from the schema on first use).
+    layout: Option<Arc<Layout>>,
+}
+
+impl PartialEq for Table {
+    fn eq(&self, o: &Table) -> bool {
+        self.rows == o.rows
+    }
+}
+impl Eq for Table {}
+
+impl Table {
+    fn new_row(&mut self, ts: &TableSchema) -> Row {
+        let l = self.layout.get_or_insert_with(|| Arc::new(Layout::of(ts)));
+        Row {
+            cols: Columns::new(l.clone()),
+        }
+    }
 }
 
 /// How a row update's columns are to be read.
@@ -143,22 +332,19 @@ impl Database {
             .tables
             .get(table)
             .ok_or_else(|| Error::syntax(format!("unknown table {table:?}")))?;
-        let mut full = Row::defaults(ts);
-        for (c, d) in row.cols {
+        let t = self.tables.entry(table.to_owned()).or_default();
+        let mut full = t.new_row(ts);
+        for (c, d) in row.cols.iter() {
             let ct = ts
                 .columns
-                .get(&c)
+                .get(c)
                 .ok_or_else(|| Error::syntax(format!("unknown column {table}.{c}")))?;
             // Round-trip through JSON: the one place values are checked against a type.
             let d = Datum::from_json(&d.to_json(), ct)
                 .map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
-            full.cols.insert(c, d);
+            full.cols.insert(c.to_owned(), d);
         }
-        self.tables
-            .entry(table.to_owned())
-            .or_default()
-            .rows
-            .insert(uuid, Arc::new(full));
+        t.rows.insert(uuid, Arc::new(full));
         Ok(())
     }
 
@@ -184,10 +370,12 @@ impl Database {
         let cols = new
             .as_object()
             .ok_or_else(|| Error::syntax(format!("row {uuid} is not an object")))?;
+        let fresh = t.new_row(ts);
+        let layout = fresh.cols.layout().clone();
         // Parse everything first so a bad column leaves the row as it was.
         let mut parsed = Vec::with_capacity(cols.len());
         for (c, v) in cols {
-            let Some(ct) = ts.columns.get(c) else {
+            let (Some(ct), Some(i)) = (ts.columns.get(c), layout.index(c)) else {
                 if c.starts_with('_') {
                     continue;
                 }
@@ -195,24 +383,25 @@ impl Database {
             };
             let d =
                 Datum::from_json(v, ct).map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
-            parsed.push((c, ct, d));
+            parsed.push((i, ct, d));
         }
         // A new row's columns are whole values even in a diff-format record.
-        let is_new = !t.rows.contains_key(&uuid);
-        let row = Arc::make_mut(
-            t.rows
-                .entry(uuid)
-                .or_insert_with(|| Arc::new(Row::defaults(ts))),
-        );
-        for (c, ct, d) in parsed {
-            let slot = row
-                .cols
-                .entry(c.clone())
-                .or_insert_with(|| Datum::empty(ct));
-            if kind == UpdateKind::Diff && !is_new && !ct.is_scalar() {
-                slot.apply_diff(&d);
-            } else {
-                *slot = d;
+        match t.rows.entry(uuid) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut row = fresh;
+                parsed.sort_by_key(|p| p.0);
+                row.cols.set_all(parsed.into_iter().map(|(i, _, d)| (i, d)));
+                e.insert(Arc::new(row));
+            }
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let row = Arc::make_mut(e.get_mut());
+                for (i, ct, d) in parsed {
+                    if kind == UpdateKind::Diff && !ct.is_scalar() {
+                        row.cols.diff_at(i, &d);
+                    } else {
+                        row.cols.set_at(i, d);
+                    }
+                }
             }
         }
         Ok(())

@@ -32,6 +32,9 @@ use serde_json::{Value, json};
 /// is tens of MiB).
 pub const DEFAULT_MAX_MESSAGE: usize = 256 << 20;
 
+/// Buffer capacity the decoder gives back once the message that needed it is consumed.
+const SHRINK_ABOVE: usize = 1 << 20;
+
 /// An incremental decoder of back-to-back JSON values.
 #[derive(Debug)]
 pub struct Decoder {
@@ -97,6 +100,10 @@ impl Decoder {
             self.pos -= self.consumed;
             self.start = self.start.map(|s| s - self.consumed);
             self.consumed = 0;
+            // A big message is gone: give its room back rather than keep it for good.
+            if self.buf.capacity() > SHRINK_ABOVE && self.buf.len() < self.buf.capacity() / 4 {
+                self.buf.shrink_to(self.buf.len().max(SHRINK_ABOVE / 16));
+            }
         }
         self.buf.extend_from_slice(bytes);
     }
@@ -256,10 +263,37 @@ impl Message {
         }
     }
 
-    /// The message as bytes to send.
+    /// The message as bytes to send (written from the parts, without copying them into
+    /// one `Value` first: a big transaction's operations are tens of MB as a tree).
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Serializing a `Value` cannot fail (its map keys are strings).
-        serde_json::to_vec(&self.to_json()).unwrap_or_default()
+        let null = Value::Null;
+        let method_v;
+        let fields: [(&str, &Value); 3] = match self {
+            Message::Request { method, params, id } => {
+                method_v = Value::String(method.clone());
+                [("method", &method_v), ("params", params), ("id", id)]
+            }
+            Message::Notify { method, params } => {
+                method_v = Value::String(method.clone());
+                [("method", &method_v), ("params", params), ("id", &null)]
+            }
+            Message::Response { result, id } => [("result", result), ("error", &null), ("id", id)],
+            Message::Error { error, id } => [("result", &null), ("error", error), ("id", id)],
+        };
+        let mut out = Vec::new();
+        out.push(b'{');
+        for (i, (k, v)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(k.as_bytes());
+            out.extend_from_slice(b"\":");
+            // Writing a `Value` to a `Vec` cannot fail (its map keys are strings).
+            let _ = serde_json::to_writer(&mut out, v);
+        }
+        out.push(b'}');
+        out
     }
 }
 
@@ -384,6 +418,8 @@ mod tests {
         ];
         for m in cases {
             assert_eq!(Message::from_json(m.to_json()).unwrap(), m);
+            let back: Value = serde_json::from_slice(&m.to_bytes()).unwrap();
+            assert_eq!(back, m.to_json());
         }
         assert!(Message::from_json(json!([1])).is_err());
         assert!(Message::from_json(json!({"id": 1})).is_err());
