@@ -39,7 +39,7 @@ for run in $(seq "$RUNS"); do
     SP+=($!); PIDS+=($!)
   done
   for x in nb sb; do
-    for _ in $(seq 200); do [ -S "$D/$x.sock" ] && break; sleep 0.05; done
+    for _ in $(seq 1200); do [ -S "$D/$x.sock" ] && break; sleep 0.05; done
   done
   t0=$(date +%s%N)
   if [ -n "${DAEMON:-}" ]; then

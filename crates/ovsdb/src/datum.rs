@@ -126,8 +126,22 @@ impl Ord for Atom {
     }
 }
 
+impl std::hash::Hash for Atom {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Consistent with `Eq` (`Ord`): reals are equal exactly when their bits are.
+        self.rank().hash(h);
+        match self {
+            Atom::Integer(i) => i.hash(h),
+            Atom::Real(r) => r.to_bits().hash(h),
+            Atom::Boolean(b) => b.hash(h),
+            Atom::String(s) => s.hash(h),
+            Atom::Uuid(u) => u.hash(h),
+        }
+    }
+}
+
 /// A column value: sorted unique keys, and for maps one value per key.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub struct Datum {
     /// Keys (set elements), sorted, unique.
     pub keys: Vec<Atom>,

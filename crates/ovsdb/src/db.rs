@@ -5,7 +5,7 @@ use crate::datum::Datum;
 use crate::schema::{DatabaseSchema, TableSchema};
 use crate::{Error, Result, Uuid};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// A table's columns as its rows share them: the names, sorted, and each column's default
@@ -42,8 +42,9 @@ impl Layout {
 #[derive(Debug, Clone, Default)]
 pub struct Columns {
     layout: Arc<Layout>,
-    /// (column position, value), sorted by position.
-    vals: Vec<(u32, Datum)>,
+    /// (column position, value), sorted by position; values are shared between rows
+    /// (see [`Table`]).
+    vals: Vec<(u32, Arc<Datum>)>,
 }
 
 impl Columns {
@@ -66,7 +67,7 @@ impl Columns {
 
     fn at(&self, i: usize) -> &Datum {
         match self.slot(i) {
-            Ok(k) => &self.vals[k].1,
+            Ok(k) => &*self.vals[k].1,
             Err(_) => &self.layout.defaults[i],
         }
     }
@@ -83,11 +84,11 @@ impl Columns {
             Ok(k) => k,
             Err(k) => {
                 self.vals
-                    .insert(k, (i as u32, self.layout.defaults[i].clone()));
+                    .insert(k, (i as u32, Arc::new(self.layout.defaults[i].clone())));
                 k
             }
         };
-        Some(&mut self.vals[k].1)
+        Some(Arc::make_mut(&mut self.vals[k].1))
     }
 
     /// True when the row has column `col`.
@@ -97,25 +98,18 @@ impl Columns {
 
     /// Fills a row of defaults from (position, value) pairs sorted by position, each
     /// position once at most (a fresh row: nothing stored yet).
-    fn set_all(&mut self, vals: impl Iterator<Item = (usize, Datum)>) {
+    fn set_all(&mut self, vals: impl Iterator<Item = (usize, Arc<Datum>)>) {
         let layout = &self.layout;
         self.vals = vals
-            .filter(|(i, d)| *d != layout.defaults[*i])
+            .filter(|(i, d)| **d != layout.defaults[*i])
             .map(|(i, d)| (i as u32, d))
             .collect();
         self.vals.dedup_by_key(|(i, _)| *i);
     }
 
-    /// Applies an `update2` diff to column `i` (see [`Datum::apply_diff`]).
-    fn diff_at(&mut self, i: usize, diff: &Datum) {
-        let mut d = self.at(i).clone();
-        d.apply_diff(diff);
-        self.set_at(i, d);
-    }
-
     /// Sets column `i` (a position in the layout).
-    fn set_at(&mut self, i: usize, d: Datum) {
-        let default = d == self.layout.defaults[i];
+    fn set_at(&mut self, i: usize, d: Arc<Datum>) {
+        let default = *d == self.layout.defaults[i];
         match (self.slot(i), default) {
             (Ok(k), true) => {
                 self.vals.remove(k);
@@ -132,7 +126,7 @@ impl Columns {
         match self.layout.index(&col) {
             Some(i) => {
                 let old = self.at(i).clone();
-                self.set_at(i, d);
+                self.set_at(i, Arc::new(d));
                 Some(old)
             }
             None => {
@@ -145,7 +139,7 @@ impl Columns {
                         *j += 1;
                     }
                 }
-                self.set_at(pos, d);
+                self.set_at(pos, Arc::new(d));
                 None
             }
         }
@@ -263,6 +257,33 @@ pub struct Table {
     pub rows: HashMap<Uuid, Arc<Row>>,
     /// The layout new rows get (made from the schema on first use).
     layout: Option<Arc<Layout>>,
+    /// Values read into this table's rows, shared: most columns repeat across rows (a
+    /// logical flow's pipeline, table, priority, stage name, datapath), so each distinct
+    /// value is held once.
+    values: Interner,
+}
+
+/// A set of shared values; values no row holds any more are dropped as the set grows.
+#[derive(Debug, Clone, Default)]
+struct Interner {
+    set: HashSet<Arc<Datum>, rustc_hash::FxBuildHasher>,
+    /// Size after the last sweep.
+    live: usize,
+}
+
+impl Interner {
+    fn intern(&mut self, d: Datum) -> Arc<Datum> {
+        if let Some(a) = self.set.get(&d) {
+            return a.clone();
+        }
+        if self.set.len() >= 2 * self.live + 1024 {
+            self.set.retain(|a| Arc::strong_count(a) > 1);
+            self.live = self.set.len();
+        }
+        let a = Arc::new(d);
+        self.set.insert(a.clone());
+        a
+    }
 }
 
 impl PartialEq for Table {
@@ -386,21 +407,26 @@ impl Database {
             parsed.push((i, ct, d));
         }
         // A new row's columns are whole values even in a diff-format record.
+        let values = &mut t.values;
         match t.rows.entry(uuid) {
             std::collections::hash_map::Entry::Vacant(e) => {
                 let mut row = fresh;
                 parsed.sort_by_key(|p| p.0);
-                row.cols.set_all(parsed.into_iter().map(|(i, _, d)| (i, d)));
+                row.cols
+                    .set_all(parsed.into_iter().map(|(i, _, d)| (i, values.intern(d))));
                 e.insert(Arc::new(row));
             }
             std::collections::hash_map::Entry::Occupied(mut e) => {
                 let row = Arc::make_mut(e.get_mut());
                 for (i, ct, d) in parsed {
-                    if kind == UpdateKind::Diff && !ct.is_scalar() {
-                        row.cols.diff_at(i, &d);
+                    let d = if kind == UpdateKind::Diff && !ct.is_scalar() {
+                        let mut v = row.cols.at(i).clone();
+                        v.apply_diff(&d);
+                        v
                     } else {
-                        row.cols.set_at(i, d);
-                    }
+                        d
+                    };
+                    row.cols.set_at(i, values.intern(d));
                 }
             }
         }
@@ -440,25 +466,123 @@ impl Database {
                 .as_object()
                 .ok_or_else(|| Error::syntax(format!("{table}: rows not an object")))?;
             for (u, r) in rows {
-                let uuid =
-                    Uuid::parse(u).ok_or_else(|| Error::syntax(format!("bad row uuid {u:?}")))?;
-                let r = r
-                    .as_object()
-                    .ok_or_else(|| Error::syntax("row update is not an object"))?;
-                if let Some(row) = r.get("initial").or_else(|| r.get("insert")) {
-                    self.apply_row(table, uuid, None, UpdateKind::Values)?;
-                    self.apply_row(table, uuid, Some(row), UpdateKind::Values)?;
-                } else if let Some(row) = r.get("modify") {
-                    self.apply_row(table, uuid, Some(row), UpdateKind::Diff)?;
-                } else if r.contains_key("delete") {
-                    self.apply_row(table, uuid, None, UpdateKind::Values)?;
-                } else {
-                    return Err(Error::syntax(format!(
-                        "row update for {uuid} has no known key"
-                    )));
-                }
+                self.apply_update2_row(table, u, r)?;
             }
         }
         Ok(())
+    }
+
+    /// [`Database::apply_update2`] on the body's JSON text, one row at a time: no tree of
+    /// the whole body is built (an `update2` for 20,000 inserted rows is tens of MB as a
+    /// `Value`). `touched` receives each row's (table, uuid).
+    pub fn apply_update2_text(
+        &mut self,
+        text: &str,
+        mut touched: impl FnMut(&str, Uuid),
+    ) -> Result<()> {
+        use serde_json::value::RawValue;
+        let tables: BTreeMap<String, BTreeMap<String, &RawValue>> = serde_json::from_str(text)
+            .map_err(|e| Error::syntax(format!("update2 is not an object of objects: {e}")))?;
+        for (table, rows) in tables {
+            for (u, r) in rows {
+                let r: Value = serde_json::from_str(r.get())?;
+                let uuid = self.apply_update2_row(&table, &u, &r)?;
+                touched(&table, uuid);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_update2_row(&mut self, table: &str, u: &str, r: &Value) -> Result<Uuid> {
+        let uuid = Uuid::parse(u).ok_or_else(|| Error::syntax(format!("bad row uuid {u:?}")))?;
+        let r = r
+            .as_object()
+            .ok_or_else(|| Error::syntax("row update is not an object"))?;
+        if let Some(row) = r.get("initial").or_else(|| r.get("insert")) {
+            self.apply_row(table, uuid, None, UpdateKind::Values)?;
+            self.apply_row(table, uuid, Some(row), UpdateKind::Values)?;
+        } else if let Some(row) = r.get("modify") {
+            self.apply_row(table, uuid, Some(row), UpdateKind::Diff)?;
+        } else if r.contains_key("delete") {
+            self.apply_row(table, uuid, None, UpdateKind::Values)?;
+        } else {
+            return Err(Error::syntax(format!(
+                "row update for {uuid} has no known key"
+            )));
+        }
+        Ok(uuid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Atom;
+    use serde_json::json;
+
+    fn db() -> Database {
+        let schema = DatabaseSchema::from_json(&json!({
+            "name": "T", "version": "1.0.0",
+            "tables": {"R": {"columns": {
+                "n": {"type": "integer"},
+                "s": {"type": "string"},
+                "m": {"type": {"key": "string", "value": "string", "min": 0, "max": "unlimited"}},
+                "e": {"type": {"key": "integer", "min": 0, "max": "unlimited"}}
+            }}}
+        }))
+        .unwrap();
+        Database::new(schema)
+    }
+
+    #[test]
+    fn rows_read_like_maps_and_share_values() {
+        let mut d = db();
+        let (a, b) = (Uuid(1), Uuid(2));
+        let row = json!({"n": 7, "s": "x", "m": ["map", [["k", "v"]]]});
+        d.apply_row("R", a, Some(&row), UpdateKind::Values).unwrap();
+        d.apply_row("R", b, Some(&row), UpdateKind::Values).unwrap();
+        let (ra, rb) = (d.row("R", a).unwrap(), d.row("R", b).unwrap());
+        assert_eq!(ra, rb);
+        assert_eq!((ra.int("n"), ra.str("s")), (Some(7), "x"));
+        assert_eq!(ra.map_get("m", "k"), Some("v"));
+        // Defaults read as the column type's; unknown columns as empty.
+        assert!(ra.get("e").keys.is_empty() && ra.get("nope").keys.is_empty());
+        assert_eq!(
+            ra.cols.iter().map(|(c, _)| c).collect::<Vec<_>>(),
+            ["e", "m", "n", "s"]
+        );
+        assert!(
+            std::ptr::eq(ra.get("s"), rb.get("s")),
+            "equal values are shared"
+        );
+        // A diff changes one row only.
+        d.apply_row(
+            "R",
+            a,
+            Some(&json!({"e": ["set", [3]], "n": 0})),
+            UpdateKind::Diff,
+        )
+        .unwrap();
+        let (ra, rb) = (d.row("R", a).unwrap(), d.row("R", b).unwrap());
+        assert_eq!(ra.uuids("e").count(), 0);
+        assert_eq!(ra.get("e").keys, [Atom::Integer(3)]);
+        assert_eq!((ra.int("n"), rb.int("n")), (Some(0), Some(7)));
+        assert_ne!(ra, rb);
+        // In-place changes and added columns.
+        let mut r = rb.clone();
+        r.cols.get_mut("n").unwrap().keys = vec![Atom::Integer(0)];
+        r.cols.get_mut("m").unwrap().keys.clear();
+        r.cols.get_mut("m").unwrap().values = Some(Vec::new());
+        assert_eq!(r.int("n"), Some(0));
+        assert_eq!(rb.int("n"), Some(7), "the shared value is untouched");
+        let mut want = Row::default();
+        want.cols
+            .insert("s".into(), Datum::scalar(Atom::String("x".into())));
+        want.cols
+            .insert("n".into(), Datum::scalar(Atom::Integer(0)));
+        assert_eq!(want.cols.len(), 2);
+        d.insert_row("R", Uuid(3), want).unwrap();
+        assert_eq!(d.row("R", Uuid(3)).unwrap(), &r);
+        assert_eq!(r.to_json(&d.schema.tables["R"]), json!({"s": "x"}));
     }
 }

@@ -105,6 +105,12 @@ impl Decoder {
                 self.buf.shrink_to(self.buf.len().max(SHRINK_ABOVE / 16));
             }
         }
+        // Grow by a quarter rather than double: a message of tens of MB is held whole, and
+        // doubling would keep up to as much again unused.
+        let (len, cap) = (self.buf.len(), self.buf.capacity());
+        if cap - len < bytes.len() {
+            self.buf.reserve_exact(bytes.len().max(len / 4));
+        }
         self.buf.extend_from_slice(bytes);
     }
 
@@ -118,6 +124,29 @@ impl Decoder {
 
     /// The next complete JSON value, `None` when more bytes are needed.
     pub fn next_value(&mut self) -> Result<Option<Value>> {
+        let Some((start, end)) = self.next_span()? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice(&self.buf[start..end]) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => Err(self.fail(format!("bad JSON message: {e}"))),
+        }
+    }
+
+    /// The next complete message's bytes (one JSON object or array, not parsed beyond
+    /// finding its end), `None` when more bytes are needed. For a caller that reads a big
+    /// message piecewise instead of as one [`Value`]; if those bytes turn out not to be
+    /// JSON, call [`Decoder::poison`].
+    pub fn next_frame(&mut self) -> Result<Option<&[u8]>> {
+        Ok(self.next_span()?.map(|(start, end)| &self.buf[start..end]))
+    }
+
+    /// Marks the stream broken (a frame that was not JSON): every later call fails.
+    pub fn poison(&mut self, why: String) -> Error {
+        self.fail(why)
+    }
+
+    fn next_span(&mut self) -> Result<Option<(usize, usize)>> {
         if let Some(msg) = &self.failed {
             return Err(Error::Protocol(msg.clone()));
         }
@@ -164,10 +193,7 @@ impl Decoder {
                                     let end = self.pos;
                                     self.start = None;
                                     self.consumed = end;
-                                    return match serde_json::from_slice(&self.buf[start..end]) {
-                                        Ok(v) => Ok(Some(v)),
-                                        Err(e) => Err(self.fail(format!("bad JSON message: {e}"))),
-                                    };
+                                    return Ok(Some((start, end)));
                                 }
                             }
                             _ => {}
