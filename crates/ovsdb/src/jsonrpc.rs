@@ -16,7 +16,10 @@
 //! * Memory is bounded: a message longer than the decoder's limit
 //!   ([`DEFAULT_MAX_MESSAGE`] unless set) is an [`Error::Protocol`] as soon as its first
 //!   `limit + 1` bytes have been seen; the buffer never holds more than the message being
-//!   read plus the last chunk fed.
+//!   read plus the last chunk fed (its capacity grows by a quarter at a time and is given
+//!   back once a message of over 1 MiB has been consumed).
+//! * [`Decoder::next_frame`] hands out a message's bytes unparsed, for callers that read a
+//!   big message piecewise.
 //! * Every top-level value is an object or an array; anything else (or bytes that are not
 //!   JSON) is an [`Error::Protocol`], never a panic. After an error the stream's framing is
 //!   lost and the decoder keeps returning that error: drop the connection.
