@@ -737,7 +737,8 @@ fn sync_named(
 
 /// The SB's logical flows as we read them — each row parsed once into the flow it holds
 /// (datapaths as indices) — kept between rounds and updated from the session's change list,
-/// so a round costs one lookup per flow instead of re-reading every SB row.
+/// so a round costs one lookup per flow instead of re-reading every SB row. Each flow is
+/// held once (shared by both indexes) and datapath groups share the group's datapath list.
 #[derive(Debug, Default)]
 pub struct FlowCache {
     /// SB datapath UUID per datapath index when built; another mapping rebuilds the cache.
@@ -746,9 +747,9 @@ pub struct FlowCache {
     /// SB group → its datapaths (`None` when it names a datapath that is not ours).
     groups: HashMap<Uuid, Option<Arc<[DpId]>>>,
     /// SB row → the flow it holds.
-    rows: HashMap<Uuid, Lflow>,
+    rows: HashMap<Uuid, Arc<Lflow>>,
     /// Flow → the SB rows holding it.
-    by_key: HashMap<Lflow, Vec<Uuid>>,
+    by_key: ByKey,
     /// Rows that hold no usable flow (unknown stage, foreign datapath): deleted at sync.
     unusable: HashSet<Uuid>,
 }
@@ -818,24 +819,25 @@ impl FlowCache {
             {
                 self.add_group(g, gr);
             }
-            self.groups
-                .get(&g)
-                .cloned()
-                .flatten()
-                .and_then(|v| Dps::from_sorted(v.to_vec()))
+            // Share the group's list rather than copying it per flow.
+            match self.groups.get(&g).cloned().flatten() {
+                Some(v) if v.len() > 1 => Some(Dps::Group(v)),
+                Some(v) => v.first().map(|&d| Dps::One(d)),
+                None => None,
+            }
         } else {
             None
         };
         match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), dps) {
             (Some(stage), Ok(priority), Some(dps)) => {
-                let f = Lflow {
+                let f = Arc::new(Lflow {
                     stage,
                     priority,
                     match_: r.str("match").to_owned(),
                     actions: r.str("actions").to_owned(),
                     dps,
-                };
-                self.by_key.entry(f.clone()).or_default().push(u);
+                });
+                let f = self.by_key.add(f, u);
                 self.rows.insert(u, f);
             }
             _ => {
@@ -846,13 +848,8 @@ impl FlowCache {
 
     fn remove_row(&mut self, u: Uuid) {
         self.unusable.remove(&u);
-        if let Some(f) = self.rows.remove(&u)
-            && let Some(us) = self.by_key.get_mut(&f)
-        {
-            us.retain(|&x| x != u);
-            if us.is_empty() {
-                self.by_key.remove(&f);
-            }
+        if let Some(f) = self.rows.remove(&u) {
+            self.by_key.remove(&f, u);
         }
     }
 
@@ -930,7 +927,7 @@ pub fn plan_flow_changes(
                 actions: a.clone(),
                 dps: before.clone(),
             };
-            for u in cache.by_key.get(&f).into_iter().flatten() {
+            for u in cache.by_key.get(&f).into_iter().flat_map(Rows::iter) {
                 ops.push(json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(*u)}));
                 deleted += 1;
             }
@@ -1097,4 +1094,90 @@ pub fn plan_bindings_delta(
         set_in_scope,
     );
     ops
+}
+
+/// A cached flow as a map key: hashed and compared as the [`Lflow`] it shares.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key(Arc<Lflow>);
+
+impl std::borrow::Borrow<Lflow> for Key {
+    fn borrow(&self) -> &Lflow {
+        &self.0
+    }
+}
+
+/// The SB rows holding one flow: almost always one.
+#[derive(Debug, Clone)]
+enum Rows {
+    One(Uuid),
+    Many(Vec<Uuid>),
+}
+
+impl Rows {
+    fn as_slice(&self) -> &[Uuid] {
+        match self {
+            Rows::One(u) => std::slice::from_ref(u),
+            Rows::Many(v) => v,
+        }
+    }
+
+    /// How many rows.
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// The rows.
+    fn iter(&self) -> std::slice::Iter<'_, Uuid> {
+        self.as_slice().iter()
+    }
+}
+
+/// Flow → the SB rows holding it.
+#[derive(Debug, Default)]
+struct ByKey(HashMap<Key, Rows>);
+
+impl ByKey {
+    fn get(&self, f: &Lflow) -> Option<&Rows> {
+        self.0.get(f)
+    }
+
+    /// Records that row `u` holds `f`; returns the flow as shared (an equal flow already
+    /// held is reused).
+    fn add(&mut self, f: Arc<Lflow>, u: Uuid) -> Arc<Lflow> {
+        if let Some((k, _)) = self.0.get_key_value(&*f) {
+            let shared = k.0.clone();
+            if let Some(rows) = self.0.get_mut(&*f) {
+                let mut v = rows.as_slice().to_vec();
+                v.push(u);
+                *rows = Rows::Many(v);
+            }
+            return shared;
+        }
+        self.0.insert(Key(f.clone()), Rows::One(u));
+        f
+    }
+
+    /// Forgets that row `u` holds `f`.
+    fn remove(&mut self, f: &Lflow, u: Uuid) {
+        let Some(rows) = self.0.get_mut(f) else {
+            return;
+        };
+        let v: Vec<Uuid> = rows.iter().copied().filter(|&x| x != u).collect();
+        match v.as_slice() {
+            [] => {
+                self.0.remove(f);
+            }
+            [one] => *rows = Rows::One(*one),
+            _ => *rows = Rows::Many(v),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a ByKey {
+    type Item = (&'a Lflow, &'a Rows);
+    type IntoIter = Box<dyn Iterator<Item = (&'a Lflow, &'a Rows)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.0.iter().map(|(k, r)| (&*k.0, r)))
+    }
 }

@@ -14,6 +14,8 @@
 //! * Every message the server sends is handled in arrival order, whichever call is waiting:
 //!   `echo` requests are answered at once, monitor updates are applied to the replica as they
 //!   arrive (so after `transact` returns, updates the server sent before its reply are in).
+//!   `update2` notifications are applied row by row from the received bytes, never parsed
+//!   into one tree (a 20,000-row insert's echo is tens of MB as a `Value`).
 //! * Rows touched by applied updates are recorded until [`Client::take_changes`]; the
 //!   [`Client::generation`] counter grows by one per applied update message.
 //! * Bad input from the server is an [`Error`], never a panic; an I/O failure, EOF or a
@@ -167,6 +169,49 @@ pub enum MonitorKind {
     Plain,
 }
 
+/// What [`Client::recv`] got.
+enum Incoming {
+    /// A message for the caller.
+    Msg(Message),
+    /// The monitor's `update2` notification, already applied.
+    Applied,
+}
+
+/// If `bytes` is an `update2` notification of `mon`, applies it to the replica without
+/// building a tree of the whole message (it can be tens of MB) and returns true; otherwise
+/// false (also for anything that does not parse this way: the caller's full parse reports it).
+fn apply_update2_frame(
+    mon: &mut Monitor,
+    bytes: &[u8],
+    changes: &mut BTreeSet<(String, Uuid)>,
+) -> Result<bool> {
+    use serde_json::value::RawValue;
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(false);
+    };
+    let Ok(top) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(text) else {
+        return Ok(false);
+    };
+    let is_update2 = top.get("method").map(|m| m.get()) == Some("\"update2\"")
+        && top.get("id").is_none_or(|id| id.get() == "null");
+    let Some(params) = top.get("params").filter(|_| is_update2) else {
+        return Ok(false);
+    };
+    let Ok(p) = serde_json::from_str::<Vec<&RawValue>>(params.get()) else {
+        return Ok(false);
+    };
+    let [id, updates] = p.as_slice() else {
+        return Ok(false);
+    };
+    if serde_json::from_str::<Value>(id.get()).ok().as_ref() != Some(&mon.id) {
+        return Ok(false);
+    }
+    mon.replica.apply_update2_text(updates.get(), |t, u| {
+        changes.insert((t.to_owned(), u));
+    })?;
+    Ok(true)
+}
+
 #[derive(Debug)]
 struct Monitor {
     id: Value,
@@ -261,17 +306,57 @@ impl Client {
         Ok(())
     }
 
-    /// Reads the next message, waiting until `deadline`; `None` on timeout.
-    fn recv(&mut self, deadline: Instant) -> Result<Option<Message>> {
+    /// Reads the next message, waiting until `deadline`; `None` on timeout. An `update2`
+    /// notification of the running monitor is applied to the replica here, straight from the
+    /// received bytes, and reported as [`Incoming::Applied`].
+    fn recv(&mut self, deadline: Instant) -> Result<Option<Incoming>> {
         let mut buf = [0u8; 64 * 1024];
         loop {
-            match self.decoder.next_message() {
-                Ok(Some(m)) => return Ok(Some(m)),
-                Ok(None) => {}
+            let frame = match self.decoder.next_frame() {
+                Ok(f) => f,
                 Err(e) => {
                     self.stream = None;
                     return Err(e);
                 }
+            };
+            if let Some(bytes) = frame {
+                let mon = self
+                    .monitor
+                    .as_mut()
+                    .filter(|m| m.kind == MonitorKind::Cond);
+                let changes = &mut self.changes;
+                let r = match mon {
+                    Some(mon) => apply_update2_frame(mon, bytes, changes),
+                    None => Ok(false),
+                };
+                match r {
+                    Ok(true) => {
+                        self.generation += 1;
+                        return Ok(Some(Incoming::Applied));
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        // The replica may be half-updated: it can no longer be trusted, nor
+                        // the stream.
+                        self.stream = None;
+                        return Err(e);
+                    }
+                }
+                let v = match serde_json::from_slice(bytes) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        let e = self.decoder.poison(format!("bad JSON message: {e}"));
+                        self.stream = None;
+                        return Err(e);
+                    }
+                };
+                return match Message::from_json(v) {
+                    Ok(m) => Ok(Some(Incoming::Msg(m))),
+                    Err(e) => {
+                        self.stream = None;
+                        Err(e)
+                    }
+                };
             }
             let Some(s) = self.stream.as_mut() else {
                 return Err(Error::Disconnected(format!(
@@ -370,11 +455,15 @@ impl Client {
         })?;
         let deadline = Instant::now() + self.rpc_timeout;
         loop {
-            let Some(msg) = self.recv(deadline)? else {
-                return Err(Error::Timeout(format!(
-                    "{}: no answer to {method} within {:?}",
-                    self.target, self.rpc_timeout
-                )));
+            let msg = match self.recv(deadline)? {
+                None => {
+                    return Err(Error::Timeout(format!(
+                        "{}: no answer to {method} within {:?}",
+                        self.target, self.rpc_timeout
+                    )));
+                }
+                Some(Incoming::Applied) => continue,
+                Some(Incoming::Msg(msg)) => msg,
             };
             match self.dispatch(msg)? {
                 Some(Message::Response { result, id: rid }) if rid == id => return Ok(result),
@@ -528,9 +617,10 @@ impl Client {
                 deadline
             };
             match self.recv(d)? {
-                Some(msg) => {
+                Some(Incoming::Msg(msg)) => {
                     self.dispatch(msg)?;
                 }
+                Some(Incoming::Applied) => {}
                 None => return Ok(self.generation != start),
             }
         }

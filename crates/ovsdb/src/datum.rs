@@ -126,8 +126,22 @@ impl Ord for Atom {
     }
 }
 
+impl std::hash::Hash for Atom {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Consistent with `Eq` (`Ord`): reals are equal exactly when their bits are.
+        self.rank().hash(h);
+        match self {
+            Atom::Integer(i) => i.hash(h),
+            Atom::Real(r) => r.to_bits().hash(h),
+            Atom::Boolean(b) => b.hash(h),
+            Atom::String(s) => s.hash(h),
+            Atom::Uuid(u) => u.hash(h),
+        }
+    }
+}
+
 /// A column value: sorted unique keys, and for maps one value per key.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub struct Datum {
     /// Keys (set elements), sorted, unique.
     pub keys: Vec<Atom>,
@@ -186,20 +200,27 @@ impl Datum {
                 }
                 kv.sort_by(|a, b| a.0.cmp(&b.0));
                 kv.dedup_by(|a, b| a.0 == b.0);
-                let (k, v): (Vec<_>, Vec<_>) = kv.into_iter().unzip();
+                // Exact capacities: replicas hold millions of these.
+                let (mut k, mut v) = (Vec::with_capacity(kv.len()), Vec::with_capacity(kv.len()));
+                for (a, b) in kv {
+                    k.push(a);
+                    v.push(b);
+                }
                 d.keys = k;
                 d.values = Some(v);
             }
             (Some(("set", Value::Array(elems))), None) => {
+                d.keys.reserve_exact(elems.len());
                 for e in elems {
                     d.keys.push(Atom::from_json(e, &ty.key)?);
                 }
                 d.keys.sort();
                 d.keys.dedup();
+                d.keys.shrink_to_fit();
             }
             // An empty set is also how an empty map is written.
             (Some(("set", Value::Array(elems))), Some(_)) if elems.is_empty() => {}
-            (None, None) => d.keys.push(Atom::from_json(v, &ty.key)?),
+            (None, None) => d.keys = vec![Atom::from_json(v, &ty.key)?],
             _ => {
                 return Err(Error::syntax(format!(
                     "value {v} does not fit its column type"

@@ -1,29 +1,209 @@
 //! An in-memory replica of a database: tables of rows by UUID, updated by whole rows,
 //! RFC 7047 `update` notifications, and `update2`/file-format diffs.
+//!
+//! Memory: replicas of an `OVN_Southbound` hold hundreds of thousands of rows, so a row is
+//! compact — its table's column names and defaults live once per table ([`Layout`]), a row
+//! stores only its non-default values by column position ([`Columns`]), and values read
+//! into a table are shared between its rows (a logical flow's pipeline, table, priority,
+//! stage name and datapath repeat across thousands of rows). `update2` bodies can be applied
+//! from their text row by row ([`Database::apply_update2_text`]) without a tree of the whole
+//! body.
 
 use crate::datum::Datum;
 use crate::schema::{DatabaseSchema, TableSchema};
 use crate::{Error, Result, Uuid};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+
+/// A table's columns as its rows share them: the names, sorted, and each column's default
+/// value (one per table, behind an `Arc`, so a row does not repeat its column names).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Layout {
+    names: Vec<String>,
+    defaults: Vec<Datum>,
+}
+
+impl Layout {
+    /// The layout of a table schema's columns.
+    pub fn of(ts: &TableSchema) -> Layout {
+        Layout {
+            names: ts.columns.keys().cloned().collect(),
+            defaults: ts.columns.values().map(Datum::default_of).collect(),
+        }
+    }
+
+    /// A column's position.
+    pub fn index(&self, col: &str) -> Option<usize> {
+        self.names.binary_search_by(|n| n.as_str().cmp(col)).ok()
+    }
+
+    /// The column names, sorted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// A row's column values: every column of its [`Layout`] is present; only the values that
+/// differ from the column's default are stored (by column position), so a row of mostly
+/// empty columns costs little. Reads like a map of column name → value.
+#[derive(Debug, Clone, Default)]
+pub struct Columns {
+    layout: Arc<Layout>,
+    /// (column position, value), sorted by position; values are shared between rows
+    /// (see [`Table`]).
+    vals: Vec<(u32, Arc<Datum>)>,
+}
+
+impl Columns {
+    /// A row of `layout`'s defaults.
+    pub fn new(layout: Arc<Layout>) -> Columns {
+        Columns {
+            layout,
+            vals: Vec::new(),
+        }
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    fn slot(&self, i: usize) -> std::result::Result<usize, usize> {
+        self.vals.binary_search_by_key(&(i as u32), |(j, _)| *j)
+    }
+
+    fn at(&self, i: usize) -> &Datum {
+        match self.slot(i) {
+            Ok(k) => &self.vals[k].1,
+            Err(_) => &self.layout.defaults[i],
+        }
+    }
+
+    /// A column's value (`None` for a column the row does not have).
+    pub fn get(&self, col: &str) -> Option<&Datum> {
+        self.layout.index(col).map(|i| self.at(i))
+    }
+
+    /// A column's value, to change in place.
+    pub fn get_mut(&mut self, col: &str) -> Option<&mut Datum> {
+        let i = self.layout.index(col)?;
+        let k = match self.slot(i) {
+            Ok(k) => k,
+            Err(k) => {
+                self.vals
+                    .insert(k, (i as u32, Arc::new(self.layout.defaults[i].clone())));
+                k
+            }
+        };
+        Some(Arc::make_mut(&mut self.vals[k].1))
+    }
+
+    /// True when the row has column `col`.
+    pub fn contains_key(&self, col: &str) -> bool {
+        self.layout.index(col).is_some()
+    }
+
+    /// Fills a row of defaults from (position, value) pairs sorted by position, each
+    /// position once at most (a fresh row: nothing stored yet).
+    fn set_all(&mut self, vals: impl Iterator<Item = (usize, Arc<Datum>)>) {
+        let layout = &self.layout;
+        // Not `collect`: collected in place from a `Vec` of bigger items, the result would
+        // keep that allocation (7 columns: 448 bytes where 112 are used).
+        let mut v = Vec::with_capacity(vals.size_hint().0);
+        for (i, d) in vals {
+            if *d != layout.defaults[i] {
+                v.push((i as u32, d));
+            }
+        }
+        v.dedup_by_key(|(i, _)| *i);
+        v.shrink_to_fit();
+        self.vals = v;
+    }
+
+    /// Sets column `i` (a position in the layout).
+    fn set_at(&mut self, i: usize, d: Arc<Datum>) {
+        let default = *d == self.layout.defaults[i];
+        match (self.slot(i), default) {
+            (Ok(k), true) => {
+                self.vals.remove(k);
+            }
+            (Ok(k), false) => self.vals[k].1 = d,
+            (Err(_), true) => {}
+            (Err(k), false) => self.vals.insert(k, (i as u32, d)),
+        }
+    }
+
+    /// Sets a column, returning its old value; a column the layout lacks is added to this
+    /// row's (copied) layout.
+    pub fn insert(&mut self, col: String, d: Datum) -> Option<Datum> {
+        match self.layout.index(&col) {
+            Some(i) => {
+                let old = self.at(i).clone();
+                self.set_at(i, Arc::new(d));
+                Some(old)
+            }
+            None => {
+                let pos = self.layout.names.partition_point(|n| *n < col);
+                let l = Arc::make_mut(&mut self.layout);
+                l.names.insert(pos, col);
+                l.defaults.insert(pos, Datum::default());
+                for (j, _) in &mut self.vals {
+                    if *j as usize >= pos {
+                        *j += 1;
+                    }
+                }
+                self.set_at(pos, Arc::new(d));
+                None
+            }
+        }
+    }
+
+    /// Columns and values, in column-name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Datum)> {
+        self.layout
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), self.at(i)))
+    }
+
+    /// The number of columns.
+    pub fn len(&self) -> usize {
+        self.layout.names.len()
+    }
+
+    /// True for a row without columns.
+    pub fn is_empty(&self) -> bool {
+        self.layout.names.is_empty()
+    }
+}
+
+impl PartialEq for Columns {
+    fn eq(&self, o: &Columns) -> bool {
+        if Arc::ptr_eq(&self.layout, &o.layout) || self.layout == o.layout {
+            // Same columns: compare position by position (a stored value may equal the
+            // default after an in-place change, so not the stored lists).
+            (0..self.len()).all(|i| self.at(i) == o.at(i))
+        } else {
+            self.iter().eq(o.iter())
+        }
+    }
+}
+impl Eq for Columns {}
 
 /// One row: column name → value (every schema column present).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Row {
     /// Column values.
-    pub cols: BTreeMap<String, Datum>,
+    pub cols: Columns,
 }
 
 impl Row {
     /// A row of the schema's defaults.
     pub fn defaults(ts: &TableSchema) -> Row {
         Row {
-            cols: ts
-                .columns
-                .iter()
-                .map(|(n, t)| (n.clone(), Datum::default_of(t)))
-                .collect(),
+            cols: Columns::new(Arc::new(Layout::of(ts))),
         }
     }
 
@@ -71,12 +251,12 @@ impl Row {
     /// `ts` are left out).
     pub fn to_json(&self, ts: &TableSchema) -> Value {
         let mut o = serde_json::Map::new();
-        for (c, d) in &self.cols {
+        for (c, d) in self.cols.iter() {
             let Some(ct) = ts.columns.get(c) else {
                 continue;
             };
             if *d != Datum::default_of(ct) {
-                o.insert(c.clone(), d.to_json());
+                o.insert(c.to_owned(), d.to_json());
             }
         }
         Value::Object(o)
@@ -84,12 +264,56 @@ impl Row {
 }
 
 /// One table's rows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Table {
-    /// Rows by UUID.
     /// Rows by UUID (shared: a reader may keep a row while the replica moves on; an update
     /// copies a row only if someone still holds it).
     pub rows: HashMap<Uuid, Arc<Row>>,
+    /// The layout new rows get (made from the schema on first use).
+    layout: Option<Arc<Layout>>,
+    /// Values read into this table's rows, shared: most columns repeat across rows (a
+    /// logical flow's pipeline, table, priority, stage name, datapath), so each distinct
+    /// value is held once.
+    values: Interner,
+}
+
+/// A set of shared values; values no row holds any more are dropped as the set grows.
+#[derive(Debug, Clone, Default)]
+struct Interner {
+    set: HashSet<Arc<Datum>, rustc_hash::FxBuildHasher>,
+    /// Size after the last sweep.
+    live: usize,
+}
+
+impl Interner {
+    fn intern(&mut self, d: Datum) -> Arc<Datum> {
+        if let Some(a) = self.set.get(&d) {
+            return a.clone();
+        }
+        if self.set.len() >= 2 * self.live + 1024 {
+            self.set.retain(|a| Arc::strong_count(a) > 1);
+            self.live = self.set.len();
+        }
+        let a = Arc::new(d);
+        self.set.insert(a.clone());
+        a
+    }
+}
+
+impl PartialEq for Table {
+    fn eq(&self, o: &Table) -> bool {
+        self.rows == o.rows
+    }
+}
+impl Eq for Table {}
+
+impl Table {
+    fn new_row(&mut self, ts: &TableSchema) -> Row {
+        let l = self.layout.get_or_insert_with(|| Arc::new(Layout::of(ts)));
+        Row {
+            cols: Columns::new(l.clone()),
+        }
+    }
 }
 
 /// How a row update's columns are to be read.
@@ -143,22 +367,19 @@ impl Database {
             .tables
             .get(table)
             .ok_or_else(|| Error::syntax(format!("unknown table {table:?}")))?;
-        let mut full = Row::defaults(ts);
-        for (c, d) in row.cols {
+        let t = self.tables.entry(table.to_owned()).or_default();
+        let mut full = t.new_row(ts);
+        for (c, d) in row.cols.iter() {
             let ct = ts
                 .columns
-                .get(&c)
+                .get(c)
                 .ok_or_else(|| Error::syntax(format!("unknown column {table}.{c}")))?;
             // Round-trip through JSON: the one place values are checked against a type.
             let d = Datum::from_json(&d.to_json(), ct)
                 .map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
-            full.cols.insert(c, d);
+            full.cols.insert(c.to_owned(), d);
         }
-        self.tables
-            .entry(table.to_owned())
-            .or_default()
-            .rows
-            .insert(uuid, Arc::new(full));
+        t.rows.insert(uuid, Arc::new(full));
         Ok(())
     }
 
@@ -184,10 +405,12 @@ impl Database {
         let cols = new
             .as_object()
             .ok_or_else(|| Error::syntax(format!("row {uuid} is not an object")))?;
+        let fresh = t.new_row(ts);
+        let layout = fresh.cols.layout().clone();
         // Parse everything first so a bad column leaves the row as it was.
         let mut parsed = Vec::with_capacity(cols.len());
         for (c, v) in cols {
-            let Some(ct) = ts.columns.get(c) else {
+            let (Some(ct), Some(i)) = (ts.columns.get(c), layout.index(c)) else {
                 if c.starts_with('_') {
                     continue;
                 }
@@ -195,24 +418,30 @@ impl Database {
             };
             let d =
                 Datum::from_json(v, ct).map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
-            parsed.push((c, ct, d));
+            parsed.push((i, ct, d));
         }
         // A new row's columns are whole values even in a diff-format record.
-        let is_new = !t.rows.contains_key(&uuid);
-        let row = Arc::make_mut(
-            t.rows
-                .entry(uuid)
-                .or_insert_with(|| Arc::new(Row::defaults(ts))),
-        );
-        for (c, ct, d) in parsed {
-            let slot = row
-                .cols
-                .entry(c.clone())
-                .or_insert_with(|| Datum::empty(ct));
-            if kind == UpdateKind::Diff && !is_new && !ct.is_scalar() {
-                slot.apply_diff(&d);
-            } else {
-                *slot = d;
+        let values = &mut t.values;
+        match t.rows.entry(uuid) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut row = fresh;
+                parsed.sort_by_key(|p| p.0);
+                row.cols
+                    .set_all(parsed.into_iter().map(|(i, _, d)| (i, values.intern(d))));
+                e.insert(Arc::new(row));
+            }
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let row = Arc::make_mut(e.get_mut());
+                for (i, ct, d) in parsed {
+                    let d = if kind == UpdateKind::Diff && !ct.is_scalar() {
+                        let mut v = row.cols.at(i).clone();
+                        v.apply_diff(&d);
+                        v
+                    } else {
+                        d
+                    };
+                    row.cols.set_at(i, values.intern(d));
+                }
             }
         }
         Ok(())
@@ -251,25 +480,123 @@ impl Database {
                 .as_object()
                 .ok_or_else(|| Error::syntax(format!("{table}: rows not an object")))?;
             for (u, r) in rows {
-                let uuid =
-                    Uuid::parse(u).ok_or_else(|| Error::syntax(format!("bad row uuid {u:?}")))?;
-                let r = r
-                    .as_object()
-                    .ok_or_else(|| Error::syntax("row update is not an object"))?;
-                if let Some(row) = r.get("initial").or_else(|| r.get("insert")) {
-                    self.apply_row(table, uuid, None, UpdateKind::Values)?;
-                    self.apply_row(table, uuid, Some(row), UpdateKind::Values)?;
-                } else if let Some(row) = r.get("modify") {
-                    self.apply_row(table, uuid, Some(row), UpdateKind::Diff)?;
-                } else if r.contains_key("delete") {
-                    self.apply_row(table, uuid, None, UpdateKind::Values)?;
-                } else {
-                    return Err(Error::syntax(format!(
-                        "row update for {uuid} has no known key"
-                    )));
-                }
+                self.apply_update2_row(table, u, r)?;
             }
         }
         Ok(())
+    }
+
+    /// [`Database::apply_update2`] on the body's JSON text, one row at a time: no tree of
+    /// the whole body is built (an `update2` for 20,000 inserted rows is tens of MB as a
+    /// `Value`). `touched` receives each row's (table, uuid).
+    pub fn apply_update2_text(
+        &mut self,
+        text: &str,
+        mut touched: impl FnMut(&str, Uuid),
+    ) -> Result<()> {
+        use serde_json::value::RawValue;
+        let tables: BTreeMap<String, BTreeMap<String, &RawValue>> = serde_json::from_str(text)
+            .map_err(|e| Error::syntax(format!("update2 is not an object of objects: {e}")))?;
+        for (table, rows) in tables {
+            for (u, r) in rows {
+                let r: Value = serde_json::from_str(r.get())?;
+                let uuid = self.apply_update2_row(&table, &u, &r)?;
+                touched(&table, uuid);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_update2_row(&mut self, table: &str, u: &str, r: &Value) -> Result<Uuid> {
+        let uuid = Uuid::parse(u).ok_or_else(|| Error::syntax(format!("bad row uuid {u:?}")))?;
+        let r = r
+            .as_object()
+            .ok_or_else(|| Error::syntax("row update is not an object"))?;
+        if let Some(row) = r.get("initial").or_else(|| r.get("insert")) {
+            self.apply_row(table, uuid, None, UpdateKind::Values)?;
+            self.apply_row(table, uuid, Some(row), UpdateKind::Values)?;
+        } else if let Some(row) = r.get("modify") {
+            self.apply_row(table, uuid, Some(row), UpdateKind::Diff)?;
+        } else if r.contains_key("delete") {
+            self.apply_row(table, uuid, None, UpdateKind::Values)?;
+        } else {
+            return Err(Error::syntax(format!(
+                "row update for {uuid} has no known key"
+            )));
+        }
+        Ok(uuid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Atom;
+    use serde_json::json;
+
+    fn db() -> Database {
+        let schema = DatabaseSchema::from_json(&json!({
+            "name": "T", "version": "1.0.0",
+            "tables": {"R": {"columns": {
+                "n": {"type": "integer"},
+                "s": {"type": "string"},
+                "m": {"type": {"key": "string", "value": "string", "min": 0, "max": "unlimited"}},
+                "e": {"type": {"key": "integer", "min": 0, "max": "unlimited"}}
+            }}}
+        }))
+        .unwrap();
+        Database::new(schema)
+    }
+
+    #[test]
+    fn rows_read_like_maps_and_share_values() {
+        let mut d = db();
+        let (a, b) = (Uuid(1), Uuid(2));
+        let row = json!({"n": 7, "s": "x", "m": ["map", [["k", "v"]]]});
+        d.apply_row("R", a, Some(&row), UpdateKind::Values).unwrap();
+        d.apply_row("R", b, Some(&row), UpdateKind::Values).unwrap();
+        let (ra, rb) = (d.row("R", a).unwrap(), d.row("R", b).unwrap());
+        assert_eq!(ra, rb);
+        assert_eq!((ra.int("n"), ra.str("s")), (Some(7), "x"));
+        assert_eq!(ra.map_get("m", "k"), Some("v"));
+        // Defaults read as the column type's; unknown columns as empty.
+        assert!(ra.get("e").keys.is_empty() && ra.get("nope").keys.is_empty());
+        assert_eq!(
+            ra.cols.iter().map(|(c, _)| c).collect::<Vec<_>>(),
+            ["e", "m", "n", "s"]
+        );
+        assert!(
+            std::ptr::eq(ra.get("s"), rb.get("s")),
+            "equal values are shared"
+        );
+        // A diff changes one row only.
+        d.apply_row(
+            "R",
+            a,
+            Some(&json!({"e": ["set", [3]], "n": 0})),
+            UpdateKind::Diff,
+        )
+        .unwrap();
+        let (ra, rb) = (d.row("R", a).unwrap(), d.row("R", b).unwrap());
+        assert_eq!(ra.uuids("e").count(), 0);
+        assert_eq!(ra.get("e").keys, [Atom::Integer(3)]);
+        assert_eq!((ra.int("n"), rb.int("n")), (Some(0), Some(7)));
+        assert_ne!(ra, rb);
+        // In-place changes and added columns.
+        let mut r = rb.clone();
+        r.cols.get_mut("n").unwrap().keys = vec![Atom::Integer(0)];
+        r.cols.get_mut("m").unwrap().keys.clear();
+        r.cols.get_mut("m").unwrap().values = Some(Vec::new());
+        assert_eq!(r.int("n"), Some(0));
+        assert_eq!(rb.int("n"), Some(7), "the shared value is untouched");
+        let mut want = Row::default();
+        want.cols
+            .insert("s".into(), Datum::scalar(Atom::String("x".into())));
+        want.cols
+            .insert("n".into(), Datum::scalar(Atom::Integer(0)));
+        assert_eq!(want.cols.len(), 2);
+        d.insert_row("R", Uuid(3), want).unwrap();
+        assert_eq!(d.row("R", Uuid(3)).unwrap(), &r);
+        assert_eq!(r.to_json(&d.schema.tables["R"]), json!({"s": "x"}));
     }
 }

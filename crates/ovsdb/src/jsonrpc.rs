@@ -16,7 +16,10 @@
 //! * Memory is bounded: a message longer than the decoder's limit
 //!   ([`DEFAULT_MAX_MESSAGE`] unless set) is an [`Error::Protocol`] as soon as its first
 //!   `limit + 1` bytes have been seen; the buffer never holds more than the message being
-//!   read plus the last chunk fed.
+//!   read plus the last chunk fed (its capacity grows by a quarter at a time and is given
+//!   back once a message of over 1 MiB has been consumed).
+//! * [`Decoder::next_frame`] hands out a message's bytes unparsed, for callers that read a
+//!   big message piecewise.
 //! * Every top-level value is an object or an array; anything else (or bytes that are not
 //!   JSON) is an [`Error::Protocol`], never a panic. After an error the stream's framing is
 //!   lost and the decoder keeps returning that error: drop the connection.
@@ -31,6 +34,9 @@ use serde_json::{Value, json};
 /// The default bound on one message: 256 MiB (a large `OVN_Southbound` initial monitor reply
 /// is tens of MiB).
 pub const DEFAULT_MAX_MESSAGE: usize = 256 << 20;
+
+/// Buffer capacity the decoder gives back once the message that needed it is consumed.
+const SHRINK_ABOVE: usize = 1 << 20;
 
 /// An incremental decoder of back-to-back JSON values.
 #[derive(Debug)]
@@ -97,6 +103,16 @@ impl Decoder {
             self.pos -= self.consumed;
             self.start = self.start.map(|s| s - self.consumed);
             self.consumed = 0;
+            // A big message is gone: give its room back rather than keep it for good.
+            if self.buf.capacity() > SHRINK_ABOVE && self.buf.len() < self.buf.capacity() / 4 {
+                self.buf.shrink_to(self.buf.len().max(SHRINK_ABOVE / 16));
+            }
+        }
+        // Grow by a quarter rather than double: a message of tens of MB is held whole, and
+        // doubling would keep up to as much again unused.
+        let (len, cap) = (self.buf.len(), self.buf.capacity());
+        if cap - len < bytes.len() {
+            self.buf.reserve_exact(bytes.len().max(len / 4));
         }
         self.buf.extend_from_slice(bytes);
     }
@@ -111,6 +127,29 @@ impl Decoder {
 
     /// The next complete JSON value, `None` when more bytes are needed.
     pub fn next_value(&mut self) -> Result<Option<Value>> {
+        let Some((start, end)) = self.next_span()? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice(&self.buf[start..end]) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => Err(self.fail(format!("bad JSON message: {e}"))),
+        }
+    }
+
+    /// The next complete message's bytes (one JSON object or array, not parsed beyond
+    /// finding its end), `None` when more bytes are needed. For a caller that reads a big
+    /// message piecewise instead of as one [`Value`]; if those bytes turn out not to be
+    /// JSON, call [`Decoder::poison`].
+    pub fn next_frame(&mut self) -> Result<Option<&[u8]>> {
+        Ok(self.next_span()?.map(|(start, end)| &self.buf[start..end]))
+    }
+
+    /// Marks the stream broken (a frame that was not JSON): every later call fails.
+    pub fn poison(&mut self, why: String) -> Error {
+        self.fail(why)
+    }
+
+    fn next_span(&mut self) -> Result<Option<(usize, usize)>> {
         if let Some(msg) = &self.failed {
             return Err(Error::Protocol(msg.clone()));
         }
@@ -157,10 +196,7 @@ impl Decoder {
                                     let end = self.pos;
                                     self.start = None;
                                     self.consumed = end;
-                                    return match serde_json::from_slice(&self.buf[start..end]) {
-                                        Ok(v) => Ok(Some(v)),
-                                        Err(e) => Err(self.fail(format!("bad JSON message: {e}"))),
-                                    };
+                                    return Ok(Some((start, end)));
                                 }
                             }
                             _ => {}
@@ -256,10 +292,37 @@ impl Message {
         }
     }
 
-    /// The message as bytes to send.
+    /// The message as bytes to send (written from the parts, without copying them into
+    /// one `Value` first: a big transaction's operations are tens of MB as a tree).
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Serializing a `Value` cannot fail (its map keys are strings).
-        serde_json::to_vec(&self.to_json()).unwrap_or_default()
+        let null = Value::Null;
+        let method_v;
+        let fields: [(&str, &Value); 3] = match self {
+            Message::Request { method, params, id } => {
+                method_v = Value::String(method.clone());
+                [("method", &method_v), ("params", params), ("id", id)]
+            }
+            Message::Notify { method, params } => {
+                method_v = Value::String(method.clone());
+                [("method", &method_v), ("params", params), ("id", &null)]
+            }
+            Message::Response { result, id } => [("result", result), ("error", &null), ("id", id)],
+            Message::Error { error, id } => [("result", &null), ("error", error), ("id", id)],
+        };
+        let mut out = Vec::new();
+        out.push(b'{');
+        for (i, (k, v)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(k.as_bytes());
+            out.extend_from_slice(b"\":");
+            // Writing a `Value` to a `Vec` cannot fail (its map keys are strings).
+            let _ = serde_json::to_writer(&mut out, v);
+        }
+        out.push(b'}');
+        out
     }
 }
 
@@ -384,6 +447,8 @@ mod tests {
         ];
         for m in cases {
             assert_eq!(Message::from_json(m.to_json()).unwrap(), m);
+            let back: Value = serde_json::from_slice(&m.to_bytes()).unwrap();
+            assert_eq!(back, m.to_json());
         }
         assert!(Message::from_json(json!([1])).is_err());
         assert!(Message::from_json(json!({"id": 1})).is_err());

@@ -7,7 +7,8 @@
 //!   one-element sets) — read from and written as RFC 7047 JSON against a column type.
 //! * [`schema`]: database schemas (tables, column types, references).
 //! * [`db`]: an in-memory replica ([`Database`]) that applies row updates: whole rows,
-//!   RFC 7047 `update` notifications and the `update2`/file-format *diffs*.
+//!   RFC 7047 `update` notifications and the `update2`/file-format *diffs*; rows are stored
+//!   compactly (non-default values by column position, equal values shared per table).
 //! * [`jsonrpc`]: sans-I/O JSON-RPC 1.0 framing (an incremental, size-bounded decoder of
 //!   back-to-back JSON messages) and the message types.
 //! * [`client`]: one blocking connection to an `ovsdb-server` (`unix:`/`tcp:`): RPCs,
