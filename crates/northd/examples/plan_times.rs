@@ -26,9 +26,9 @@ fn main() {
         let q = sb::plan(&ctx, &want, Some(&flows), &sbdb, Some(&mut cache));
         eprintln!(
             "bindings {t1:?} ({} txns), with flows {:?} ({} txns, +{} -{})",
-            p.txns.len(),
+            p.n_txns(),
             t.elapsed(),
-            q.txns.len(),
+            q.n_txns(),
             q.flows_added,
             q.flows_deleted
         );

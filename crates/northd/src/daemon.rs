@@ -267,7 +267,8 @@ fn compute_and_sync(
             sbs.replica().ok_or("SB not connected")?,
             None,
         );
-        for txn in plan.txns {
+        let flows_ready = plan.flows_ready;
+        for txn in plan.into_txns() {
             sbs.transact(txn)
                 .map_err(|e| format!("SB transaction: {e}"))?;
         }
@@ -275,7 +276,7 @@ fn compute_and_sync(
         if let Some(db) = sbs.replica() {
             cache.apply(db, &changes);
         }
-        ready = plan.flows_ready;
+        ready = flows_ready;
     }
     if !ready {
         return Err("SB datapaths did not appear after inserting them".into());
@@ -291,58 +292,62 @@ fn compute_and_sync(
     let sbdb = sbs.replica().ok_or("SB not connected")?;
     cache.apply(sbdb, &changes);
     let mut round = Round::default();
-    let txns = match engine.incremental(ctx, nb_changes) {
-        Ok((flow_changes, items)) => {
-            mark("items");
-            round.incremental_items = Some(items);
-            round.flows = engine.state().len();
-            compute += t2.elapsed();
-            let t3 = Instant::now();
-            let ctx = engine.ctx().ok_or("engine lost its context")?;
-            let dpu = sb::sb_datapaths(ctx, sbdb);
-            let (flow_ops, added, deleted) =
-                sb::plan_flow_changes(&dpu, &flow_changes, sbdb, cache)
-                    .ok_or("SB datapaths missing after binding them")?;
-            mark("flow-ops");
-            let mut txns = match &scope {
-                Some(scope) => vec![sb::plan_bindings_delta(ctx, scope, &dpu, sbdb)],
-                None => sb::plan(ctx, &want, None, sbdb, None).txns,
-            };
-            txns.retain(|t| !t.is_empty());
-            mark("plan");
-            round.added = added;
-            round.deleted = deleted;
-            match txns.first_mut() {
-                Some(t) => t.extend(flow_ops),
-                None if !flow_ops.is_empty() => txns.push(flow_ops),
-                None => {}
+    // A full round's flows, which its insert batches borrow while they are sent.
+    let full_flows: Vec<crate::lflow::Lflow>;
+    let txns: Box<dyn Iterator<Item = Vec<serde_json::Value>>> =
+        match engine.incremental(ctx, nb_changes) {
+            Ok((flow_changes, items)) => {
+                mark("items");
+                round.incremental_items = Some(items);
+                round.flows = engine.state().len();
+                compute += t2.elapsed();
+                let t3 = Instant::now();
+                let ctx = engine.ctx().ok_or("engine lost its context")?;
+                let dpu = sb::sb_datapaths(ctx, sbdb);
+                let (flow_ops, added, deleted) =
+                    sb::plan_flow_changes(&dpu, &flow_changes, sbdb, cache)
+                        .ok_or("SB datapaths missing after binding them")?;
+                mark("flow-ops");
+                let mut txns = match &scope {
+                    Some(scope) => vec![sb::plan_bindings_delta(ctx, scope, &dpu, sbdb)],
+                    None => sb::plan(ctx, &want, None, sbdb, None).into_txns().collect(),
+                };
+                txns.retain(|t| !t.is_empty());
+                mark("plan");
+                round.added = added;
+                round.deleted = deleted;
+                match txns.first_mut() {
+                    Some(t) => t.extend(flow_ops),
+                    None if !flow_ops.is_empty() => txns.push(flow_ops),
+                    None => {}
+                }
+                round.sync = bindings + t3.elapsed();
+                Box::new(txns.into_iter())
             }
-            round.sync = bindings + t3.elapsed();
-            txns
-        }
-        Err((ctx, why)) => {
-            if !nb_changes.is_empty() && !why.starts_with("no previous") {
-                log(&format!("full recompute: {why}"));
+            Err((ctx, why)) => {
+                if !nb_changes.is_empty() && !why.starts_with("no previous") {
+                    log(&format!("full recompute: {why}"));
+                }
+                full_flows = engine.full(ctx, cfg.threads, cfg.strategy);
+                let flows = &full_flows;
+                mark("flows");
+                compute += t2.elapsed();
+                let t3 = Instant::now();
+                let ctx = engine.ctx().ok_or("engine lost its context")?;
+                // The bindings were left unwanted for a delta plan that is not happening now.
+                let want = match scope {
+                    Some(_) => sb::want_threads(ctx, cfg.threads),
+                    None => want,
+                };
+                let plan = sb::plan(ctx, &want, Some(flows), sbdb, Some(cache));
+                mark("plan");
+                round.flows = flows.len();
+                round.added = plan.flows_added;
+                round.deleted = plan.flows_deleted;
+                round.sync = bindings + t3.elapsed();
+                Box::new(plan.into_txns())
             }
-            let flows = engine.full(ctx, cfg.threads, cfg.strategy);
-            mark("flows");
-            compute += t2.elapsed();
-            let t3 = Instant::now();
-            let ctx = engine.ctx().ok_or("engine lost its context")?;
-            // The bindings were left unwanted for a delta plan that is not happening now.
-            let want = match scope {
-                Some(_) => sb::want_threads(ctx, cfg.threads),
-                None => want,
-            };
-            let plan = sb::plan(ctx, &want, Some(&flows), sbdb, Some(cache));
-            mark("plan");
-            round.flows = flows.len();
-            round.added = plan.flows_added;
-            round.deleted = plan.flows_deleted;
-            round.sync = bindings + t3.elapsed();
-            plan.txns
-        }
-    };
+        };
     round.compute = compute;
     let t4 = Instant::now();
     for txn in txns {

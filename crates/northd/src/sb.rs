@@ -321,14 +321,19 @@ fn next_free(used: &mut HashSet<i64>, start: i64) -> i64 {
     k
 }
 
-/// The transactions that bring an SB replica to `want` plus `flows`; each inner vector is
-/// one transaction's operations. The first holds bindings, groups and sets; later ones
-/// hold logical flows. Datapaths new to the SB make a second round necessary for their
-/// flows: `flows_ready` is false then, and the caller syncs again after the first
-/// transaction has been applied to the replica.
-pub struct SyncPlan {
-    /// Operations per transaction.
-    pub txns: Vec<Vec<Value>>,
+/// The transactions that bring an SB replica to `want` plus `flows`
+/// ([`SyncPlan::into_txns`]; each is one transaction's operations). The first holds
+/// bindings, groups and sets, new datapath groups with their flows, and deletions; later
+/// ones insert logical flows in batches of [`FLOW_BATCH`], their JSON built only when the
+/// batch is taken (a first sync's operations, built all at once, were most of the daemon's
+/// peak memory). Datapaths new to the SB make a second round necessary for their flows:
+/// `flows_ready` is false then, and the caller syncs again after the first transaction has
+/// been applied to the replica.
+pub struct SyncPlan<'a> {
+    /// Operations per transaction, built.
+    txns: Vec<Vec<Value>>,
+    /// Flows still to insert, with the datapath or existing group each goes on.
+    pending: Vec<(&'a Lflow, Target)>,
     /// False when flows for new datapaths still wait for their UUIDs.
     pub flows_ready: bool,
     /// Flows inserted, flows deleted (counts).
@@ -337,10 +342,64 @@ pub struct SyncPlan {
     pub flows_deleted: usize,
 }
 
-impl std::fmt::Debug for SyncPlan {
+/// Where a pending flow goes: one datapath's row or an existing datapath group.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Dp(Uuid),
+    Group(Uuid),
+}
+
+impl<'a> SyncPlan<'a> {
+    /// True when nothing is to be written.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.txns.iter().all(Vec::is_empty)
+    }
+
+    /// The number of transactions.
+    pub fn n_txns(&self) -> usize {
+        self.txns.len() + self.pending.len().div_ceil(FLOW_BATCH)
+    }
+
+    /// The transactions, in order; each batch of flow inserts is built as it is taken.
+    pub fn into_txns(self) -> impl Iterator<Item = Vec<Value>> + 'a {
+        let mut pending = self.pending;
+        let mut batches = Vec::new();
+        while !pending.is_empty() {
+            let tail = pending.split_off(pending.len().min(FLOW_BATCH));
+            batches.push(std::mem::replace(&mut pending, tail));
+        }
+        self.txns.into_iter().chain(batches.into_iter().map(|b| {
+            b.into_iter()
+                .map(|(f, t)| {
+                    let target = match t {
+                        Target::Dp(u) => ("logical_datapath", u),
+                        Target::Group(g) => ("logical_dp_group", g),
+                    };
+                    let mut row = flow_row(f);
+                    row[target.0] = uuid_json(target.1);
+                    json!({"op": "insert", "table": "Logical_Flow", "row": row})
+                })
+                .collect()
+        }))
+    }
+}
+
+/// A logical flow's row, without its datapath or group.
+fn flow_row(f: &Lflow) -> Value {
+    json!({
+        "pipeline": f.stage.pipeline().name(),
+        "table_id": f.stage.table(),
+        "priority": f.priority,
+        "match": f.match_,
+        "actions": f.actions,
+        "external_ids": ["map", [["stage-name", f.stage.name()]]],
+    })
+}
+
+impl std::fmt::Debug for SyncPlan<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SyncPlan")
-            .field("txns", &self.txns.len())
+            .field("txns", &self.n_txns())
             .field("flows_ready", &self.flows_ready)
             .field("flows_added", &self.flows_added)
             .field("flows_deleted", &self.flows_deleted)
@@ -350,13 +409,13 @@ impl std::fmt::Debug for SyncPlan {
 
 /// Plans the SB transactions (see [`SyncPlan`]); with `flows` `None`, only the bindings,
 /// groups and sets (logical flows are left as they are).
-pub fn plan(
+pub fn plan<'a>(
     ctx: &Ctx,
     want: &SbWant,
-    flows: Option<&[Lflow]>,
+    flows: Option<&'a [Lflow]>,
     sb: &Database,
     cache: Option<&mut FlowCache>,
-) -> SyncPlan {
+) -> SyncPlan<'a> {
     let mut base = Vec::new();
     // Datapaths, keyed by NB UUID.
     let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::default();
@@ -494,6 +553,7 @@ pub fn plan(
     // Logical flows, compared in datapath-index space: our flows are unique per key with
     // sorted datapaths already; each SB datapath group is mapped and sorted once.
     let mut txns = Vec::new();
+    let mut pending = Vec::new();
     let flows_ready = dp_uuid.iter().all(Option::is_some);
     let (mut flows_added, mut flows_deleted) = (0, 0);
     if let (true, Some(flows)) = (flows_ready, flows) {
@@ -519,7 +579,7 @@ pub fn plan(
         // Our flows are unique per key: each claims one SB row of its key; every row left
         // unclaimed goes.
         let mut claimed = 0usize;
-        let mut inserts = Vec::new();
+        let mut named = Vec::new();
         let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
         let mut group_ops = Vec::new();
         for f in flows {
@@ -530,18 +590,10 @@ pub fn plan(
                 deletes.extend(us.iter().skip(1).copied());
                 continue;
             }
-            let mut row = json!({
-                "pipeline": f.stage.pipeline().name(),
-                "table_id": f.stage.table(),
-                "priority": f.priority,
-                "match": f.match_,
-                "actions": f.actions,
-                "external_ids": ["map", [["stage-name", f.stage.name()]]],
-            });
             if dps.len() == 1 {
-                row["logical_datapath"] = dp_ref[dps[0].0 as usize].clone();
+                pending.push((f, Target::Dp(dpu[dps[0].0 as usize])));
             } else if let Some(&g) = group_by_set.get(dps) {
-                row["logical_dp_group"] = uuid_json(g);
+                pending.push((f, Target::Group(g)));
             } else {
                 let n = new_groups.len();
                 let name = new_groups.entry(dps).or_insert_with(|| {
@@ -550,9 +602,11 @@ pub fn plan(
                         "row": {"datapaths": ["set", dps.iter().map(|d| dp_ref[d.0 as usize].clone()).collect::<Vec<_>>()]}}));
                     name
                 });
+                // A flow on a new group goes in the group's transaction (the first).
+                let mut row = flow_row(f);
                 row["logical_dp_group"] = json!(["named-uuid", name.clone()]);
+                named.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
             }
-            inserts.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
         }
         if claimed < cache.rows.len() {
             let ours: HashSet<&Lflow> = flows.iter().collect();
@@ -562,13 +616,8 @@ pub fn plan(
                 }
             }
         }
-        flows_added = inserts.len();
+        flows_added = named.len() + pending.len();
         flows_deleted = deletes.len();
-        // Flows that use a new group go in the group's transaction (the first); the rest
-        // in batches.
-        let (named, plain): (Vec<Value>, Vec<Value>) = inserts.into_iter().partition(|op| {
-            op["row"]["logical_dp_group"].get(0).and_then(Value::as_str) == Some("named-uuid")
-        });
         let mut first: Vec<Value> = group_ops;
         first.extend(named);
         first.extend(
@@ -577,17 +626,12 @@ pub fn plan(
                 .map(|u| json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(u)})),
         );
         base.extend(first);
-        // Split without copying: the operations are most of the memory a first sync uses.
-        let mut rest = plain;
-        while !rest.is_empty() {
-            let tail = rest.split_off(rest.len().min(FLOW_BATCH));
-            txns.push(std::mem::replace(&mut rest, tail));
-        }
     }
     txns.insert(0, base);
     txns.retain(|t| !t.is_empty());
     SyncPlan {
         txns,
+        pending,
         flows_ready,
         flows_added,
         flows_deleted,
