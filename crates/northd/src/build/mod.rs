@@ -260,6 +260,27 @@ impl LbLists {
     }
 }
 
+/// Indexes switch `i`'s ports by name and UUID; a name already taken is a diagnostic
+/// (the later port wins, as everywhere a name is looked up).
+fn index_ports(
+    nb: &Nb,
+    i: usize,
+    lsp_by_name: &mut HashMap<String, (usize, usize)>,
+    lsp_by_uuid: &mut HashMap<Uuid, (usize, usize)>,
+    diags: &mut Vec<Diag>,
+) {
+    for (j, p) in nb.switches[i].ports.iter().enumerate() {
+        if lsp_by_name.insert(p.name.clone(), (i, j)).is_some() {
+            diags.push(Diag {
+                table: "Logical_Switch_Port",
+                uuid: p.uuid,
+                msg: format!("duplicate port name {:?}", p.name),
+            });
+        }
+        lsp_by_uuid.insert(p.uuid, (i, j));
+    }
+}
+
 /// Attaches switch `i`'s router-type ports to the router ports they name
 /// (`options:router-port`): fills `lsp_router_peer[i]` and the routers' side.
 fn attach_switch(
@@ -416,16 +437,7 @@ impl Ctx {
                 uuid: s.uuid,
                 kind: DpKind::Switch(i),
             });
-            for (j, p) in s.ports.iter().enumerate() {
-                if lsp_by_name.insert(p.name.clone(), (i, j)).is_some() {
-                    diags.push(Diag {
-                        table: "Logical_Switch_Port",
-                        uuid: p.uuid,
-                        msg: format!("duplicate port name {:?}", p.name),
-                    });
-                }
-                lsp_by_uuid.insert(p.uuid, (i, j));
-            }
+            index_ports(nb, i, &mut lsp_by_name, &mut lsp_by_uuid, &mut diags);
         }
         let mut lrp_networks = Vec::with_capacity(nb.routers.len());
         for (i, r) in nb.routers.iter().enumerate() {
@@ -613,16 +625,7 @@ impl Ctx {
             }
         }
         for &i in &patch.switches {
-            for (j, p) in nb.switches[i].ports.iter().enumerate() {
-                if lsp_by_name.insert(p.name.clone(), (i, j)).is_some() {
-                    diags.push(Diag {
-                        table: "Logical_Switch_Port",
-                        uuid: p.uuid,
-                        msg: format!("duplicate port name {:?}", p.name),
-                    });
-                }
-                lsp_by_uuid.insert(p.uuid, (i, j));
-            }
+            index_ports(nb, i, &mut lsp_by_name, &mut lsp_by_uuid, &mut diags);
             attach_switch(
                 nb,
                 i,
