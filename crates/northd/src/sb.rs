@@ -569,12 +569,7 @@ pub fn plan<'a>(
         if cache.dp_uuid != dpu {
             cache.rebuild(sb, &dpu);
         }
-        let mut group_by_set: HashMap<&[DpId], Uuid> = HashMap::default();
-        for (g, v) in &cache.groups {
-            if let Some(v) = v {
-                group_by_set.insert(v, *g);
-            }
-        }
+        let group_by_set = cache.group_by_set();
         let mut deletes: Vec<Uuid> = cache.unusable.iter().copied().collect();
         // Our flows are unique per key: each claims one SB row of its key; every row left
         // unclaimed goes.
@@ -799,6 +794,14 @@ pub struct FlowCache {
 }
 
 impl FlowCache {
+    /// The SB datapath groups by their datapaths (groups naming a foreign datapath left out).
+    fn group_by_set(&self) -> HashMap<&[DpId], Uuid> {
+        self.groups
+            .iter()
+            .filter_map(|(g, v)| Some((&**v.as_ref()?, *g)))
+            .collect()
+    }
+
     /// Forgets everything: the next plan re-reads every SB row.
     pub fn invalidate(&mut self) {
         self.dp_uuid.clear();
@@ -952,12 +955,7 @@ pub fn plan_flow_changes(
     if cache.dp_uuid != dpu {
         cache.rebuild(sb, &dpu);
     }
-    let mut group_by_set: HashMap<&[DpId], Uuid> = HashMap::default();
-    for (g, v) in &cache.groups {
-        if let Some(v) = v {
-            group_by_set.insert(v, *g);
-        }
-    }
+    let group_by_set = cache.group_by_set();
     let mut ops = Vec::new();
     let (mut added, mut deleted) = (0, 0);
     let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
