@@ -1,0 +1,35 @@
+//! `vswitchd`: flowswitch as a drop-in `ovs-vswitchd` (issue 15).
+//!
+//! # What this crate owns
+//!
+//! * [`config`]: the switch configuration read from OVS's own `Open_vSwitch` database
+//!   (`Open_vSwitch`, `Bridge`, `Port`, `Interface`, `Controller` rows) into typed values,
+//!   with every bad value named instead of panicking.
+//! * [`bridges`]: the running bridges (an OpenFlow bridge each, its ports and OpenFlow port
+//!   numbers) and the reconciliation that takes them from one configuration to the next.
+//! * [`ofconn`]: one OpenFlow connection, sans-I/O: version negotiation, requests answered
+//!   from and flow mods applied to a bridge ([`ofconn::OfBridge`]).
+//! * [`ofserver`]: the listeners (`RUNDIR/<bridge>.mgmt`, `ptcp:`/`punix:` targets) and the
+//!   threads that drive [`ofconn`] over sockets.
+//! * [`unixctl`]: the `ovs-appctl` control socket (`RUNDIR/ovs-vswitchd.<pid>.ctl`, JSON-RPC).
+//! * [`logging`]: `tracing` set up as OVS's vlog (module levels changed at run time,
+//!   rate-limited per-packet messages, a log file).
+//! * [`rundir`]: the run directory, pidfile and `--detach`.
+//! * [`daemon`]: the daemon's life: the OVSDB session, write-back (`cur_cfg`, `ofport`,
+//!   `datapath_id`, …), the control verbs, clean exit on `SIGTERM` and `ovs-appctl exit`.
+//!
+//! # Threads
+//!
+//! The main thread owns the OVSDB session and the configuration; the OpenFlow listeners and
+//! connections and the unixctl server run on their own threads and reach a bridge only
+//! through `upcall::handler::SharedBridge` (lock-free reads, double-buffered writes) and the
+//! shared registries in [`bridges`]; no lock is held across a socket read or write.
+
+pub mod bridges;
+pub mod config;
+pub mod daemon;
+pub mod logging;
+pub mod ofconn;
+pub mod ofserver;
+pub mod rundir;
+pub mod unixctl;
