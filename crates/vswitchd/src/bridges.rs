@@ -1,1 +1,484 @@
-//! Placeholder: filled in by its owner (see lib.rs).
+//! The running bridges and the reconciliation from one configuration to the next.
+//!
+//! [`Bridges::reconcile`] takes the running set to what a [`Config`] asks for — bridges
+//! created and destroyed, ports added, removed and re-tagged — and returns what it did as
+//! [`Event`]s (the daemon starts and stops OpenFlow listeners on them). It is sans-I/O and
+//! deterministic, so tests drive it with made-up configurations.
+//!
+//! OpenFlow port numbers follow OVS (`ofproto_port_add` / `alloc_ofp_port`): the bridge's
+//! own interface (named as the bridge) is `LOCAL`; otherwise `ofport_request` when free,
+//! else the number the database already records for the interface (kept across restarts),
+//! else the lowest free number from 1. A port keeps its number while it exists.
+//! Datapath port numbers are allocated per daemon (one userspace datapath serves every
+//! bridge, as OVS's `ovs-netdev`), lowest free from 1, reused after a port goes.
+//!
+//! Interface kinds: `internal` and `dummy` are backed by nothing yet (they exist as OpenFlow
+//! ports; packets reach them once the datapath is wired to the daemon); with
+//! `--enable-dummy=override` every kind is treated as `dummy`, as OVS's test suite runs it.
+//! Other kinds (`system`, `afxdp`, tunnels) get an `error` and `ofport` −1, as OVS gives an
+//! interface it cannot open.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use flow::ofp::OfPort;
+use ofproto::bridge::{Bridge, Port, VlanMode};
+use ofproto::table::Backend;
+use ovsdb::Uuid;
+use upcall::handler::SharedBridge;
+
+use crate::config::{BridgeCfg, Config, IfaceCfg, PortCfg};
+
+/// What the daemon does with interface kinds (`--enable-dummy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DummyMode {
+    /// Only `dummy` (and `internal`) interfaces are dummies.
+    #[default]
+    Off,
+    /// Every interface kind is a dummy (OVS `--enable-dummy=override`).
+    Override,
+}
+
+/// One interface that exists as an OpenFlow port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningIface {
+    /// Interface name (the OpenFlow port's name).
+    pub name: String,
+    /// Its `Port` row's name.
+    pub port: String,
+    /// `Interface` row.
+    pub uuid: Uuid,
+    /// `type` as configured.
+    pub kind: String,
+    /// OpenFlow port number.
+    pub ofport: OfPort,
+    /// Datapath port number.
+    pub dp_port: u32,
+    /// Hardware address.
+    pub mac: [u8; 6],
+}
+
+/// An interface that could not be opened, and why (written to its `error` column).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedIface {
+    /// `Interface` row.
+    pub uuid: Uuid,
+    /// Why.
+    pub error: String,
+}
+
+/// A running bridge.
+#[derive(Debug)]
+pub struct RunningBridge {
+    /// Name.
+    pub name: String,
+    /// `Bridge` row.
+    pub uuid: Uuid,
+    /// The OpenFlow bridge, shared with OpenFlow connections and the datapath.
+    pub shared: Arc<SharedBridge>,
+    /// Datapath id.
+    pub dpid: u64,
+    /// The bridge's hardware address (its LOCAL port's).
+    pub mac: [u8; 6],
+    /// Interfaces that are OpenFlow ports, by interface name.
+    pub ifaces: BTreeMap<String, RunningIface>,
+    /// Interfaces configured but not opened, by interface name.
+    pub failed: BTreeMap<String, FailedIface>,
+    /// The configuration last applied.
+    pub cfg: BridgeCfg,
+}
+
+impl RunningBridge {
+    /// The bridge's ports, by OpenFlow port number.
+    pub fn by_ofport(&self) -> BTreeMap<OfPort, &RunningIface> {
+        self.ifaces.values().map(|i| (i.ofport, i)).collect()
+    }
+}
+
+/// What [`Bridges::reconcile`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A bridge was created.
+    BridgeAdded(String),
+    /// A bridge was destroyed (its OpenFlow listeners must go).
+    BridgeRemoved(String),
+    /// A port was added.
+    PortAdded {
+        /// Bridge.
+        bridge: String,
+        /// Interface name.
+        iface: String,
+        /// Its number.
+        ofport: OfPort,
+    },
+    /// A port was removed.
+    PortRemoved {
+        /// Bridge.
+        bridge: String,
+        /// Interface name.
+        iface: String,
+        /// Its number.
+        ofport: OfPort,
+    },
+    /// The bridge's controller targets changed.
+    ControllersChanged(String),
+}
+
+/// The running bridges.
+#[derive(Debug, Default)]
+pub struct Bridges {
+    /// By name.
+    pub map: BTreeMap<String, RunningBridge>,
+    /// How interface kinds map to backends.
+    pub dummy: DummyMode,
+    /// Datapath port numbers in use.
+    dp_ports: BTreeSet<u32>,
+}
+
+/// A locally administered unicast MAC derived from a row id (stable across restarts).
+pub fn mac_from_uuid(u: Uuid) -> [u8; 6] {
+    let b = u.to_string();
+    let h = b.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+        (h ^ u64::from(c)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let x = h.to_be_bytes();
+    [(x[0] & 0xfe) | 0x02, x[1], x[2], x[3], x[4], x[5]]
+}
+
+/// The datapath id OVS derives from a bridge MAC (`dpid_from_mac`).
+pub fn dpid_from_mac(mac: [u8; 6]) -> u64 {
+    mac.iter().fold(0u64, |d, b| (d << 8) | u64::from(*b))
+}
+
+impl Bridges {
+    /// No bridges; interface kinds per `dummy`.
+    pub fn new(dummy: DummyMode) -> Bridges {
+        Bridges {
+            dummy,
+            ..Bridges::default()
+        }
+    }
+
+    fn alloc_dp_port(&mut self) -> u32 {
+        let n = (1..).find(|n| !self.dp_ports.contains(n)).unwrap_or(0);
+        self.dp_ports.insert(n);
+        n
+    }
+
+    /// Whether an interface of `kind` can be opened, or why not.
+    fn can_open(&self, bridge: &str, i: &IfaceCfg) -> Result<(), String> {
+        if self.dummy == DummyMode::Override {
+            return Ok(());
+        }
+        match i.kind.as_str() {
+            "dummy" | "dummy-internal" => Ok(()),
+            "internal" => Ok(()),
+            "" | "system" if i.name == bridge => Ok(()),
+            "" | "system" => Err(format!(
+                "could not open network device {} (system interfaces need the AF_PACKET/AF_XDP ports, not built yet; use type=dummy or --enable-dummy=override)",
+                i.name
+            )),
+            other => Err(format!(
+                "could not open network device {} (Address family not supported by protocol: interface type {other:?} is not supported by flowswitch)",
+                i.name
+            )),
+        }
+    }
+
+    /// Takes the running bridges to `cfg`; returns what changed, in order.
+    pub fn reconcile(&mut self, cfg: &Config) -> Vec<Event> {
+        let mut events = Vec::new();
+        let gone: Vec<String> = self
+            .map
+            .keys()
+            .filter(|n| !cfg.bridges.contains_key(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(b) = self.map.remove(&name) {
+                for i in b.ifaces.values() {
+                    self.dp_ports.remove(&i.dp_port);
+                }
+            }
+            events.push(Event::BridgeRemoved(name));
+        }
+        for (name, bcfg) in &cfg.bridges {
+            if !self.map.contains_key(name) {
+                let mac = bcfg.hwaddr.unwrap_or_else(|| mac_from_uuid(bcfg.uuid));
+                let rb = RunningBridge {
+                    name: name.clone(),
+                    uuid: bcfg.uuid,
+                    shared: SharedBridge::new(Bridge::new(name, Backend::TupleSpace)),
+                    dpid: bcfg
+                        .datapath_id_request
+                        .unwrap_or_else(|| dpid_from_mac(mac)),
+                    mac,
+                    ifaces: BTreeMap::new(),
+                    failed: BTreeMap::new(),
+                    cfg: bcfg.clone(),
+                };
+                self.map.insert(name.clone(), rb);
+                events.push(Event::BridgeAdded(name.clone()));
+                if !bcfg.controllers.is_empty() {
+                    events.push(Event::ControllersChanged(name.clone()));
+                }
+            }
+            self.reconcile_bridge(name, bcfg, &mut events);
+        }
+        events
+    }
+
+    fn reconcile_bridge(&mut self, name: &str, bcfg: &BridgeCfg, events: &mut Vec<Event>) {
+        // Wanted interfaces: name → (port cfg, iface cfg).
+        let wanted: BTreeMap<&str, (&PortCfg, &IfaceCfg)> = bcfg
+            .ports
+            .values()
+            .flat_map(|p| p.interfaces.iter().map(move |i| (i.name.as_str(), (p, i))))
+            .collect();
+        let Some(rb) = self.map.get_mut(name) else {
+            return;
+        };
+        if rb.cfg.controllers != bcfg.controllers
+            && !events.contains(&Event::BridgeAdded(name.into()))
+        {
+            events.push(Event::ControllersChanged(name.to_owned()));
+        }
+        if let Some(id) = bcfg.datapath_id_request {
+            rb.dpid = id;
+        } else if rb.cfg.datapath_id_request.is_some() || rb.cfg.hwaddr != bcfg.hwaddr {
+            rb.mac = bcfg.hwaddr.unwrap_or_else(|| mac_from_uuid(bcfg.uuid));
+            rb.dpid = dpid_from_mac(rb.mac);
+        }
+        rb.cfg = bcfg.clone();
+        // Removals first, so their numbers are free for this round's additions.
+        let removed: Vec<RunningIface> = rb
+            .ifaces
+            .values()
+            .filter(|i| {
+                wanted
+                    .get(i.name.as_str())
+                    .is_none_or(|(_, ic)| ic.uuid != i.uuid)
+            })
+            .cloned()
+            .collect();
+        rb.failed.retain(|n, f| {
+            wanted
+                .get(n.as_str())
+                .is_some_and(|(_, ic)| ic.uuid == f.uuid)
+        });
+        for i in removed {
+            rb.ifaces.remove(&i.name);
+            let ofport = i.ofport;
+            rb.shared.write(move |b| b.remove_port(ofport).is_some());
+            self.dp_ports.remove(&i.dp_port);
+            events.push(Event::PortRemoved {
+                bridge: name.to_owned(),
+                iface: i.name.clone(),
+                ofport: i.ofport,
+            });
+        }
+        for (iname, (pcfg, icfg)) in wanted {
+            let vlan = VlanMode::from_ovs(
+                pcfg.tag,
+                (!pcfg.trunks.is_empty()).then(|| pcfg.trunks.clone()),
+                pcfg.vlan_mode.as_deref(),
+            );
+            let Some(rb) = self.map.get_mut(name) else {
+                return;
+            };
+            if let Some(ri) = rb.ifaces.get(iname) {
+                let ofport = ri.ofport;
+                let same = rb
+                    .shared
+                    .read()
+                    .port(ofport)
+                    .is_some_and(|p| p.vlan == vlan);
+                if !same {
+                    rb.shared
+                        .write(move |b| b.set_port_vlan(ofport, vlan.clone()));
+                }
+                continue;
+            }
+            let open = self.can_open(name, icfg);
+            let Some(rb) = self.map.get_mut(name) else {
+                return;
+            };
+            if let Err(error) = open {
+                rb.failed.insert(
+                    iname.to_owned(),
+                    FailedIface {
+                        uuid: icfg.uuid,
+                        error,
+                    },
+                );
+                continue;
+            }
+            rb.failed.remove(iname);
+            let used: BTreeSet<OfPort> = rb.ifaces.values().map(|i| i.ofport).collect();
+            let free = |p: u16| (1..OfPort::MAX.0).contains(&p) && !used.contains(&OfPort(p));
+            let ofport = if iname == name {
+                OfPort::LOCAL
+            } else if let Some(r) = icfg.ofport_request.filter(|r| free(*r)) {
+                OfPort(r)
+            } else if let Some(prev) = icfg
+                .ofport_in_db
+                .and_then(|p| u16::try_from(p).ok())
+                .filter(|p| free(*p))
+            {
+                OfPort(prev)
+            } else {
+                match (1..OfPort::MAX.0).find(|p| free(*p)) {
+                    Some(p) => OfPort(p),
+                    None => {
+                        rb.failed.insert(
+                            iname.to_owned(),
+                            FailedIface {
+                                uuid: icfg.uuid,
+                                error: "no free OpenFlow port number".into(),
+                            },
+                        );
+                        continue;
+                    }
+                }
+            };
+            let mac = icfg.mac.unwrap_or_else(|| {
+                if ofport == OfPort::LOCAL {
+                    rb.mac
+                } else {
+                    mac_from_uuid(icfg.uuid)
+                }
+            });
+            let dp_port = self.alloc_dp_port();
+            let Some(rb) = self.map.get_mut(name) else {
+                return;
+            };
+            let port = Port {
+                ofport,
+                name: iname.to_owned(),
+                dp_port,
+                vlan,
+                no_flood: false,
+            };
+            rb.shared.write(move |b| b.add_port(port.clone()));
+            rb.ifaces.insert(
+                iname.to_owned(),
+                RunningIface {
+                    name: iname.to_owned(),
+                    port: pcfg.name.clone(),
+                    uuid: icfg.uuid,
+                    kind: icfg.kind.clone(),
+                    ofport,
+                    dp_port,
+                    mac,
+                },
+            );
+            events.push(Event::PortAdded {
+                bridge: name.to_owned(),
+                iface: iname.to_owned(),
+                ofport,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uuid(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn iface(n: u128, name: &str, kind: &str, req: Option<u16>) -> IfaceCfg {
+        IfaceCfg {
+            uuid: uuid(n),
+            name: name.into(),
+            kind: kind.into(),
+            options: BTreeMap::new(),
+            ofport_request: req,
+            mac: None,
+            ofport_in_db: None,
+            error_in_db: None,
+        }
+    }
+
+    fn port(n: u128, i: IfaceCfg) -> (String, PortCfg) {
+        (
+            i.name.clone(),
+            PortCfg {
+                uuid: uuid(n),
+                name: i.name.clone(),
+                tag: None,
+                trunks: vec![],
+                vlan_mode: None,
+                interfaces: vec![i],
+            },
+        )
+    }
+
+    fn cfg(ports: Vec<(String, PortCfg)>) -> Config {
+        let b = BridgeCfg {
+            uuid: uuid(1),
+            name: "br0".into(),
+            datapath_type: "netdev".into(),
+            fail_mode: None,
+            datapath_id_request: None,
+            hwaddr: None,
+            protocols: vec![],
+            controllers: vec![],
+            datapath_id_in_db: None,
+            ports: ports.into_iter().collect(),
+        };
+        Config {
+            bridges: [("br0".to_string(), b)].into_iter().collect(),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn ofports_follow_requests_then_lowest_free() {
+        let mut bs = Bridges::new(DummyMode::Off);
+        let c = cfg(vec![
+            port(10, iface(11, "br0", "internal", None)),
+            port(20, iface(21, "p1", "dummy", Some(5))),
+            port(30, iface(31, "p2", "dummy", None)),
+            port(40, iface(41, "eth9", "system", None)),
+        ]);
+        let ev = bs.reconcile(&c);
+        assert_eq!(ev[0], Event::BridgeAdded("br0".into()));
+        let b = &bs.map["br0"];
+        assert_eq!(b.ifaces["br0"].ofport, OfPort::LOCAL);
+        assert_eq!(b.ifaces["p1"].ofport, OfPort(5));
+        assert_eq!(b.ifaces["p2"].ofport, OfPort(1));
+        assert!(b.failed["eth9"].error.contains("eth9"));
+        assert_eq!(b.shared.read().ports().count(), 3);
+        // Same config again: nothing happens.
+        assert!(bs.reconcile(&c).is_empty());
+        // Remove p2; p3 takes the lowest free number, which p2 had.
+        let c2 = cfg(vec![
+            port(10, iface(11, "br0", "internal", None)),
+            port(20, iface(21, "p1", "dummy", Some(5))),
+            port(50, iface(51, "p3", "dummy", None)),
+        ]);
+        let ev = bs.reconcile(&c2);
+        assert!(ev.contains(&Event::PortRemoved {
+            bridge: "br0".into(),
+            iface: "p2".into(),
+            ofport: OfPort(1)
+        }));
+        let b = &bs.map["br0"];
+        assert_eq!(b.ifaces["p3"].ofport, OfPort(1));
+        assert!(b.failed.is_empty());
+        // Bridge gone: everything goes.
+        let ev = bs.reconcile(&Config::default());
+        assert_eq!(ev, vec![Event::BridgeRemoved("br0".into())]);
+        assert!(bs.dp_ports.is_empty());
+    }
+
+    #[test]
+    fn override_makes_every_kind_a_dummy() {
+        let mut bs = Bridges::new(DummyMode::Override);
+        bs.reconcile(&cfg(vec![port(40, iface(41, "eth9", "system", Some(3)))]));
+        assert_eq!(bs.map["br0"].ifaces["eth9"].ofport, OfPort(3));
+    }
+}

@@ -1,1 +1,208 @@
-//! Placeholder: filled in by its owner (see lib.rs).
+//! The daemon's life: the OVSDB session, reconciliation, write-back and a clean exit.
+//!
+//! [`Daemon::step`] is one turn of the main loop: wait (bounded) for database updates,
+//! read the configuration ([`crate::config`]), take the running bridges to it
+//! ([`crate::bridges`]), start or stop what the changes need, and write back what OVS's
+//! `ovs-vswitchd` writes ([`crate::writeback`]). A refused or lost write-back is retried on
+//! the next turn; a lost database connection is re-established by the session with backoff
+//! and the replica rebuilt, so restarting `ovsdb-server` under a running daemon loses
+//! nothing: the running bridges stay as they are until the new replica says otherwise.
+//!
+//! [`Daemon::run`] loops until [`Daemon::exit_flag`] is raised (`SIGTERM`, `SIGINT`,
+//! `ovs-appctl exit`), then drops everything in order: listeners closed and their sockets
+//! removed, the pidfile last.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ovsdb::Session;
+use tracing::{info, warn};
+
+use crate::bridges::{Bridges, DummyMode, Event};
+use crate::config::{self, Config};
+use crate::writeback;
+
+/// How the daemon was asked to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The database: `unix:PATH` or `tcp:IP:PORT` (OVS's default `unix:$RUNDIR/db.sock`).
+    pub db: String,
+    /// Run directory (sockets, pidfile).
+    pub rundir: PathBuf,
+    /// How interface kinds map to backends (`--enable-dummy`).
+    pub dummy: DummyMode,
+}
+
+impl Options {
+    /// OVS's defaults for `rundir`.
+    pub fn new(rundir: PathBuf) -> Options {
+        Options {
+            db: format!("unix:{}", rundir.join("db.sock").display()),
+            rundir,
+            dummy: DummyMode::Off,
+        }
+    }
+}
+
+/// The running daemon (see the module doc).
+#[derive(Debug)]
+pub struct Daemon {
+    opts: Options,
+    session: Session,
+    bridges: Bridges,
+    cfg: Config,
+    exit: Arc<AtomicBool>,
+    problems: Vec<String>,
+    /// Write-back still owed (a transaction failed, or the configuration changed).
+    dirty: bool,
+    writebacks: u64,
+}
+
+impl Daemon {
+    /// A daemon for `opts` (it connects on the first [`Daemon::step`]).
+    pub fn new(opts: Options) -> Daemon {
+        let session = Session::new(&opts.db, "Open_vSwitch", config::monitor_spec());
+        Daemon {
+            bridges: Bridges::new(opts.dummy),
+            opts,
+            session,
+            cfg: Config::default(),
+            exit: Arc::new(AtomicBool::new(false)),
+            problems: Vec::new(),
+            dirty: true,
+            writebacks: 0,
+        }
+    }
+
+    /// Raised to make [`Daemon::run`] return.
+    pub fn exit_flag(&self) -> Arc<AtomicBool> {
+        self.exit.clone()
+    }
+
+    /// The options.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The running bridges.
+    pub fn bridges(&self) -> &Bridges {
+        &self.bridges
+    }
+
+    /// The configuration last applied.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Write-back transactions committed so far.
+    pub fn writebacks(&self) -> u64 {
+        self.writebacks
+    }
+
+    /// Is the database connected?
+    pub fn connected(&self) -> bool {
+        self.session.is_connected()
+    }
+
+    /// One turn of the main loop without listeners: [`Daemon::poll`], then
+    /// [`Daemon::write_back`].
+    pub fn step(&mut self, timeout: Duration) -> Vec<Event> {
+        let events = self.poll(timeout);
+        self.write_back();
+        events
+    }
+
+    /// Waits at most `timeout` for database updates and takes the running bridges to the
+    /// configuration; returns the bridge and port events (the caller starts and stops
+    /// listeners on them before [`Daemon::write_back`] tells the database).
+    pub fn poll(&mut self, timeout: Duration) -> Vec<Event> {
+        match self.session.poll(timeout) {
+            Ok(changed) => self.dirty |= changed,
+            Err(e) => {
+                warn!(target: "bridge", "database {}: {e}", self.opts.db);
+                return Vec::new();
+            }
+        }
+        let changes = self.session.take_changes();
+        self.dirty |= !changes.is_empty();
+        if !self.dirty || !self.session.is_connected() {
+            return Vec::new();
+        }
+        let Some(db) = self.session.replica() else {
+            return Vec::new();
+        };
+        let (cfg, problems) = Config::from_db(db);
+        let problems: Vec<String> = problems.into_iter().map(|p| p.0).collect();
+        for p in problems.iter().filter(|p| !self.problems.contains(p)) {
+            warn!(target: "bridge", "{p}");
+        }
+        self.problems = problems;
+        let events = self.bridges.reconcile(&cfg);
+        for e in &events {
+            info!(target: "bridge", "{}", describe(e));
+        }
+        self.cfg = cfg;
+        events
+    }
+
+    /// Writes back what the last [`Daemon::poll`] applied (nothing when the database
+    /// already says it). A failure is logged and retried on the next turn.
+    pub fn write_back(&mut self) {
+        if !self.dirty || !self.session.is_connected() {
+            return;
+        }
+        let ops = writeback::ops(&self.cfg, &self.bridges);
+        if ops.is_empty() {
+            self.dirty = false;
+            return;
+        }
+        match self.session.transact(ops) {
+            Ok(_) => {
+                self.writebacks += 1;
+                // Our own write comes back as an update; the next turn confirms it.
+                self.dirty = false;
+            }
+            Err(e) => {
+                warn!(target: "bridge", "writing the switch state back failed (will retry): {e}")
+            }
+        }
+    }
+
+    /// Runs until the exit flag is raised, calling `on_events` with each turn's events
+    /// before the turn's write-back.
+    pub fn run(&mut self, mut on_events: impl FnMut(&Daemon, &[Event])) {
+        while !self.exit.load(Ordering::Relaxed) {
+            let events = self.poll(Duration::from_millis(100));
+            if !events.is_empty() {
+                on_events(self, &events);
+            }
+            self.write_back();
+        }
+    }
+}
+
+fn describe(e: &Event) -> String {
+    match e {
+        Event::BridgeAdded(b) => format!("bridge {b}: added"),
+        Event::BridgeRemoved(b) => format!("bridge {b}: deleted"),
+        Event::PortAdded {
+            bridge,
+            iface,
+            ofport,
+        } => format!(
+            "bridge {bridge}: added interface {iface} on port {}",
+            ofport.0
+        ),
+        Event::PortRemoved {
+            bridge,
+            iface,
+            ofport,
+        } => format!(
+            "bridge {bridge}: deleted interface {iface} on port {}",
+            ofport.0
+        ),
+        Event::ControllersChanged(b) => format!("bridge {b}: controllers changed"),
+    }
+}

@@ -15,6 +15,8 @@
 //! * [`logging`]: `tracing` set up as OVS's vlog (module levels changed at run time,
 //!   rate-limited per-packet messages, a log file).
 //! * [`rundir`]: the run directory, pidfile and `--detach`.
+//! * [`writeback`]: what the daemon writes back to the database (`ofport`, `error`,
+//!   `datapath_id`, then `cur_cfg`), as OVSDB operations.
 //! * [`daemon`]: the daemon's life: the OVSDB session, write-back (`cur_cfg`, `ofport`,
 //!   `datapath_id`, …), the control verbs, clean exit on `SIGTERM` and `ovs-appctl exit`.
 //!
@@ -33,3 +35,4 @@ pub mod ofconn;
 pub mod ofserver;
 pub mod rundir;
 pub mod unixctl;
+pub mod writeback;
