@@ -51,6 +51,9 @@ enum Command {
     Northd(cmd::northd::Args),
     /// Write an ovn-kubernetes-like OVN northbound database file (the OVN benchmark's topology).
     GenNb(cmd::gen_nb::Args),
+    /// Run as a drop-in `ovs-vswitchd`: configured from OVS's database, driven by `ovs-vsctl`,
+    /// `ovs-ofctl` and `ovs-appctl`.
+    Vswitchd(cmd::vswitchd::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone (EPIPE).
@@ -98,6 +101,7 @@ fn main() -> std::process::ExitCode {
         Command::Receive(a) => cmd::receive::run(a),
         Command::Northd(a) => cmd::northd::run(a),
         Command::GenNb(a) => cmd::gen_nb::run(a),
+        Command::Vswitchd(a) => cmd::vswitchd::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

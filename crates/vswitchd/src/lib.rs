@@ -34,5 +34,6 @@ pub mod logging;
 pub mod ofconn;
 pub mod ofserver;
 pub mod rundir;
+pub mod service;
 pub mod unixctl;
 pub mod writeback;

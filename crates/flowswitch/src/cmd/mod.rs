@@ -14,3 +14,4 @@ pub mod parse_flow;
 pub mod pcap_flows;
 pub mod receive;
 pub mod trace;
+pub mod vswitchd;
