@@ -223,7 +223,8 @@ fn knob<T: std::str::FromStr>(
     }
 }
 
-fn knobs(oc: &BTreeMap<String, String>, problems: &mut Vec<Problem>) -> DpKnobs {
+/// The datapath knobs in an `other_config` map; bad values become [`Problem`]s.
+pub fn knobs_from(oc: &BTreeMap<String, String>, problems: &mut Vec<Problem>) -> DpKnobs {
     let pmd_cpu_mask = oc.get("pmd-cpu-mask").and_then(|v| {
         let hex = v.trim_start_matches("0x").trim_start_matches("0X");
         match u128::from_str_radix(hex, 16) {
@@ -420,7 +421,7 @@ impl Config {
         cfg.root = Some(**root_uuid);
         cfg.next_cfg = root.int("next_cfg").unwrap_or(0);
         cfg.cur_cfg = root.int("cur_cfg").unwrap_or(0);
-        cfg.knobs = knobs(&str_map(root, "other_config"), &mut problems);
+        cfg.knobs = knobs_from(&str_map(root, "other_config"), &mut problems);
         // A port or interface may be listed by only one bridge (ovs-vsctl keeps it so;
         // a hand-made transaction may not).
         let mut port_owner: BTreeMap<String, String> = BTreeMap::new();
@@ -488,7 +489,7 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
         let mut p = Vec::new();
-        let k = knobs(&oc, &mut p);
+        let k = knobs_from(&oc, &mut p);
         assert_eq!(k.pmd_cpu_mask, Some(6));
         assert_eq!(k.flow_limit, None);
         assert_eq!(k.smc_enable, None);

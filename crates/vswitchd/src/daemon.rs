@@ -47,10 +47,25 @@ impl Options {
 }
 
 /// The running daemon (see the module doc).
+/// Where the configuration comes from.
+#[derive(Debug)]
+enum Source {
+    /// A database (the normal case).
+    Db(Box<Session>),
+    /// A fixed configuration (`--config FILE.toml`, the built-in default): applied once,
+    /// nothing written back.
+    Static {
+        /// The configuration.
+        cfg: Box<Config>,
+        /// Already applied?
+        applied: bool,
+    },
+}
+
 #[derive(Debug)]
 pub struct Daemon {
     opts: Options,
-    session: Session,
+    source: Source,
     bridges: Bridges,
     cfg: Config,
     exit: Arc<AtomicBool>,
@@ -67,13 +82,23 @@ impl Daemon {
         Daemon {
             bridges: Bridges::new(opts.dummy),
             opts,
-            session,
+            source: Source::Db(Box::new(session)),
             cfg: Config::default(),
             exit: Arc::new(AtomicBool::new(false)),
             problems: Vec::new(),
             dirty: true,
             writebacks: 0,
         }
+    }
+
+    /// A daemon running the fixed configuration `cfg` (no database).
+    pub fn with_static_config(opts: Options, cfg: Config) -> Daemon {
+        let mut d = Daemon::new(opts);
+        d.source = Source::Static {
+            cfg: Box::new(cfg),
+            applied: false,
+        };
+        d
     }
 
     /// Raised to make [`Daemon::run`] return.
@@ -103,7 +128,10 @@ impl Daemon {
 
     /// Is the database connected?
     pub fn connected(&self) -> bool {
-        self.session.is_connected()
+        match &self.source {
+            Source::Db(s) => s.is_connected(),
+            Source::Static { .. } => true,
+        }
     }
 
     /// One turn of the main loop without listeners: [`Daemon::poll`], then
@@ -118,22 +146,38 @@ impl Daemon {
     /// configuration; returns the bridge and port events (the caller starts and stops
     /// listeners on them before [`Daemon::write_back`] tells the database).
     pub fn poll(&mut self, timeout: Duration) -> Vec<Event> {
-        match self.session.poll(timeout) {
+        let session = match &mut self.source {
+            Source::Db(s) => s,
+            Source::Static { cfg, applied } => {
+                if *applied {
+                    std::thread::sleep(timeout);
+                    return Vec::new();
+                }
+                *applied = true;
+                let cfg = (**cfg).clone();
+                return self.apply(cfg, Vec::new());
+            }
+        };
+        match session.poll(timeout) {
             Ok(changed) => self.dirty |= changed,
             Err(e) => {
                 warn!(target: "bridge", "database {}: {e}", self.opts.db);
                 return Vec::new();
             }
         }
-        let changes = self.session.take_changes();
+        let changes = session.take_changes();
         self.dirty |= !changes.is_empty();
-        if !self.dirty || !self.session.is_connected() {
+        if !self.dirty || !session.is_connected() {
             return Vec::new();
         }
-        let Some(db) = self.session.replica() else {
+        let Some(db) = session.replica() else {
             return Vec::new();
         };
         let (cfg, problems) = Config::from_db(db);
+        self.apply(cfg, problems)
+    }
+
+    fn apply(&mut self, cfg: Config, problems: Vec<config::Problem>) -> Vec<Event> {
         let problems: Vec<String> = problems.into_iter().map(|p| p.0).collect();
         for p in problems.iter().filter(|p| !self.problems.contains(p)) {
             warn!(target: "bridge", "{p}");
@@ -150,7 +194,10 @@ impl Daemon {
     /// Writes back what the last [`Daemon::poll`] applied (nothing when the database
     /// already says it). A failure is logged and retried on the next turn.
     pub fn write_back(&mut self) {
-        if !self.dirty || !self.session.is_connected() {
+        let Source::Db(session) = &mut self.source else {
+            return;
+        };
+        if !self.dirty || !session.is_connected() {
             return;
         }
         let ops = writeback::ops(&self.cfg, &self.bridges);
@@ -158,7 +205,7 @@ impl Daemon {
             self.dirty = false;
             return;
         }
-        match self.session.transact(ops) {
+        match session.transact(ops) {
             Ok(_) => {
                 self.writebacks += 1;
                 // Our own write comes back as an update; the next turn confirms it.

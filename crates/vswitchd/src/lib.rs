@@ -5,6 +5,8 @@
 //! * [`config`]: the switch configuration read from OVS's own `Open_vSwitch` database
 //!   (`Open_vSwitch`, `Bridge`, `Port`, `Interface`, `Controller` rows) into typed values,
 //!   with every bad value named instead of panicking.
+//! * [`static_config`]: the same configuration from a TOML file (no `ovsdb-server`), and the
+//!   built-in default.
 //! * [`bridges`]: the running bridges (an OpenFlow bridge each, its ports and OpenFlow port
 //!   numbers) and the reconciliation that takes them from one configuration to the next.
 //! * [`ofconn`]: one OpenFlow connection, sans-I/O: version negotiation, requests answered
@@ -14,6 +16,9 @@
 //! * [`unixctl`]: the `ovs-appctl` control socket (`RUNDIR/ovs-vswitchd.<pid>.ctl`, JSON-RPC).
 //! * [`logging`]: `tracing` set up as OVS's vlog (module levels changed at run time,
 //!   rate-limited per-packet messages, a log file).
+//! * [`metrics`]: Prometheus text on a loopback HTTP endpoint, read from the live counters
+//!   at scrape time.
+//! * [`service`]: one daemon process from start to exit (what `flowswitch vswitchd` runs).
 //! * [`rundir`]: the run directory, pidfile and `--detach`.
 //! * [`writeback`]: what the daemon writes back to the database (`ofport`, `error`,
 //!   `datapath_id`, then `cur_cfg`), as OVSDB operations.
@@ -31,9 +36,11 @@ pub mod bridges;
 pub mod config;
 pub mod daemon;
 pub mod logging;
+pub mod metrics;
 pub mod ofconn;
 pub mod ofserver;
 pub mod rundir;
 pub mod service;
+pub mod static_config;
 pub mod unixctl;
 pub mod writeback;

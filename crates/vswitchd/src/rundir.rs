@@ -151,8 +151,10 @@ fn null_stdio() {
 /// thread).
 pub fn detach() -> io::Result<Detached> {
     let mut fds = [0i32; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+    // Close-on-exec: programs the daemon starts (a private ovsdb-server) must not hold the
+    // write end, or the parent would never see it close.
+    // SAFETY: `fds` is a valid array of two ints for pipe2(2) to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: pipe(2) succeeded, so both descriptors are open and owned by nobody else.
@@ -175,18 +177,20 @@ pub fn detach() -> io::Result<Detached> {
         child => {
             drop(wr);
             let mut r = fs::File::from(rd);
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            match buf.first() {
-                Some(0) => std::process::exit(0),
-                Some(_) => {
+            let mut first = [0u8; 1];
+            let got = r.read(&mut first).unwrap_or(0);
+            match (got, first[0]) {
+                (1, 0) => std::process::exit(0),
+                (1, _) => {
+                    let mut buf = vec![first[0]];
+                    let _ = r.take(64 * 1024).read_to_end(&mut buf);
                     eprintln!(
                         "flowswitch vswitchd: {}",
                         String::from_utf8_lossy(&buf[1..])
                     );
                     std::process::exit(1)
                 }
-                None => {
+                _ => {
                     eprintln!("flowswitch vswitchd: daemon (pid {child}) died during start-up");
                     std::process::exit(1)
                 }

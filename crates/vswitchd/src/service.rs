@@ -33,6 +33,8 @@ pub struct ServeOptions {
     pub verbose: Vec<String>,
     /// `--enable-dummy[=override]`.
     pub dummy: DummyMode,
+    /// `--config FILE`: a TOML configuration instead of a database.
+    pub config: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -69,6 +71,112 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 struct Running {
     daemon: Daemon,
     _pidfile: Option<Pidfile>,
+    _private_db: Option<PrivateDb>,
+}
+
+/// The `ovsdb-server` started for the embedded default; stopped (and its files removed)
+/// with the daemon.
+#[derive(Debug)]
+struct PrivateDb {
+    child: std::process::Child,
+    files: Vec<PathBuf>,
+}
+
+impl Drop for PrivateDb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+const OVS_SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Where the configuration comes from when no `DATABASE` is given (README, "vswitchd").
+enum Embedded {
+    /// `$OVS_RUNDIR/db.sock` answers: OVS's default.
+    Default,
+    /// A private `ovsdb-server` serving OVS's installed schema on `$OVS_RUNDIR/db.sock`,
+    /// filled with the built-in default configuration.
+    Private(PrivateDb),
+    /// No `ovsdb-server` installed: the built-in TOML default.
+    Toml,
+}
+
+fn embedded(dir: &std::path::Path) -> anyhow::Result<Embedded> {
+    let sock = dir.join("db.sock");
+    if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
+        return Ok(Embedded::Default);
+    }
+    let (Some(server), Some(tool)) = (find_program("ovsdb-server"), find_program("ovsdb-tool"))
+    else {
+        return Ok(Embedded::Toml);
+    };
+    if !std::path::Path::new(OVS_SCHEMA).exists() {
+        return Ok(Embedded::Toml);
+    }
+    let db = dir.join("flowswitch-conf.db");
+    let _ = std::fs::remove_file(&db);
+    let _ = std::fs::remove_file(&sock);
+    let st = std::process::Command::new(tool)
+        .arg("create")
+        .arg(&db)
+        .arg(OVS_SCHEMA)
+        .status()
+        .context("running ovsdb-tool create")?;
+    anyhow::ensure!(st.success(), "ovsdb-tool create {} failed", db.display());
+    let child = std::process::Command::new(server)
+        .arg("--no-chdir")
+        .arg(format!("--remote=punix:{}", sock.display()))
+        .arg(format!(
+            "--unixctl={}",
+            dir.join("flowswitch-ovsdb-server.ctl").display()
+        ))
+        .arg(format!(
+            "--log-file={}",
+            dir.join("flowswitch-ovsdb-server.log").display()
+        ))
+        .arg("-vconsole:off")
+        .arg(&db)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("starting a private ovsdb-server")?;
+    let private = PrivateDb {
+        child,
+        files: vec![
+            db,
+            sock.clone(),
+            dir.join("flowswitch-ovsdb-server.log"),
+            dir.join("flowswitch-ovsdb-server.ctl"),
+        ],
+    };
+    let t0 = std::time::Instant::now();
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        anyhow::ensure!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "the private ovsdb-server did not come up on {}",
+            sock.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut c = ovsdb::Client::connect(&format!("unix:{}", sock.display()))?;
+    let (cfg, _) = crate::static_config::parse(crate::static_config::DEFAULT_TOML)
+        .map_err(|e| anyhow::anyhow!("built-in default: {e}"))?;
+    c.transact("Open_vSwitch", crate::writeback::initial_ops(&cfg))
+        .context("writing the built-in default configuration")?;
+    Ok(Embedded::Private(private))
 }
 
 fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
@@ -79,7 +187,34 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         dopts.db = db.clone();
     }
     dopts.dummy = opts.dummy;
-    let daemon = Daemon::new(dopts);
+    let mut private_db = None;
+    let daemon = if let Some(file) = &opts.config {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let (cfg, problems) = crate::static_config::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        for p in problems {
+            tracing::warn!(target: "bridge", "{}: {p}", file.display());
+        }
+        Daemon::with_static_config(dopts, cfg)
+    } else if opts.db.is_some() {
+        Daemon::new(dopts)
+    } else {
+        match embedded(&dir)? {
+            Embedded::Default => Daemon::new(dopts),
+            Embedded::Private(p) => {
+                info!(target: "vswitchd", "no database given and none at {}: serving OVS's schema from a private ovsdb-server there, with the built-in default configuration", dopts.db);
+                private_db = Some(p);
+                Daemon::new(dopts)
+            }
+            Embedded::Toml => {
+                info!(target: "vswitchd", "no database given and no ovsdb-server installed: running the built-in default configuration (br0 with dummy ports p1, p2)");
+                let (cfg, _) = crate::static_config::parse(crate::static_config::DEFAULT_TOML)
+                    .map_err(|e| anyhow::anyhow!("built-in default: {e}"))?;
+                Daemon::with_static_config(dopts, cfg)
+            }
+        }
+    };
     let exit = daemon.exit_flag();
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, exit.clone()).context("installing signal handlers")?;
@@ -92,6 +227,7 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     Ok(Running {
         daemon,
         _pidfile: pidfile,
+        _private_db: private_db,
     })
 }
 

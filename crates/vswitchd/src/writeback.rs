@@ -68,3 +68,58 @@ pub fn ops(cfg: &Config, bridges: &Bridges) -> Vec<Value> {
     }
     ops
 }
+
+/// The operations that create `cfg` in an empty `Open_vSwitch` database (what
+/// `ovs-vsctl init -- add-br … -- add-port …` would write): used to fill the private
+/// database of the embedded default.
+pub fn initial_ops(cfg: &Config) -> Vec<Value> {
+    let mut ops = Vec::new();
+    let mut bridges = Vec::new();
+    for (bi, b) in cfg.bridges.values().enumerate() {
+        let mut ports = Vec::new();
+        for (pi, p) in b.ports.values().enumerate() {
+            let mut ifaces = Vec::new();
+            for (ii, i) in p.interfaces.iter().enumerate() {
+                let name = format!("i{bi}_{pi}_{ii}");
+                let mut row = json!({
+                    "name": i.name,
+                    "type": i.kind,
+                    "options": ["map", i.options.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()],
+                });
+                if let Some(r) = i.ofport_request {
+                    row["ofport_request"] = json!(r);
+                }
+                ops.push(
+                    json!({"op": "insert", "table": "Interface", "row": row, "uuid-name": name}),
+                );
+                ifaces.push(json!(["named-uuid", name]));
+            }
+            let name = format!("p{bi}_{pi}");
+            let mut row = json!({"name": p.name, "interfaces": ["set", ifaces]});
+            if let Some(t) = p.tag {
+                row["tag"] = json!(t);
+            }
+            ops.push(json!({"op": "insert", "table": "Port", "row": row, "uuid-name": name}));
+            ports.push(json!(["named-uuid", name]));
+        }
+        let name = format!("b{bi}");
+        let mut row = json!({"name": b.name, "ports": ["set", ports]});
+        if let Some(f) = &b.fail_mode {
+            row["fail_mode"] = json!(f);
+        }
+        if let Some(id) = b.datapath_id_request {
+            row["other_config"] = json!(["map", [["datapath-id", format!("{id:016x}")]]]);
+        }
+        if !b.datapath_type.is_empty() {
+            row["datapath_type"] = json!(b.datapath_type);
+        }
+        ops.push(json!({"op": "insert", "table": "Bridge", "row": row, "uuid-name": name}));
+        bridges.push(json!(["named-uuid", name]));
+    }
+    ops.push(json!({
+        "op": "insert",
+        "table": "Open_vSwitch",
+        "row": {"bridges": ["set", bridges], "next_cfg": 1},
+    }));
+    ops
+}

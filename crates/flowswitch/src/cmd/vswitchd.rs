@@ -33,6 +33,12 @@ pub struct Args {
     /// every interface as a dummy, as OVS's test suite runs.
     #[arg(long, value_name = "override", num_args = 0..=1, require_equals = true)]
     pub enable_dummy: Option<Option<String>>,
+    /// Run the bridges and ports of a TOML file instead of a database (format: the
+    /// `vswitchd::static_config` module doc). With neither DATABASE nor `--config` and no
+    /// `$OVS_RUNDIR/db.sock`, flowswitch starts a private ovsdb-server there with a default
+    /// `br0` (or, without OVS installed, runs that default from its built-in TOML).
+    #[arg(long, value_name = "FILE", conflicts_with = "database")]
+    pub config: Option<PathBuf>,
     /// Accepted for compatibility with OVS's invocations; flowswitch never changes directory.
     #[arg(long)]
     pub no_chdir: bool,
@@ -59,5 +65,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         unixctl: a.unixctl,
         verbose: a.verbose,
         dummy,
+        config: a.config,
     })
 }
