@@ -323,8 +323,15 @@ impl State {
         self.module(module_of(meta.target())).max() >= Level::from_tracing(meta.level())
     }
 
-    /// Writes one message to the destinations whose level for `module` admits it.
+    /// Writes one message to the destinations whose level for `module` admits it, as
+    /// logged by the current thread (`%T`).
     fn log(&self, module: &str, level: Level, message: &str) {
+        let thread = std::thread::current();
+        self.log_as(module, level, message, thread.name());
+    }
+
+    /// [`State::log`] with the thread name given (`None`: as the main thread).
+    fn log_as(&self, module: &str, level: Level, message: &str, thread: Option<&str>) {
         if level == Level::Off {
             return;
         }
@@ -342,7 +349,6 @@ impl State {
             return;
         }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        let thread = std::thread::current();
         let rec = Record {
             program: &self.program,
             hostname: &self.hostname,
@@ -353,7 +359,7 @@ impl State {
             seq,
             pid: self.pid,
             uptime_ms: self.start.elapsed().as_millis() as u64,
-            thread: thread.name(),
+            thread,
             time: SystemTime::now(),
         };
         let patterns = self.patterns.read().unwrap_or_else(PoisonError::into_inner);
@@ -427,7 +433,7 @@ impl<S: Subscriber> Layer<S> for VlogLayer {
     }
 
     fn enabled(&self, meta: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
-        meta.is_event() && self.state.wants(meta)
+        !meta.is_span() && self.state.wants(meta)
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
@@ -728,10 +734,12 @@ impl LogHandle {
             f.path = Some(path.to_path_buf());
             f.file = Some(file);
         }
-        self.state.log(
+        // The daemon's own message, from whichever thread asked (OVS's main thread).
+        self.state.log_as(
             "vlog",
             Level::Info,
             &format!("opened log file {}", path.display()),
+            None,
         );
         Ok(())
     }
