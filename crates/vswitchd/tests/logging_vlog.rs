@@ -225,6 +225,9 @@ fn vlog_texts_match_real_ovs_vswitchd() {
         &["vlog/set", "vlog:file:dbg", "UNIXCTL,console,emer"],
         &["vlog/list-pattern"],
         &["vlog/close"],
+        &["vlog/disable-rate-limit", "nosuch"],
+        &["vlog/disable-rate-limit"],
+        &["vlog/enable-rate-limit", "VLOG", "nosuch"],
     ];
     for args in cases {
         let (rc_real, out_real, err_real) = appctl(&real, args);
@@ -248,6 +251,18 @@ fn vlog_texts_match_real_ovs_vswitchd() {
     };
     assert_eq!(rows(&ours), rows(&theirs));
     assert_eq!(rows(&ours).len(), 4, "{ours}");
+    assert!(ours.contains("(rate limiting disabled)"), "{ours}");
+    // The vlog commands and their usages, as list-commands shows them.
+    let vlog_cmds = |sock: &Path| -> Vec<String> {
+        appctl(sock, &["list-commands"])
+            .1
+            .lines()
+            .filter(|l| l.starts_with("  vlog/"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(vlog_cmds(&sock), vlog_cmds(&real));
+    assert_eq!(vlog_cmds(&sock).len(), 7);
 }
 
 #[test]
@@ -346,6 +361,25 @@ fn rate_limited_macros_log_the_burst_only() {
     assert_eq!(got.len(), 2, "{text}");
     assert_file_line(got[0], "rlmod", "WARN", "warn 0");
     assert_file_line(got[1], "rlmod", "WARN", "warn 1");
+    // With rate limiting disabled for the module, every message is logged.
+    h.set_rate_limits(&["rlmod".to_string()], false).unwrap();
+    with_logging(&h, || {
+        for i in 5..10 {
+            vswitchd::rl_warn!(RL, target: "rlmod", "warn {i}");
+        }
+    });
+    let text = read(&log);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("|rlmod|")).count(),
+        7,
+        "{text}"
+    );
+    h.set_rate_limits(&[], true).unwrap();
+    with_logging(
+        &h,
+        || vswitchd::rl_warn!(RL, target: "rlmod", "limited again"),
+    );
+    assert!(!read(&log).contains("limited again"));
     // The module path is the default target.
     static RL2: RateLimiter = RateLimiter::new(1, 1);
     with_logging(&h, || vswitchd::rl_err!(RL2, "from the test crate"));

@@ -36,8 +36,9 @@
 //! `vlog/set [SPEC…]` (each SPEC `module`, `destination`, `level` or `ANY` joined by `:`, `,`
 //! or spaces, in any order; a missing destination means all, a missing level `dbg`; no SPEC
 //! at all sets everything to `dbg`; `PATTERN:destination:pattern`; `FACILITY:facility`),
-//! `vlog/list`, `vlog/list-pattern`, `vlog/reopen`, `vlog/close`, with OVS's texts and
-//! errors. Not provided: `vlog/enable-rate-limit`, `vlog/disable-rate-limit`.
+//! `vlog/list`, `vlog/list-pattern`, `vlog/reopen`, `vlog/close`,
+//! `vlog/enable-rate-limit [module]...`, `vlog/disable-rate-limit [module]...`, with OVS's
+//! texts and errors.
 //!
 //! # Rate limiting
 //!
@@ -62,7 +63,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Instant, SystemTime};
 use tracing::subscriber::Interest;
@@ -237,12 +238,15 @@ impl Default for LogOptions {
 #[derive(Debug)]
 struct Module {
     levels: [AtomicU8; 3],
+    /// False after `vlog/disable-rate-limit`: the `rl_*` macros then log everything.
+    honor_rate_limits: AtomicBool,
 }
 
 impl Module {
     fn new(levels: [Level; 3]) -> Module {
         Module {
             levels: levels.map(|l| AtomicU8::new(l as u8)),
+            honor_rate_limits: AtomicBool::new(true),
         }
     }
 
@@ -317,6 +321,13 @@ impl State {
             .keys()
             .find(|k| k.eq_ignore_ascii_case(name))
             .cloned()
+    }
+
+    fn honors_rate_limits(&self, module: &str) -> bool {
+        let r = self.modules.read().unwrap_or_else(PoisonError::into_inner);
+        r.by_name
+            .get(module)
+            .is_none_or(|m| m.honor_rate_limits.load(Ordering::Relaxed))
     }
 
     fn wants(&self, meta: &Metadata<'_>) -> bool {
@@ -682,15 +693,51 @@ impl LogHandle {
             .unwrap_or_else(PoisonError::into_inner);
         let sorted: BTreeMap<&String, &Arc<Module>> = r.by_name.iter().collect();
         for (name, m) in sorted {
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "{name:<16}  {:>4}       {:>4}       {:>4}",
                 m.level(Destination::Console).name(),
                 m.level(Destination::Syslog).name(),
                 m.level(Destination::File).name()
             );
+            if !m.honor_rate_limits.load(Ordering::Relaxed) {
+                s.push_str("    (rate limiting disabled)");
+            }
+            s.push('\n');
         }
         s
+    }
+
+    /// `vlog/enable-rate-limit` (`enable`) or `vlog/disable-rate-limit`: for the named
+    /// modules (case-insensitive), all if none; stops at the first unknown one with OVS's
+    /// `unknown module` (those before it are changed, as in OVS).
+    pub fn set_rate_limits(&self, modules: &[String], enable: bool) -> Result<(), String> {
+        if modules.is_empty() {
+            let r = self
+                .state
+                .modules
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            for m in r.by_name.values() {
+                m.honor_rate_limits.store(enable, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
+        for name in modules {
+            let Some(name) = self.state.find_module(name) else {
+                return Err("unknown module".into());
+            };
+            self.state
+                .module(&name)
+                .honor_rate_limits
+                .store(enable, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Whether the `rl_*` macros rate-limit `module` (unknown modules: yes).
+    pub fn honors_rate_limits(&self, module: &str) -> bool {
+        self.state.honors_rate_limits(module)
     }
 
     /// `vlog/list-pattern`'s table.
@@ -796,6 +843,16 @@ impl LogHandle {
     }
 }
 
+/// Whether the current subscriber's vlog (if any) rate-limits messages of `target`'s module;
+/// used by the `rl_*` macros.
+#[doc(hidden)]
+pub fn __honors_rate_limits(target: &str) -> bool {
+    tracing::dispatcher::get_default(|d| {
+        d.downcast_ref::<VlogLayer>()
+            .is_none_or(|l| l.state.honors_rate_limits(module_of(target)))
+    })
+}
+
 /// Sets logging up as `opts` says and installs it as the process's `tracing` subscriber.
 /// Call once; a second call (or any other global subscriber) is an `AlreadyExists` error.
 pub fn init(opts: LogOptions) -> io::Result<LogHandle> {
@@ -817,8 +874,8 @@ impl AsRef<Registry> for Registry {
     }
 }
 
-/// Registers `vlog/set`, `vlog/list`, `vlog/list-pattern`, `vlog/reopen` and `vlog/close`
-/// (OVS's usages and texts) on `server` (a [`Server`] or its [`Registry`]).
+/// Registers `vlog/set`, `vlog/list`, `vlog/list-pattern`, `vlog/reopen`, `vlog/close`,
+/// `vlog/enable-rate-limit` and `vlog/disable-rate-limit` (OVS's usages and texts) on `server` (a [`Server`] or its [`Registry`]).
 pub fn register_commands(server: &impl AsRef<Registry>, handle: &LogHandle) {
     let reg = server.as_ref();
     let h = handle.clone();
@@ -839,6 +896,15 @@ pub fn register_commands(server: &impl AsRef<Registry>, handle: &LogHandle) {
     );
     let h = handle.clone();
     reg.register("vlog/list", "", 0, 0, move |_| Ok(h.list()));
+    for (name, enable) in [
+        ("vlog/enable-rate-limit", true),
+        ("vlog/disable-rate-limit", false),
+    ] {
+        let h = handle.clone();
+        reg.register(name, "[module]...", 0, usize::MAX, move |args| {
+            h.set_rate_limits(args, enable).map(|()| String::new())
+        });
+    }
     let h = handle.clone();
     reg.register(
         "vlog/list-pattern",

@@ -6,7 +6,8 @@
 //! message logged after some were dropped is preceded by OVS's report
 //! `Dropped N log messages in last S seconds (most recently, T seconds ago) due to excessive
 //! rate`, at the same level and target. As in OVS, a message whose level is disabled takes
-//! no token and is not counted (the macros check `tracing::enabled!` first).
+//! no token and is not counted (the macros check `tracing::enabled!` first), and a module
+//! whose rate limiting was turned off by `vlog/disable-rate-limit` logs every message.
 //!
 //! Time is passed in ([`RateLimiter::check_at`], milliseconds on any monotonic clock) so
 //! tests need no sleeps; [`RateLimiter::check`] uses [`monotonic_ms`].
@@ -125,7 +126,12 @@ impl RateLimiter {
 macro_rules! rl_log {
     ($level:expr, $limiter:expr, target: $target:expr, $($arg:tt)+) => {{
         if $crate::logging::__tracing::enabled!(target: $target, $level) {
-            if let $crate::logging::Verdict::Log(report) = ($limiter).check() {
+            let verdict = if $crate::logging::__honors_rate_limits($target) {
+                ($limiter).check()
+            } else {
+                $crate::logging::Verdict::Log(None)
+            };
+            if let $crate::logging::Verdict::Log(report) = verdict {
                 if let Some(report) = report {
                     $crate::logging::__tracing::event!(target: $target, $level, "{}", report);
                 }
