@@ -29,12 +29,14 @@
 //! # Threads and shutdown
 //!
 //! [`Server::bind`] binds the socket and starts one accept thread; each connection gets its
-//! own thread (at most [`MAX_CONNECTIONS`] at once; more are accepted and closed at once).
+//! own thread (at most [`MAX_CONNECTIONS`] at once; more are accepted and closed at once),
+//! blocked in `accept`/`read` while idle (no polling).
 //! Handlers run on the connection's thread, with no lock held (the registry lock is released
 //! before a handler runs), so a handler may register further commands; a handler that
 //! panics gets an error reply, not a dead server. [`Server::shutdown`] (also run on drop)
-//! stops the threads, joins them and removes the socket file. Reads use a short timeout so
-//! that every thread sees the stop flag within [`POLL`].
+//! stops the threads, joins them and removes the socket file: it shuts the listening socket
+//! down (which wakes `accept` on Linux) and every connection's socket (which wakes its
+//! `read`); a handler still running is waited for.
 //!
 //! # The socket file
 //!
@@ -53,6 +55,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -65,8 +68,9 @@ use std::time::Duration;
 pub const MAX_MESSAGE: usize = 4 << 20;
 /// How many connections are served at once; further ones are closed on accept.
 pub const MAX_CONNECTIONS: usize = 64;
-/// How often blocked threads look at the stop flag.
-pub const POLL: Duration = Duration::from_millis(100);
+/// How long the accept thread waits after an unexpected `accept` failure (out of file
+/// descriptors, say) before trying again.
+const POLL: Duration = Duration::from_millis(100);
 /// How long a reply may wait for a client that does not read it before the connection is
 /// dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -190,13 +194,18 @@ impl Registry {
     }
 }
 
+/// A connection's thread and a handle on its socket (to wake it at shutdown).
+type Conn = (JoinHandle<()>, UnixStream);
+
 /// A running control socket server.
 pub struct Server {
     path: PathBuf,
     registry: Arc<Registry>,
     stop: Arc<AtomicBool>,
+    /// The listening socket (a second descriptor of it), shut down to wake `accept`.
+    listener: UnixListener,
     accept: Mutex<Option<JoinHandle<()>>>,
-    conns: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    conns: Arc<Mutex<Vec<Conn>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -281,19 +290,27 @@ impl Server {
             registry.register("version", "", 0, 0, |_| Ok(VERSION.to_string()));
         }
         let listener = bind_private(&path)?;
-        listener.set_nonblocking(true)?;
+        let wake = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let conns: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let conns: Arc<Mutex<Vec<Conn>>> = Arc::default();
         let accept = {
             let (stop, conns, registry) = (stop.clone(), conns.clone(), registry.clone());
             thread::Builder::new()
                 .name("unixctl".into())
-                .spawn(move || accept_loop(listener, registry, stop, conns))?
+                .spawn(move || accept_loop(listener, registry, stop, conns))
+        };
+        let accept = match accept {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
         };
         Ok(Server {
             path,
             registry,
             stop,
+            listener: wake,
             accept: Mutex::new(Some(accept)),
             conns,
         })
@@ -328,10 +345,18 @@ impl Server {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let Some(accept) = accept else { return };
+        // Wakes the accept thread: on Linux, `accept` on a listening socket that has been
+        // shut down fails with EINVAL at once.
+        // SAFETY: `shutdown` takes no pointers; the descriptor is `self.listener`'s, open for
+        // as long as `self` lives.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
         let _ = accept.join();
         let conns = std::mem::take(&mut *self.conns.lock().unwrap_or_else(PoisonError::into_inner));
-        for c in conns {
-            let _ = c.join();
+        for (_, stream) in &conns {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        for (thread, _) in conns {
+            let _ = thread.join();
         }
         let _ = std::fs::remove_file(&self.path);
     }
@@ -347,36 +372,33 @@ fn accept_loop(
     listener: UnixListener,
     registry: Arc<Registry>,
     stop: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    conns: Arc<Mutex<Vec<Conn>>>,
 ) {
-    let live = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
                 let mut conns = conns.lock().unwrap_or_else(PoisonError::into_inner);
-                conns.retain(|h| !h.is_finished());
-                if live.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                conns.retain(|(h, _)| !h.is_finished());
+                if conns.len() >= MAX_CONNECTIONS {
                     tracing::warn!(target: "unixctl", "too many control connections, dropping a new one");
                     continue;
                 }
-                live.fetch_add(1, Ordering::SeqCst);
-                let (registry, stop, live2) = (registry.clone(), stop.clone(), live.clone());
+                let Ok(handle) = stream.try_clone() else {
+                    continue;
+                };
+                let (registry, stop) = (registry.clone(), stop.clone());
                 let spawned = thread::Builder::new()
-                    .name("unixctl-conn".into())
-                    .spawn(move || {
-                        serve_connection(stream, &registry, &stop);
-                        live2.fetch_sub(1, Ordering::SeqCst);
-                    });
+                    .name("unixctl".into())
+                    .spawn(move || serve_connection(stream, &registry, &stop));
                 match spawned {
-                    Ok(h) => conns.push(h),
+                    Ok(h) => conns.push((h, handle)),
                     Err(e) => {
-                        live.fetch_sub(1, Ordering::SeqCst);
                         tracing::warn!(target: "unixctl", "cannot start a connection thread: {e}");
                     }
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(POLL / 4),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) if stop.load(Ordering::SeqCst) => return,
             Err(e) => {
                 tracing::warn!(target: "unixctl", "accept failed: {e}");
                 thread::sleep(POLL);
@@ -439,9 +461,16 @@ pub fn encode_reply(id: &Value, reply: &Result<String, String>) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Serves one connection until the peer closes it, it breaks the protocol, or the server
+/// stops; then shuts the socket down (the server keeps a second descriptor of it, so
+/// dropping this one would not close the connection).
 fn serve_connection(mut stream: UnixStream, registry: &Registry, stop: &AtomicBool) {
+    serve_requests(&mut stream, registry, stop);
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+fn serve_requests(stream: &mut UnixStream, registry: &Registry, stop: &AtomicBool) {
     if stream.set_nonblocking(false).is_err()
-        || stream.set_read_timeout(Some(POLL)).is_err()
         || stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
     {
         return;
@@ -452,16 +481,7 @@ fn serve_connection(mut stream: UnixStream, registry: &Registry, stop: &AtomicBo
         let n = match stream.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue;
-            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
         decoder.feed(&buf[..n]);

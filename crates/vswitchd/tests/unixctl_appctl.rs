@@ -284,12 +284,49 @@ fn a_live_socket_is_not_stolen_and_a_stale_one_is_replaced() {
     let stale = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     drop(stale);
     assert!(sock.exists());
-    let s = Server::bind(&sock).unwrap();
+    let s = Server::bind(&sock).unwrap_or_else(|e| panic!("binding over a stale socket: {e:?}"));
     assert_eq!(
         unixctl::call(&sock, "version", &[]).unwrap(),
         Ok(format!("{}\n", unixctl::VERSION))
     );
     s.shutdown();
     s.shutdown();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn shutdown_is_prompt_with_idle_clients_and_many_clients_are_served() {
+    let dir = tmpdir("shutdown");
+    let sock = dir.join("s.ctl");
+    let s = std::sync::Arc::new(Server::bind(&sock).unwrap());
+    s.register("echo-args", "[arg...]", 0, usize::MAX, |a| Ok(a.join(" ")));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let sock = sock.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let a = format!("{t}-{i}");
+                    assert_eq!(
+                        unixctl::call(&sock, "echo-args", &[&a, "x"]).unwrap(),
+                        Ok(format!("{a} x\n"))
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // Idle clients, one of them mid-message, do not hold shutdown up.
+    let idle = UnixStream::connect(&sock).unwrap();
+    let mut partial = UnixStream::connect(&sock).unwrap();
+    partial.write_all(b"{\"method\":").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = std::time::Instant::now();
+    s.shutdown();
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert!(!sock.exists());
+    assert!(closed_by_server(&mut partial));
+    drop(idle);
     let _ = std::fs::remove_dir_all(dir);
 }
