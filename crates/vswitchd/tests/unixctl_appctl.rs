@@ -284,7 +284,20 @@ fn a_live_socket_is_not_stolen_and_a_stale_one_is_replaced() {
     let stale = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     drop(stale);
     assert!(sock.exists());
-    let s = Server::bind(&sock).unwrap_or_else(|e| panic!("binding over a stale socket: {e:?}"));
+    // Another test of this process spawning a program holds a copy of every descriptor
+    // between fork and exec, so for a moment the dropped listener may still accept
+    // connections (and look live): retry a few times.
+    let mut tries = 0;
+    let s = loop {
+        match Server::bind(&sock) {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("binding over a stale socket: {e:?}"),
+        }
+    };
     assert_eq!(
         unixctl::call(&sock, "version", &[]).unwrap(),
         Ok(format!("{}\n", unixctl::VERSION))
