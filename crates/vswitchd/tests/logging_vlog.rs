@@ -9,6 +9,15 @@ use testutil::ovs::{OvsSandbox, ovs_missing_reason};
 use vswitchd::logging::{self, Destination, Level, LogHandle, LogOptions, RateLimiter};
 use vswitchd::unixctl::Server;
 
+/// Removes a test's directory when the test ends (also on failure).
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fs-vlog-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -98,6 +107,7 @@ fn vlog_set_and_list_round_trip_and_the_file_follows() {
         return;
     }
     let dir = tmpdir("roundtrip");
+    let _cleanup = Cleanup(dir.clone());
     let (h, _s, log, sock) = setup(&dir, &["testmod", "other"]);
 
     let (rc, out, _) = appctl(&sock, &["vlog/list"]);
@@ -205,6 +215,7 @@ fn vlog_texts_match_real_ovs_vswitchd() {
         return;
     }
     let dir = tmpdir("oracle");
+    let _cleanup = Cleanup(dir.clone());
     let (_h, _s, _log, sock) = setup(&dir, &[]);
     let sb = OvsSandbox::start(0).expect("OVS sandbox");
     let real = sb.dir().join("ovs-vswitchd.ctl");
@@ -271,6 +282,7 @@ fn reopen_after_logrotate_and_close() {
         return;
     }
     let dir = tmpdir("reopen");
+    let _cleanup = Cleanup(dir.clone());
     let (h, _s, log, sock) = setup(&dir, &["rot"]);
     with_logging(&h, || tracing::info!(target: "rot", "before rotate"));
     // Reopening the same file is a no-op.
@@ -339,6 +351,7 @@ static RL: RateLimiter = RateLimiter::new(1, 2);
 #[test]
 fn rate_limited_macros_log_the_burst_only() {
     let dir = tmpdir("rl");
+    let _cleanup = Cleanup(dir.clone());
     let log = dir.join("rl.log");
     let h = LogHandle::new(LogOptions {
         log_file: Some(log.clone()),
@@ -389,6 +402,7 @@ fn rate_limited_macros_log_the_burst_only() {
 #[test]
 fn syslog_datagrams() {
     let dir = tmpdir("syslog");
+    let _cleanup = Cleanup(dir.clone());
     let dev_log = dir.join("log");
     let rx = UnixDatagram::bind(&dev_log).unwrap();
     rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

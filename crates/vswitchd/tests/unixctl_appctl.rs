@@ -10,6 +10,15 @@ use std::time::Duration;
 use testutil::ovs::{OvsSandbox, ovs_missing_reason};
 use vswitchd::unixctl::{self, Server};
 
+/// Removes a test's directory when the test ends (also on failure).
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh private directory for one test's socket.
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fs-unixctl-{tag}-{}", std::process::id()));
@@ -61,6 +70,7 @@ fn appctl_builtins_and_registered_commands() {
         return;
     }
     let (s, sock) = server("basic");
+    let _cleanup = Cleanup(sock.parent().unwrap().to_path_buf());
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "socket is owner-only");
 
@@ -117,6 +127,7 @@ fn appctl_errors_match_real_ovs_vswitchd() {
         return;
     }
     let (_s, sock) = server("errors");
+    let _cleanup = Cleanup(sock.parent().unwrap().to_path_buf());
     let sb = OvsSandbox::start(0).expect("OVS sandbox");
     let real = sb.dir().join("ovs-vswitchd.ctl");
     let cases: &[&[&str]] = &[
@@ -175,6 +186,7 @@ fn second_client_and_many_requests_per_connection() {
         return;
     }
     let (_s, sock) = server("two");
+    let _cleanup = Cleanup(sock.parent().unwrap().to_path_buf());
     let mut first = UnixStream::connect(&sock).unwrap();
     // The first client sits connected, mid-message, while ovs-appctl is served.
     first.write_all(b"{\"method\":\"test/join\",").unwrap();
@@ -217,6 +229,7 @@ fn malformed_input_closes_only_that_connection() {
         return;
     }
     let (_s, sock) = server("junk");
+    let _cleanup = Cleanup(sock.parent().unwrap().to_path_buf());
     // Non-string argument: an error reply (as OVS), the connection stays usable.
     let mut c = UnixStream::connect(&sock).unwrap();
     assert_eq!(
@@ -275,6 +288,7 @@ fn malformed_input_closes_only_that_connection() {
 #[test]
 fn a_live_socket_is_not_stolen_and_a_stale_one_is_replaced() {
     let dir = tmpdir("stale");
+    let _cleanup = Cleanup(dir.clone());
     let sock = dir.join("x.ctl");
     let s = Server::bind(&sock).unwrap();
     let e = Server::bind(&sock).unwrap_err();
@@ -304,12 +318,12 @@ fn a_live_socket_is_not_stolen_and_a_stale_one_is_replaced() {
     );
     s.shutdown();
     s.shutdown();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn shutdown_is_prompt_with_idle_clients_and_many_clients_are_served() {
     let dir = tmpdir("shutdown");
+    let _cleanup = Cleanup(dir.clone());
     let sock = dir.join("s.ctl");
     let s = std::sync::Arc::new(Server::bind(&sock).unwrap());
     s.register("echo-args", "[arg...]", 0, usize::MAX, |a| Ok(a.join(" ")));
@@ -341,5 +355,4 @@ fn shutdown_is_prompt_with_idle_clients_and_many_clients_are_served() {
     assert!(!sock.exists());
     assert!(closed_by_server(&mut partial));
     drop(idle);
-    let _ = std::fs::remove_dir_all(dir);
 }
