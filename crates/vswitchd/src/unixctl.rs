@@ -19,7 +19,7 @@
 //! checked in that order (so a command taking no arguments given one non-string argument
 //! says "takes at most 0 arguments", as OVS does). A connection carries any number of
 //! requests, answered in order. What OVS does not answer but drops the connection for, this
-//! server drops it for too: bytes that are not JSON, a top-level value that is not an object,
+//! server drops it for too: bytes that are not JSON (or not UTF-8), a top-level value that is not an object,
 //! an object with members other than `method`/`params`/`id`, a `params` that is not an
 //! array, a missing or `null` id (a notification), a reply sent to the server, and, unlike
 //! OVS which has no bound, a message longer than [`MAX_MESSAGE`]. OVS's unixctl server does
@@ -575,6 +575,19 @@ mod tests {
             r.execute("two", &[json!(1)]),
             Err("\"two\" command has non-string argument".into())
         );
+    }
+
+    #[test]
+    fn a_panicking_handler_is_an_error_reply() {
+        let r = Registry::default();
+        r.register("boom", "", 0, 0, |_| panic!("handler bug"));
+        assert_eq!(
+            r.execute("boom", &[]),
+            Err("\"boom\" command failed (internal error)".into())
+        );
+        // The registry is still usable (no lock was held, none is poisoned).
+        r.register("ok", "", 0, 0, |_| Ok("fine".into()));
+        assert_eq!(r.execute("ok", &[]), Ok("fine".into()));
     }
 
     #[test]
