@@ -44,6 +44,19 @@
 //!
 //! [`RateLimiter`] and the `rl_err!`, `rl_warn!`, `rl_info!`, `rl_dbg!` macros (see
 //! [`ratelimit`]).
+//!
+//! # Differences from OVS
+//!
+//! * Modules come into being at run time (declared, or at their first call site), not at
+//!   link time: `vlog/list` shows fewer modules until the daemon has run its code paths, and
+//!   `vlog/set` of a module not yet known fails until it is (declare the daemon's modules in
+//!   [`LogOptions::modules`] to avoid that).
+//! * Control commands run on the unixctl connection threads (named `unixctl`), so a message
+//!   logged by a command handler reads `module(unixctl)`, where OVS, running them on its main
+//!   thread, writes `module`.
+//! * `%d` is UTC like `%D` (OVS: local time); spans are not logged (they are disabled).
+//! * Syslog is only `/dev/log` (no `--syslog-method`, no `--syslog-target`); facilities as
+//!   OVS names them, plus `authpriv`.
 
 pub mod pattern;
 pub mod ratelimit;
