@@ -152,6 +152,15 @@ fn appctl_errors_match_real_ovs_vswitchd() {
     }
     let real_version = appctl(&real, &["version"]).1;
     assert!(real_version.starts_with("ovs-vswitchd (Open vSwitch) 3.1.0"));
+    // The test client reads the real server's replies too.
+    assert_eq!(
+        unixctl::call(&real, "version", &[]).unwrap(),
+        Ok(real_version)
+    );
+    assert_eq!(
+        unixctl::call(&real, "exit", &["a", "b"]).unwrap(),
+        Err("\"exit\" command takes at most 1 arguments\n".into())
+    );
 }
 
 fn raw_exchange(stream: &mut UnixStream, req: &[u8]) -> String {
