@@ -48,36 +48,72 @@ fn alive(pid: i32) -> bool {
     pid > 0 && Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// A pidfile that is removed when dropped.
+/// A pidfile that is removed when dropped. As OVS's, it is held open with an `fcntl` write
+/// lock for the daemon's life: `ovs-appctl` asks for that lock (`F_GETLK`) to tell a live
+/// daemon's pidfile from a stale one, and refuses a pidfile nobody locks.
 #[derive(Debug)]
 pub struct Pidfile {
     path: PathBuf,
+    _file: fs::File,
+}
+
+/// `fcntl` whole-file write lock: `F_SETLK` on `file`, or with `probe` `F_GETLK`, which
+/// returns the pid holding a conflicting lock (0 when none).
+fn write_lock(file: &fs::File, probe: bool) -> io::Result<i32> {
+    // SAFETY: an all-zero `flock` is a valid value of this plain C struct.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    let cmd = if probe { libc::F_GETLK } else { libc::F_SETLK };
+    // SAFETY: `file` is an open descriptor for the duration of the call and `fl` is a valid,
+    // exclusively borrowed `flock` that fcntl(2) reads and (for F_GETLK) writes.
+    if unsafe { libc::fcntl(file.as_raw_fd(), cmd, &mut fl) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(if probe && fl.l_type != libc::F_UNLCK as libc::c_short {
+        fl.l_pid
+    } else {
+        0
+    })
 }
 
 impl Pidfile {
     /// Writes this process's pid to `path`, refusing when the file names another live
     /// process (a second daemon on the same run directory).
     pub fn create(path: &Path) -> io::Result<Pidfile> {
-        if let Ok(old) = fs::read_to_string(path)
-            && let Ok(pid) = old.trim().parse::<i32>()
-            && pid != std::process::id() as i32
-            && alive(pid)
-        {
+        let locked_by = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .ok()
+            .and_then(|f| write_lock(&f, true).ok())
+            .filter(|pid| *pid != 0);
+        let recorded = fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .filter(|pid| *pid != std::process::id() as i32 && alive(*pid));
+        if let Some(pid) = locked_by.or(recorded) {
             return Err(io::Error::new(
                 io::ErrorKind::AddrInUse,
                 format!("{}: already running as pid {pid}, aborting", path.display()),
             ));
         }
         let tmp = path.with_extension("pid.tmp");
-        {
-            let mut f = fs::File::create(&tmp)?;
-            writeln!(f, "{}", std::process::id())?;
-            f.sync_all()?;
-        }
+        let mut f = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        write_lock(&f, false)?;
+        writeln!(f, "{}", std::process::id())?;
+        f.sync_all()?;
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o644))?;
+        // The lock belongs to the open file, so it stays with it through the rename.
         fs::rename(&tmp, path)?;
         Ok(Pidfile {
             path: path.to_owned(),
+            _file: f,
         })
     }
 

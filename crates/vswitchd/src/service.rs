@@ -14,7 +14,11 @@ use tracing::info;
 
 use crate::bridges::DummyMode;
 use crate::daemon::{Daemon, Options};
+use crate::logging::{self, LogHandle, LogOptions};
+use crate::metrics::MetricsServer;
 use crate::rundir::{self, Detached, Pidfile};
+use crate::unixctl::Server;
+use std::sync::Arc;
 
 /// How the process was asked to run (OVS's `ovs-vswitchd` options).
 #[derive(Debug, Clone, Default)]
@@ -35,6 +39,8 @@ pub struct ServeOptions {
     pub dummy: DummyMode,
     /// `--config FILE`: a TOML configuration instead of a database.
     pub config: Option<PathBuf>,
+    /// `--metrics=ADDR`: serve Prometheus text on this (loopback) address.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl ServeOptions {
@@ -67,11 +73,15 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     }
 }
 
-/// A started daemon, ready to loop.
+/// A started daemon, ready to loop. Fields drop in order: control socket and metrics
+/// first, the private database, the pidfile last.
 struct Running {
     daemon: Daemon,
-    _pidfile: Option<Pidfile>,
+    unixctl: Server,
+    _metrics: Option<MetricsServer>,
+    _log: LogHandle,
     _private_db: Option<PrivateDb>,
+    _pidfile: Option<Pidfile>,
 }
 
 /// The `ovsdb-server` started for the embedded default; stopped (and its files removed)
@@ -160,6 +170,7 @@ fn embedded(dir: &std::path::Path) -> anyhow::Result<Embedded> {
             sock.clone(),
             dir.join("flowswitch-ovsdb-server.log"),
             dir.join("flowswitch-ovsdb-server.ctl"),
+            dir.join(".flowswitch-conf.db.~lock~"),
         ],
     };
     let t0 = std::time::Instant::now();
@@ -182,6 +193,31 @@ fn embedded(dir: &std::path::Path) -> anyhow::Result<Embedded> {
 fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     let dir = rundir::rundir();
     rundir::ensure_dir(&dir).with_context(|| format!("run directory {}", dir.display()))?;
+    let mut specs = Vec::new();
+    if opts.detach {
+        // A detached daemon has no console (OVS: stderr goes to /dev/null).
+        specs.push("console:off".to_owned());
+    }
+    specs.extend(opts.verbose.iter().cloned());
+    let log_file = opts.log_file.as_ref().map(|f| {
+        f.clone()
+            .unwrap_or_else(|| rundir::logdir().join("ovs-vswitchd.log"))
+    });
+    if let Some(parent) = log_file.as_ref().and_then(|f| f.parent()) {
+        rundir::ensure_dir(parent)
+            .with_context(|| format!("log directory {}", parent.display()))?;
+    }
+    let log = logging::init(LogOptions {
+        log_file,
+        specs,
+        modules: [
+            "vswitchd", "bridge", "unixctl", "metrics", "ofconn", "ofserver", "dpif",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..LogOptions::default()
+    })
+    .context("setting up logging")?;
     let mut dopts = Options::new(dir.clone());
     if let Some(db) = &opts.db {
         dopts.db = db.clone();
@@ -223,11 +259,38 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         Some(p) => Some(Pidfile::create(&p).with_context(|| format!("pidfile {}", p.display()))?),
         None => None,
     };
+    let ctl = opts
+        .unixctl
+        .clone()
+        .unwrap_or_else(|| dir.join(format!("ovs-vswitchd.{}.ctl", std::process::id())));
+    let unixctl =
+        Server::bind(&ctl).with_context(|| format!("control socket {}", ctl.display()))?;
+    logging::register_commands(&unixctl, &log);
+    let flag = exit.clone();
+    unixctl.register("exit", "[--cleanup]", 0, 1, move |args| {
+        if args.first().is_some_and(|a| a != "--cleanup") {
+            return Err(format!("exit: unknown option {:?}", args[0]));
+        }
+        flag.store(true, Ordering::Relaxed);
+        Ok(String::new())
+    });
+    let metrics = match opts.metrics {
+        Some(addr) => {
+            let m = MetricsServer::bind(addr, false, Arc::new(Vec::new))
+                .with_context(|| format!("metrics endpoint {addr}"))?;
+            info!(target: "metrics", "serving Prometheus metrics on http://{}/metrics", m.local_addr());
+            Some(m)
+        }
+        None => None,
+    };
     info!(target: "vswitchd", "flowswitch vswitchd started (database {})", daemon.options().db);
     Ok(Running {
         daemon,
-        _pidfile: pidfile,
+        unixctl,
+        _metrics: metrics,
+        _log: log,
         _private_db: private_db,
+        _pidfile: pidfile,
     })
 }
 
@@ -236,5 +299,6 @@ impl Running {
         self.daemon.run(|_, _| {});
         let exit = self.daemon.exit_flag();
         info!(target: "vswitchd", "exiting (exit flag {})", exit.load(Ordering::Relaxed));
+        self.unixctl.shutdown();
     }
 }

@@ -39,6 +39,9 @@ pub struct Args {
     /// `br0` (or, without OVS installed, runs that default from its built-in TOML).
     #[arg(long, value_name = "FILE", conflicts_with = "database")]
     pub config: Option<PathBuf>,
+    /// Serve Prometheus metrics over HTTP on ADDR (a loopback address, e.g. 127.0.0.1:9475).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Accepted for compatibility with OVS's invocations; flowswitch never changes directory.
     #[arg(long)]
     pub no_chdir: bool,
@@ -66,5 +69,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         verbose: a.verbose,
         dummy,
         config: a.config,
+        metrics: a.metrics,
     })
 }
