@@ -1,0 +1,340 @@
+//! `flowswitch vswitchd` as a process, driven by the stock OVS tools (issue 15): started
+//! as OVS's daemon is (`--pidfile --detach --log-file`), found by `ovs-vsctl --wait` and
+//! `ovs-appctl` with no extra options, owner-only sockets, a malformed control request
+//! answered with an error, a clean exit on `ovs-appctl exit` and on `SIGTERM`, and the
+//! embedded default (no database given).
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+
+fn tool(name: &str) -> PathBuf {
+    let sbin = Path::new("/usr/sbin").join(name);
+    if sbin.exists() {
+        sbin
+    } else {
+        PathBuf::from(name)
+    }
+}
+
+fn missing() -> Option<String> {
+    for t in ["ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-appctl"] {
+        if Command::new(tool(t))
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_err()
+        {
+            return Some(format!(
+                "{t} is not installed (apt-get install openvswitch-switch)"
+            ));
+        }
+    }
+    (!Path::new(SCHEMA).exists()).then(|| format!("{SCHEMA} is missing"))
+}
+
+struct Env {
+    dir: PathBuf,
+    ovsdb: Option<Child>,
+}
+
+impl Env {
+    fn new(tag: &str, with_db: bool) -> Env {
+        let dir = std::env::temp_dir().join(format!("fs-vsd-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut env = Env { dir, ovsdb: None };
+        if with_db {
+            let db = env.dir.join("conf.db");
+            assert!(
+                Command::new(tool("ovsdb-tool"))
+                    .arg("create")
+                    .arg(&db)
+                    .arg(SCHEMA)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+            let sock = env.dir.join("db.sock");
+            env.ovsdb = Some(
+                Command::new(tool("ovsdb-server"))
+                    .arg("--no-chdir")
+                    .arg(format!("--remote=punix:{}", sock.display()))
+                    .arg(format!("--unixctl={}", env.dir.join("ovsdb.ctl").display()))
+                    .arg(&db)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            let t0 = Instant::now();
+            while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+                assert!(t0.elapsed() < Duration::from_secs(20));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            env.ok(&["ovs-vsctl", "--no-wait", "init"]);
+        }
+        env
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let (p, rest) = args.split_first().unwrap();
+        let mut c = if *p == "flowswitch" {
+            Command::new(env!("CARGO_BIN_EXE_flowswitch"))
+        } else {
+            Command::new(tool(p))
+        };
+        if *p == "ovs-vsctl" {
+            c.arg("--timeout=20");
+        }
+        c.args(rest)
+            .env("OVS_RUNDIR", &self.dir)
+            .env("OVS_LOGDIR", &self.dir)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}\nlog:\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            self.log()
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("ovs-vswitchd.log")).unwrap_or_default()
+    }
+
+    fn pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.dir.join("ovs-vswitchd.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    fn wait_gone(&self, pid: i32) {
+        let t0 = Instant::now();
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "pid {pid} did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// What the daemon left in the run directory besides the database's own files.
+    fn leftovers(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                !(n.starts_with("conf.db")
+                    || n.starts_with(".conf.db")
+                    || n.starts_with("db.sock")
+                    || n.starts_with("ovsdb")
+                    || n.ends_with(".log"))
+            })
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            // SAFETY-free: a plain kill(1) of the daemon we started, if still there.
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        if let Some(mut c) = self.ovsdb.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[test]
+fn stock_tools_find_and_stop_the_daemon() {
+    if let Some(why) = missing() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let env = Env::new("life", true);
+    let db = format!("unix:{}", env.dir.join("db.sock").display());
+    env.ok(&[
+        "flowswitch",
+        "vswitchd",
+        &db,
+        "--pidfile",
+        "--detach",
+        "--log-file",
+        "--enable-dummy=override",
+    ]);
+    let pid = env.pid().expect("pidfile written before --detach returns");
+    // ovs-vsctl --wait returns once the daemon applied the change.
+    env.ok(&["ovs-vsctl", "add-br", "br0", "--", "add-port", "br0", "p1"]);
+    assert_eq!(
+        env.ok(&["ovs-vsctl", "get", "interface", "p1", "ofport"])
+            .trim(),
+        "1"
+    );
+    // ovs-appctl finds it through the pidfile.
+    let v = env.ok(&["ovs-appctl", "version"]);
+    assert!(
+        v.contains("flowswitch") && v.trim().ends_with("3.1.0"),
+        "{v}"
+    );
+    // Owner-only control socket.
+    let ctl = env.dir.join(format!("ovs-vswitchd.{pid}.ctl"));
+    let mode = std::fs::metadata(&ctl).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o077, 0, "control socket mode {mode:o}");
+    // A malformed request: an unknown command is an error (exit 2), a garbage line drops
+    // only that connection; the daemon still answers.
+    let bad = env.run(&["ovs-appctl", "no/such-command"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a valid command"));
+    {
+        let mut s = std::os::unix::net::UnixStream::connect(&ctl).unwrap();
+        s.write_all(b"{\"method\": 42, \"params\": \"x\"}\n\x00\xff garbage")
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+    }
+    env.ok(&["ovs-appctl", "vlog/set", "bridge:file:dbg"]);
+    assert!(env.ok(&["ovs-appctl", "vlog/list"]).contains("bridge"));
+    // ovs-appctl exit: the process goes and leaves nothing behind.
+    env.ok(&["ovs-appctl", "-t", "ovs-vswitchd", "exit"]);
+    env.wait_gone(pid);
+    assert_eq!(env.leftovers(), Vec::<String>::new(), "log:\n{}", env.log());
+
+    // SIGTERM does the same.
+    env.ok(&[
+        "flowswitch",
+        "vswitchd",
+        &db,
+        "--pidfile",
+        "--detach",
+        "--log-file",
+        "--enable-dummy=override",
+    ]);
+    let pid = env.pid().unwrap();
+    // The configuration made before is still there: the new daemon applies it.
+    env.ok(&["ovs-vsctl", "add-port", "br0", "p2"]);
+    assert_eq!(
+        env.ok(&["ovs-vsctl", "get", "interface", "p2", "ofport"])
+            .trim(),
+        "2"
+    );
+    assert!(
+        Command::new("kill")
+            .arg(pid.to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
+    env.wait_gone(pid);
+    assert_eq!(env.leftovers(), Vec::<String>::new(), "log:\n{}", env.log());
+    // A second daemon on the same run directory is refused while one runs.
+    env.ok(&["flowswitch", "vswitchd", &db, "--pidfile", "--detach"]);
+    let again = env.run(&["flowswitch", "vswitchd", &db, "--pidfile", "--detach"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already running"));
+    env.ok(&["ovs-appctl", "exit"]);
+}
+
+#[test]
+fn embedded_default_serves_ovs_schema_privately() {
+    if let Some(why) = missing() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let env = Env::new("embedded", false);
+    env.ok(&[
+        "flowswitch",
+        "vswitchd",
+        "--pidfile",
+        "--detach",
+        "--log-file",
+    ]);
+    let pid = env.pid().unwrap();
+    let ports = env.ok(&["ovs-vsctl", "list-ports", "br0"]);
+    assert_eq!(ports.split_whitespace().collect::<Vec<_>>(), ["p1", "p2"]);
+    env.ok(&[
+        "ovs-vsctl",
+        "add-port",
+        "br0",
+        "p3",
+        "--",
+        "set",
+        "interface",
+        "p3",
+        "type=dummy",
+    ]);
+    assert_eq!(
+        env.ok(&["ovs-vsctl", "get", "interface", "p3", "ofport"])
+            .trim(),
+        "3"
+    );
+    env.ok(&["ovs-appctl", "exit"]);
+    env.wait_gone(pid);
+    let left: Vec<String> = std::fs::read_dir(&env.dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".log"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn bad_invocations_are_clear_errors() {
+    let env = Env::new("bad", false);
+    for (args, want) in [
+        (
+            vec!["flowswitch", "vswitchd", "--enable-dummy=sometimes"],
+            "override",
+        ),
+        (
+            vec!["flowswitch", "vswitchd", "--config", "/nonexistent.toml"],
+            "nonexistent",
+        ),
+        (
+            vec![
+                "flowswitch",
+                "vswitchd",
+                "--metrics",
+                "0.0.0.0:0",
+                "--config",
+                "/dev/null",
+            ],
+            "loopback",
+        ),
+    ] {
+        let o = env.run(&args);
+        assert!(!o.status.success(), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}
