@@ -1,1 +1,1173 @@
-//! Placeholder: filled in by its owner (see lib.rs).
+//! One OpenFlow connection, sans-I/O: bytes in ([`OfConn::feed`]), bytes out.
+//!
+//! [`OfConn`] holds what OVS keeps per connection (`ofconn.c`): the negotiated version (HELLO
+//! with version bitmaps, OpenFlow 1.0–1.5), the Nicira flow format (`NXT_SET_FLOW_FORMAT`),
+//! `NXT_FLOW_MOD_TABLE_ID`, the packet-in format, the controller role and generation id, the
+//! asynchronous-message configuration, `miss_send_len`, the controller id and the open
+//! bundles. It answers from, and applies flow mods to, a bridge seen through the small
+//! [`OfBridge`] trait; [`StaticBridge`] is a plain implementation of it.
+//!
+//! Flow mods that arrive back to back in one [`OfConn::feed`] (what `ovs-ofctl add-flows`
+//! sends: thousands of flow mods, then a barrier) are applied as one batch — one
+//! `SharedBridge::flow_mods` call — with their order and their per-message error replies
+//! kept; anything else (a barrier, a stats request, …) first flushes the batch, so every
+//! reply still comes after the effects of the messages before it.
+//!
+//! Errors: a message that frames but does not decode, or is refused, gets an `OFPT_ERROR`
+//! of the right type and code with the request's xid and its first 64 bytes, and the
+//! connection carries on. A framing error (a length below 8 or above the limit) makes the
+//! stream unreadable: the connection answers with an error and closes
+//! ([`OfConn::closed`]). No input panics.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use flow::ofp::OfPort;
+use ofproto::bridge::FlowModResult;
+use ofproto::table::loose_match;
+use ofproto::{FlowModCommand, FlowModError};
+use openflow::flow_mod::{Command, FlowMod as WireFlowMod};
+use openflow::header::{Header, version};
+use openflow::msg::{
+    AsyncConfig, BundleControl, ErrorMsg, Features, Role, SwitchConfig, hello, negotiate,
+};
+use openflow::packet::PacketOut;
+use openflow::port::PortDesc;
+use openflow::stats::{
+    AggregateStats, FlowStats, FlowStatsRequest, MpReply, MpRequest, PortStats, TableStats,
+};
+use openflow::{Body, Error as CodecError, Framer, Msg};
+use upcall::handler::SharedBridge;
+
+/// The versions this switch speaks: OpenFlow 1.0 to 1.5.
+pub const VERSIONS: [u8; 6] = [1, 2, 3, 4, 5, 6];
+
+/// Most bundles one connection may hold open at once.
+pub const MAX_BUNDLES: usize = 64;
+
+/// Most messages one bundle may hold.
+pub const MAX_BUNDLE_MSGS: usize = 1 << 20;
+
+/// Replies above this many bytes are split into several multipart messages.
+const MP_CHUNK: usize = 60_000;
+
+/// An OpenFlow error, by its OVS `ofperr` name; [`OfpErr::wire`] gives its (type, code) in a
+/// version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum OfpErr {
+    HelloIncompatible,
+    BadVersion,
+    BadType,
+    BadStat,
+    BadVendor,
+    BadSubtype,
+    Eperm,
+    BadLen,
+    BufferUnknown,
+    BadTableIdRequest,
+    IsSlave,
+    BadPort,
+    BadActionType,
+    BadActionArgument,
+    BadOutPort,
+    BadInstruction,
+    BadInstTableId,
+    BadMatchField,
+    BadMatchPrereq,
+    FlowModUnknown,
+    FlowModBadTableId,
+    FlowModOverlap,
+    FlowModBadCommand,
+    RoleStale,
+    RoleBadRole,
+    /// `OFPBFC_*` with its code (0 unknown, 2 bad id, 3 exists, 4 closed, 6 bad type,
+    /// 7 bad flags, 12 too many, 13 message failed, 15 in progress).
+    Bundle(u16),
+}
+
+impl OfpErr {
+    /// (type, code, experimenter id for an experimenter error) in wire version `ver`.
+    pub fn wire(self, ver: u8) -> (u16, u16, Option<u32>) {
+        let v10 = ver == version::OF10;
+        let v11 = ver <= version::OF11;
+        let fm = if v10 { 3 } else { 5 };
+        let (t, c) = match self {
+            OfpErr::HelloIncompatible => (0, 0),
+            OfpErr::BadVersion => (1, 0),
+            OfpErr::BadType => (1, 1),
+            OfpErr::BadStat => (1, 2),
+            OfpErr::BadVendor => (1, 3),
+            OfpErr::BadSubtype => (1, 4),
+            OfpErr::Eperm => (1, 5),
+            OfpErr::BadLen => (1, 6),
+            OfpErr::BufferUnknown => (1, 8),
+            OfpErr::BadTableIdRequest => (1, if v10 { 5 } else { 9 }),
+            OfpErr::IsSlave => (1, if v11 { 5 } else { 10 }),
+            OfpErr::BadPort => (1, if v11 { 5 } else { 11 }),
+            OfpErr::BadActionType => (2, 0),
+            OfpErr::BadOutPort => (2, 4),
+            OfpErr::BadActionArgument => (2, 5),
+            OfpErr::BadInstruction => (3, 0),
+            OfpErr::BadInstTableId => (3, 2),
+            OfpErr::BadMatchField => (4, 6),
+            OfpErr::BadMatchPrereq => (4, 9),
+            OfpErr::FlowModUnknown => (fm, if v10 { 2 } else { 0 }),
+            // OpenFlow 1.0 has no code for a bad table: OVS's own (NXFMFC_BAD_TABLE_ID).
+            OfpErr::FlowModBadTableId if v10 => (3, 0x101),
+            OfpErr::FlowModBadTableId => (5, 2),
+            OfpErr::FlowModOverlap => (fm, if v10 { 1 } else { 3 }),
+            OfpErr::FlowModBadCommand => (fm, if v10 { 4 } else { 6 }),
+            OfpErr::RoleStale => (11, 0),
+            OfpErr::RoleBadRole => (11, 2),
+            OfpErr::Bundle(code) if ver == version::OF13 => {
+                return (0xffff, 2300 + code, Some(openflow::msg::ONF_VENDOR_ID));
+            }
+            OfpErr::Bundle(code) => (17, code),
+        };
+        (t, c, None)
+    }
+
+    /// The error a codec failure maps to.
+    pub fn of_codec(e: &CodecError) -> OfpErr {
+        match e {
+            CodecError::Truncated { .. } | CodecError::BadLength { .. } => OfpErr::BadLen,
+            CodecError::Unsupported(s) | CodecError::Invalid(s) => {
+                let unsup = matches!(e, CodecError::Unsupported(_));
+                if s.starts_with("OpenFlow wire version") {
+                    OfpErr::BadVersion
+                } else if s.contains("action") {
+                    if unsup {
+                        OfpErr::BadActionType
+                    } else {
+                        OfpErr::BadActionArgument
+                    }
+                } else if s.contains("instruction") {
+                    OfpErr::BadInstruction
+                } else if s.contains("prereq") {
+                    OfpErr::BadMatchPrereq
+                } else if s.contains("field") || s.contains("match") || s.contains("NXM") {
+                    OfpErr::BadMatchField
+                } else if s.contains("flow mod command") {
+                    OfpErr::FlowModBadCommand
+                } else {
+                    OfpErr::Eperm
+                }
+            }
+        }
+    }
+
+    /// The error a refused flow mod maps to.
+    pub fn of_flow_mod(e: &FlowModError) -> OfpErr {
+        match e {
+            FlowModError::BadTable(_) => OfpErr::FlowModBadTableId,
+            FlowModError::BadGoto { .. } => OfpErr::BadInstTableId,
+            FlowModError::BadOutPort(_) => OfpErr::BadOutPort,
+            FlowModError::Overlap => OfpErr::FlowModOverlap,
+            FlowModError::Parse(_) => OfpErr::FlowModUnknown,
+        }
+    }
+
+    /// An error reply to `request` (its first 64 bytes) with `request`'s xid, in `ver`.
+    pub fn reply(self, request: &[u8], ver: u8) -> Msg {
+        let xid = Header::parse(request).map_or(0, |h| h.xid);
+        let (typ, code, exp) = self.wire(ver);
+        let mut data = Vec::with_capacity(68);
+        if let Some(e) = exp {
+            data.extend_from_slice(&e.to_be_bytes());
+        }
+        data.extend_from_slice(&request[..request.len().min(64)]);
+        Msg::new(ver, xid, Body::Error(ErrorMsg { typ, code, data }))
+    }
+}
+
+/// What a connection needs from a bridge. Implementations must be cheap to call: every
+/// request of every connection goes through them.
+pub trait OfBridge: Send + Sync {
+    /// The bridge's name (`br0`).
+    fn name(&self) -> &str;
+    /// The datapath id.
+    fn datapath_id(&self) -> u64;
+    /// The flow tables.
+    fn shared(&self) -> &Arc<SharedBridge>;
+    /// Every port, the LOCAL port (named as the bridge) included, in port-number order;
+    /// port numbers in OpenFlow 1.1+ numbering (LOCAL = `0xfffffffe`).
+    fn ports(&self) -> Vec<PortDesc>;
+    /// Counters of every port (same numbering).
+    fn port_stats(&self) -> Vec<PortStats>;
+    /// Sends a packet-out; `Err` is the OpenFlow error to answer with.
+    fn packet_out(&self, po: &PacketOut) -> Result<(), OfpErr>;
+    /// Number of flow tables shown to controllers (OVS: 254, tables 0–253).
+    fn n_tables(&self) -> u8 {
+        254
+    }
+    /// Bridge-wide fragment handling (`OFPC_FRAG_*`: 0 normal, 1 drop, 2 reassemble,
+    /// 3 nx-match).
+    fn frag_mode(&self) -> u16 {
+        0
+    }
+    /// Sets the fragment handling; false if the mode is not supported (then it is kept).
+    fn set_frag_mode(&self, _mode: u16) -> bool {
+        false
+    }
+}
+
+/// A bridge with a fixed port list (replaceable with [`StaticBridge::set_ports`]), zero port
+/// counters and no packet-out: what tests and a first daemon use.
+#[derive(Debug)]
+pub struct StaticBridge {
+    name: String,
+    datapath_id: u64,
+    shared: Arc<SharedBridge>,
+    ports: RwLock<Vec<PortDesc>>,
+    frags: AtomicU16,
+    created: Instant,
+}
+
+/// `OFPPC_PORT_DOWN`.
+pub const OFPPC_PORT_DOWN: u32 = 1;
+/// `OFPPS_LINK_DOWN`.
+pub const OFPPS_LINK_DOWN: u32 = 1;
+/// `OFPPS_LIVE` (1.1+).
+pub const OFPPS_LIVE: u32 = 4;
+
+impl StaticBridge {
+    /// A bridge over `shared` whose ports are those of the `ofproto` bridge inside it: the
+    /// LOCAL port down (as OVS shows an internal port nobody configured), the others up, MAC
+    /// addresses made from the datapath id and the port number.
+    pub fn new(name: &str, datapath_id: u64, shared: Arc<SharedBridge>) -> StaticBridge {
+        let ports = shared
+            .read()
+            .ports()
+            .map(|p| {
+                let local = p.ofport == OfPort::LOCAL;
+                PortDesc {
+                    port_no: p.ofport.to_ofp11(),
+                    hw_addr: 0x0200_0000_0000 | (datapath_id & 0xff_ffff) << 16 | u64::from(p.ofport.0),
+                    name: p.name.clone(),
+                    config: if local { OFPPC_PORT_DOWN } else { 0 },
+                    state: if local { OFPPS_LINK_DOWN } else { OFPPS_LIVE },
+                    ..PortDesc::default()
+                }
+            })
+            .collect();
+        StaticBridge {
+            name: name.to_string(),
+            datapath_id,
+            shared,
+            ports: RwLock::new(ports),
+            frags: AtomicU16::new(0),
+            created: Instant::now(),
+        }
+    }
+
+    /// Replaces the port list.
+    pub fn set_ports(&self, ports: Vec<PortDesc>) {
+        *self.ports.write().unwrap_or_else(|e| e.into_inner()) = ports;
+    }
+}
+
+impl OfBridge for StaticBridge {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn datapath_id(&self) -> u64 {
+        self.datapath_id
+    }
+    fn shared(&self) -> &Arc<SharedBridge> {
+        &self.shared
+    }
+    fn ports(&self) -> Vec<PortDesc> {
+        let mut v = self.ports.read().unwrap_or_else(|e| e.into_inner()).clone();
+        v.sort_by_key(|p| p.port_no);
+        v
+    }
+    fn port_stats(&self) -> Vec<PortStats> {
+        let age = self.created.elapsed();
+        self.ports()
+            .iter()
+            .map(|p| PortStats {
+                port_no: p.port_no,
+                duration_sec: u32::try_from(age.as_secs()).unwrap_or(u32::MAX),
+                duration_nsec: age.subsec_nanos(),
+                ..PortStats::default()
+            })
+            .collect()
+    }
+    fn packet_out(&self, _po: &PacketOut) -> Result<(), OfpErr> {
+        Err(OfpErr::Eperm)
+    }
+    fn frag_mode(&self) -> u16 {
+        self.frags.load(Ordering::Relaxed)
+    }
+    fn set_frag_mode(&self, mode: u16) -> bool {
+        // Normal, drop and nx-match are what OVS's datapaths do; reassembly is not.
+        if matches!(mode, 0 | 1 | 3) {
+            self.frags.store(mode, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// `OFPCR_ROLE_*` (1.2+ numbering).
+mod role {
+    pub const NOCHANGE: u32 = 0;
+    pub const EQUAL: u32 = 1;
+    pub const MASTER: u32 = 2;
+    pub const SLAVE: u32 = 3;
+}
+
+/// One open bundle.
+#[derive(Debug)]
+struct Bundle {
+    flags: u16,
+    /// (raw request head for error replies, flow mod).
+    msgs: Vec<(Vec<u8>, ofproto::FlowMod)>,
+    closed: bool,
+}
+
+/// A flow mod waiting in the current batch.
+#[derive(Debug)]
+struct Pending {
+    /// The request's first 64 bytes (for an error reply).
+    head: Vec<u8>,
+    /// The request's version.
+    ver: u8,
+    /// The flow mod, or the error already decided for it.
+    fm: Result<ofproto::FlowMod, OfpErr>,
+}
+
+/// One OpenFlow connection (see the module doc).
+pub struct OfConn {
+    bridge: Arc<dyn OfBridge>,
+    framer: Framer,
+    version: Option<u8>,
+    closed: Option<String>,
+    flow_format: u32,
+    table_id_ext: bool,
+    packet_in_format: u32,
+    role: u32,
+    generation_id: Option<u64>,
+    async_config: Option<AsyncConfig>,
+    miss_send_len: u16,
+    controller_id: u16,
+    bundles: BTreeMap<u32, Bundle>,
+    pending: Vec<Pending>,
+    out: Vec<u8>,
+}
+
+impl std::fmt::Debug for OfConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfConn")
+            .field("bridge", &self.bridge.name())
+            .field("version", &self.version)
+            .field("closed", &self.closed)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a message is answered with an error: the error, in the message's version.
+type Refusal = OfpErr;
+
+impl OfConn {
+    /// A new connection to `bridge` (a management connection: `miss_send_len` 0, role
+    /// equal). Send [`OfConn::hello`] first.
+    pub fn new(bridge: Arc<dyn OfBridge>) -> OfConn {
+        OfConn {
+            bridge,
+            framer: Framer::new(),
+            version: None,
+            closed: None,
+            flow_format: openflow::msg::nx_flow_format::OPENFLOW10,
+            table_id_ext: false,
+            packet_in_format: 0,
+            role: role::EQUAL,
+            generation_id: None,
+            async_config: None,
+            miss_send_len: 0,
+            controller_id: 0,
+            bundles: BTreeMap::new(),
+            pending: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// The HELLO to send when the connection opens (versions 1.0–1.5 in a bitmap).
+    pub fn hello(&self) -> Vec<u8> {
+        hello(&VERSIONS, 0).encode().unwrap_or_default()
+    }
+
+    /// The negotiated version, once the peer's HELLO arrived.
+    pub fn version(&self) -> Option<u8> {
+        self.version
+    }
+
+    /// Why the connection is closed (then the caller sends what [`OfConn::feed`] returned
+    /// last and closes the socket).
+    pub fn closed(&self) -> Option<&str> {
+        self.closed.as_deref()
+    }
+
+    /// Takes bytes from the peer; returns the bytes to send back.
+    pub fn feed(&mut self, input: &[u8]) -> Vec<u8> {
+        if self.closed.is_some() {
+            return Vec::new();
+        }
+        self.framer.feed(input);
+        loop {
+            match self.framer.next_message() {
+                Ok(Some(m)) => self.message(&m),
+                Ok(None) => break,
+                Err(e) => {
+                    self.flush();
+                    // The stream is unreadable from here: answer what we can, then close.
+                    let ver = self.version.unwrap_or(version::OF10);
+                    let head = input.get(..8).unwrap_or(input);
+                    self.send(OfpErr::BadLen.reply(head, ver));
+                    self.closed = Some(format!("framing error: {e}"));
+                    break;
+                }
+            }
+            if self.closed.is_some() {
+                break;
+            }
+        }
+        self.flush();
+        std::mem::take(&mut self.out)
+    }
+
+    fn send(&mut self, m: Msg) {
+        match m.encode() {
+            Ok(b) => self.out.extend_from_slice(&b),
+            Err(e) => tracing::warn!(bridge = self.bridge.name(), "cannot encode reply: {e}"),
+        }
+    }
+
+    fn error(&mut self, e: OfpErr, raw: &[u8], ver: u8) {
+        self.flush();
+        self.send(e.reply(raw, ver));
+    }
+
+    /// One whole message.
+    fn message(&mut self, raw: &[u8]) {
+        let Ok(h) = Header::parse(raw) else {
+            return;
+        };
+        let Some(ver) = self.version else {
+            self.first_message(raw, h);
+            return;
+        };
+        if h.version != ver && h.msg_type != openflow::header::msg_type::HELLO {
+            self.error(OfpErr::BadVersion, raw, ver);
+            return;
+        }
+        let msg = match Msg::decode(raw) {
+            Ok(m) => m,
+            Err(e) => {
+                self.error(OfpErr::of_codec(&e), raw, ver);
+                return;
+            }
+        };
+        if let Body::FlowMod(fm) | Body::NxFlowMod(fm) = msg.body {
+            let nx = raw.get(1) == Some(&openflow::header::msg_type::EXPERIMENTER);
+            let fm = self.check_flow_mod(fm, raw, nx);
+            self.pending.push(Pending {
+                head: raw[..raw.len().min(64)].to_vec(),
+                ver,
+                fm,
+            });
+            return;
+        }
+        self.flush();
+        if let Err(e) = self.request(msg, raw) {
+            self.send(e.reply(raw, ver));
+        }
+    }
+
+    fn first_message(&mut self, raw: &[u8], h: Header) {
+        let ver_fallback = h.version.clamp(version::OF10, version::OF15);
+        let m = match Msg::decode(raw) {
+            Ok(m) if matches!(m.body, Body::Hello(_)) => m,
+            Ok(_) | Err(_) if h.msg_type == openflow::header::msg_type::HELLO => {
+                // A HELLO we cannot read (e.g. a version above ours with odd elements):
+                // OVS takes the header version.
+                Msg::new(h.version, h.xid, Body::Hello(Vec::new()))
+            }
+            _ => {
+                self.send(OfpErr::BadType.reply(raw, ver_fallback));
+                self.closed = Some("first message is not a HELLO".into());
+                return;
+            }
+        };
+        match negotiate(&VERSIONS, &m) {
+            Some(v) => self.version = Some(v),
+            None => {
+                let mut e = OfpErr::HelloIncompatible.reply(raw, ver_fallback);
+                if let Body::Error(em) = &mut e.body {
+                    em.data = format!(
+                        "We support versions 0x01 to 0x06 inclusive but you support {}.",
+                        openflow::msg::hello_versions(&m)
+                            .iter()
+                            .map(|v| format!("0x{v:02x}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                    .into_bytes();
+                }
+                self.send(e);
+                self.closed = Some("no common OpenFlow version".into());
+            }
+        }
+    }
+
+    /// Checks a decoded flow mod against the connection's state and converts it.
+    fn check_flow_mod(
+        &self,
+        fm: WireFlowMod,
+        raw: &[u8],
+        nx: bool,
+    ) -> Result<ofproto::FlowMod, Refusal> {
+        if self.role == role::SLAVE {
+            return Err(OfpErr::IsSlave);
+        }
+        let ver = self.version.unwrap_or(version::OF10);
+        let mut spec = fm.spec;
+        // Where the table byte is: 1.1+ table_id and NXM's command high byte sit at offset
+        // 24; OpenFlow 1.0's command high byte at 56.
+        let table_at = if ver == version::OF10 && !nx { 56 } else { 24 };
+        let wire_table = raw.get(table_at).copied().unwrap_or(0);
+        let has_table = ver >= version::OF11 && !nx || self.table_id_ext;
+        if !has_table {
+            // Without NXT_FLOW_MOD_TABLE_ID an OpenFlow 1.0/NXM flow mod names no table:
+            // an add goes to table 0, the others look at every table.
+            spec.table = None;
+        } else if fm.command == Command::Add && wire_table == 0xff {
+            return Err(OfpErr::FlowModBadTableId);
+        }
+        if let Some(t) = spec.table
+            && t >= self.bridge.n_tables()
+            && t != 0xff
+        {
+            return Err(OfpErr::FlowModBadTableId);
+        }
+        if fm.buffer_id != openflow::flow_mod::NO_BUFFER {
+            return Err(OfpErr::BufferUnknown);
+        }
+        let command = match fm.command {
+            Command::Add => FlowModCommand::Add,
+            Command::Modify => FlowModCommand::Modify,
+            Command::ModifyStrict => FlowModCommand::ModifyStrict,
+            Command::Delete => FlowModCommand::Delete,
+            Command::DeleteStrict => FlowModCommand::DeleteStrict,
+        };
+        if command == FlowModCommand::Add {
+            // An add has no cookie filter (OpenFlow 1.1+: a mask on an add is ignored).
+            spec.cookie_mask = 0;
+        }
+        if matches!(command, FlowModCommand::Modify | FlowModCommand::ModifyStrict)
+            && nx
+            && fm.new_cookie != spec.cookie
+            && spec.cookie_mask != 0
+        {
+            // NXM modify with a cookie filter: the rules keep their cookie unless the header
+            // cookie says otherwise (UINT64_MAX = keep), which the model cannot express.
+        }
+        Ok(ofproto::FlowMod {
+            command,
+            spec,
+            reset_counts: fm.flags & 4 != 0,
+        })
+    }
+
+    /// Applies the pending flow mods as one batch and answers the refused ones in order.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let fms: Vec<ofproto::FlowMod> = pending
+            .iter()
+            .filter_map(|p| p.fm.as_ref().ok().cloned())
+            .collect();
+        let mut results = self.bridge.shared().flow_mods(&fms).into_iter();
+        for p in pending {
+            let err = match p.fm {
+                Err(e) => Some(e),
+                Ok(_) => match results.next() {
+                    Some(Err(e)) => Some(OfpErr::of_flow_mod(&e)),
+                    _ => None,
+                },
+            };
+            if let Some(e) = err {
+                self.send(e.reply(&p.head, p.ver));
+            }
+        }
+    }
+
+    /// Answers one decoded message other than a flow mod.
+    fn request(&mut self, msg: Msg, raw: &[u8]) -> Result<(), Refusal> {
+        let ver = msg.version;
+        let xid = msg.xid;
+        let reply = |body: Body| Msg::new(ver, xid, body);
+        match msg.body {
+            Body::Hello(_) => Ok(()),
+            Body::EchoRequest(d) => {
+                self.send(reply(Body::EchoReply(d)));
+                Ok(())
+            }
+            Body::EchoReply(_) | Body::Error(_) | Body::BarrierReply => Ok(()),
+            Body::FeaturesRequest => {
+                let f = Features {
+                    datapath_id: self.bridge.datapath_id(),
+                    n_buffers: 0,
+                    n_tables: self.bridge.n_tables(),
+                    auxiliary_id: 0,
+                    // FLOW_STATS TABLE_STATS PORT_STATS QUEUE_STATS, then ARP_MATCH_IP (1.0)
+                    // or GROUP_STATS (1.1+), as OVS.
+                    capabilities: if ver == version::OF10 {
+                        0x1 | 0x2 | 0x4 | 0x40 | 0x80
+                    } else {
+                        0x1 | 0x2 | 0x4 | 0x8 | 0x40
+                    },
+                    actions: if ver == version::OF10 { 0xfff } else { 0 },
+                    ports: if ver < version::OF13 {
+                        self.bridge.ports()
+                    } else {
+                        Vec::new()
+                    },
+                };
+                self.send(reply(Body::FeaturesReply(f)));
+                Ok(())
+            }
+            Body::GetConfigRequest => {
+                let c = SwitchConfig {
+                    flags: self.bridge.frag_mode(),
+                    miss_send_len: self.miss_send_len,
+                };
+                self.send(reply(Body::GetConfigReply(c)));
+                Ok(())
+            }
+            Body::SetConfig(c) => {
+                self.bridge.set_frag_mode(c.flags & 3);
+                self.miss_send_len = c.miss_send_len;
+                Ok(())
+            }
+            Body::PacketOut(po) => {
+                if self.role == role::SLAVE {
+                    return Err(OfpErr::IsSlave);
+                }
+                self.bridge.packet_out(&po)
+            }
+            Body::StatsRequest { body, .. } => self.stats(ver, xid, body),
+            Body::BarrierRequest => {
+                self.send(reply(Body::BarrierReply));
+                Ok(())
+            }
+            Body::RoleRequest(r) => {
+                let new = match r.role {
+                    role::NOCHANGE => self.role,
+                    role::EQUAL | role::MASTER | role::SLAVE => r.role,
+                    _ => return Err(OfpErr::RoleBadRole),
+                };
+                if matches!(r.role, role::MASTER | role::SLAVE) {
+                    if let Some(g) = self.generation_id
+                        && (r.generation_id.wrapping_sub(g) as i64) < 0
+                    {
+                        return Err(OfpErr::RoleStale);
+                    }
+                    self.generation_id = Some(r.generation_id);
+                }
+                self.role = new;
+                let g = self.generation_id.unwrap_or(u64::MAX);
+                self.send(reply(Body::RoleReply(Role {
+                    role: self.role,
+                    generation_id: g,
+                })));
+                Ok(())
+            }
+            Body::NxRoleRequest(r) => {
+                self.role = match r {
+                    0 => role::EQUAL,
+                    1 => role::MASTER,
+                    2 => role::SLAVE,
+                    _ => return Err(OfpErr::RoleBadRole),
+                };
+                self.send(reply(Body::NxRoleReply(r)));
+                Ok(())
+            }
+            Body::GetAsyncRequest => {
+                let c = self.async_config.clone().unwrap_or_else(|| default_async(ver));
+                let c = match (c, ver) {
+                    (AsyncConfig::Masks(m), v) if v >= version::OF14 => masks_to_props(m),
+                    (c @ AsyncConfig::Masks(_), _) => c,
+                    (AsyncConfig::Props(p), version::OF13) => props_to_masks(&p),
+                    (c, _) => c,
+                };
+                self.send(reply(Body::GetAsyncReply(c)));
+                Ok(())
+            }
+            Body::SetAsync(c) => {
+                self.async_config = Some(c);
+                Ok(())
+            }
+            Body::NxSetAsyncConfig(m) => {
+                self.async_config = Some(AsyncConfig::Masks(m));
+                Ok(())
+            }
+            Body::NxSetFlowFormat(f) => {
+                if f != openflow::msg::nx_flow_format::OPENFLOW10
+                    && f != openflow::msg::nx_flow_format::NXM
+                {
+                    return Err(OfpErr::Eperm);
+                }
+                self.flow_format = f;
+                Ok(())
+            }
+            Body::NxFlowModTableId(on) => {
+                self.table_id_ext = on;
+                Ok(())
+            }
+            Body::NxSetPacketInFormat(f) => {
+                // 0 standard, 1 NXT_PACKET_IN, 2 NXT_PACKET_IN2.
+                if f > 2 {
+                    return Err(OfpErr::Eperm);
+                }
+                self.packet_in_format = f;
+                Ok(())
+            }
+            Body::NxSetControllerId(id) => {
+                self.controller_id = id;
+                Ok(())
+            }
+            Body::BundleControl(c) => self.bundle_control(ver, xid, c),
+            Body::BundleAdd(a) => {
+                let Some(b) = self.bundles.get(&a.bundle_id) else {
+                    return Err(OfpErr::Bundle(2));
+                };
+                if b.closed {
+                    return Err(OfpErr::Bundle(4));
+                }
+                if a.flags != b.flags {
+                    return Err(OfpErr::Bundle(7));
+                }
+                if b.msgs.len() >= MAX_BUNDLE_MSGS {
+                    return Err(OfpErr::Bundle(12));
+                }
+                let inner = a.msg.encode().unwrap_or_default();
+                let fm = match a.msg.body {
+                    Body::FlowMod(fm) | Body::NxFlowMod(fm) => {
+                        let nx = inner.get(1) == Some(&openflow::header::msg_type::EXPERIMENTER);
+                        self.check_flow_mod(fm, &inner, nx)
+                    }
+                    // OVS bundles flow mods, group mods, port mods and packet-outs; this
+                    // switch only flow mods.
+                    _ => Err(OfpErr::Bundle(10)),
+                };
+                match fm {
+                    Ok(fm) => {
+                        let head = inner[..inner.len().min(64)].to_vec();
+                        if let Some(b) = self.bundles.get_mut(&a.bundle_id) {
+                            b.msgs.push((head, fm));
+                        }
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.send(e.reply(&inner, ver));
+                        Ok(())
+                    }
+                }
+            }
+            Body::FeaturesReply(_)
+            | Body::GetConfigReply(_)
+            | Body::PacketIn(_)
+            | Body::FlowRemoved(_)
+            | Body::PortStatus(_)
+            | Body::StatsReply { .. }
+            | Body::RoleReply(_)
+            | Body::GetAsyncReply(_)
+            | Body::NxPacketIn(_)
+            | Body::NxPacketIn2(_)
+            | Body::NxFlowRemoved(_)
+            | Body::NxRoleReply(_) => Err(OfpErr::BadType),
+            Body::FlowMod(_) | Body::NxFlowMod(_) => Ok(()),
+            Body::Experimenter { experimenter, .. } => {
+                if experimenter == openflow::msg::NX_VENDOR_ID {
+                    Err(OfpErr::BadSubtype)
+                } else {
+                    Err(OfpErr::BadVendor)
+                }
+            }
+            Body::Raw { .. } => {
+                let _ = raw;
+                Err(OfpErr::BadType)
+            }
+        }
+    }
+
+    fn bundle_control(&mut self, ver: u8, xid: u32, c: BundleControl) -> Result<(), Refusal> {
+        let answer = |this: &mut OfConn, ctrl_type: u16| {
+            this.send(Msg::new(
+                ver,
+                xid,
+                Body::BundleControl(BundleControl {
+                    bundle_id: c.bundle_id,
+                    ctrl_type,
+                    flags: c.flags,
+                    props: Vec::new(),
+                }),
+            ));
+        };
+        match c.ctrl_type {
+            0 => {
+                if self.bundles.contains_key(&c.bundle_id) {
+                    return Err(OfpErr::Bundle(3));
+                }
+                if self.bundles.len() >= MAX_BUNDLES {
+                    return Err(OfpErr::Bundle(5));
+                }
+                if c.flags & !3 != 0 {
+                    return Err(OfpErr::Bundle(7));
+                }
+                self.bundles.insert(
+                    c.bundle_id,
+                    Bundle {
+                        flags: c.flags,
+                        msgs: Vec::new(),
+                        closed: false,
+                    },
+                );
+                answer(self, 1);
+                Ok(())
+            }
+            2 => {
+                let Some(b) = self.bundles.get_mut(&c.bundle_id) else {
+                    return Err(OfpErr::Bundle(2));
+                };
+                if b.closed {
+                    return Err(OfpErr::Bundle(4));
+                }
+                b.closed = true;
+                answer(self, 3);
+                Ok(())
+            }
+            4 => {
+                let Some(b) = self.bundles.remove(&c.bundle_id) else {
+                    return Err(OfpErr::Bundle(2));
+                };
+                if b.flags != c.flags {
+                    return Err(OfpErr::Bundle(7));
+                }
+                match commit_atomic(self.bridge.shared(), &b.msgs) {
+                    Ok(()) => {
+                        answer(self, 5);
+                        Ok(())
+                    }
+                    Err((i, e)) => {
+                        if let Some((head, _)) = b.msgs.get(i) {
+                            self.send(OfpErr::of_flow_mod(&e).reply(head, ver));
+                        }
+                        Err(OfpErr::Bundle(13))
+                    }
+                }
+            }
+            6 => {
+                if self.bundles.remove(&c.bundle_id).is_none() {
+                    return Err(OfpErr::Bundle(2));
+                }
+                answer(self, 7);
+                Ok(())
+            }
+            _ => Err(OfpErr::Bundle(6)),
+        }
+    }
+
+    fn stats(&mut self, ver: u8, xid: u32, req: MpRequest) -> Result<(), Refusal> {
+        let req_kind = if matches!(req, MpRequest::NxAggregate(_)) {
+            ReqKind::Nx
+        } else {
+            ReqKind::Std
+        };
+        let one = |this: &mut OfConn, body: MpReply| {
+            this.send(Msg::new(ver, xid, Body::StatsReply { flags: 0, body }));
+        };
+        match req {
+            MpRequest::Desc => {
+                one(
+                    self,
+                    MpReply::Desc(openflow::stats::Desc {
+                        mfr_desc: "Open vSwitch".into(),
+                        hw_desc: "Open vSwitch".into(),
+                        sw_desc: "3.1.0 (flowswitch)".into(),
+                        serial_num: "None".into(),
+                        dp_desc: self.bridge.name().to_string(),
+                    }),
+                );
+                Ok(())
+            }
+            MpRequest::Flow(r) => {
+                let flows = self.flow_stats(&r)?;
+                self.multipart(ver, xid, flows, MpReply::Flow);
+                Ok(())
+            }
+            MpRequest::NxFlow(r) => {
+                let flows = self.flow_stats(&r)?;
+                self.multipart(ver, xid, flows, MpReply::NxFlow);
+                Ok(())
+            }
+            MpRequest::Aggregate(r) | MpRequest::NxAggregate(r) => {
+                let nx = matches!(req_kind, ReqKind::Nx);
+                let flows = self.flow_stats(&r)?;
+                let a = AggregateStats {
+                    packet_count: flows.iter().map(|f| f.packet_count).sum(),
+                    byte_count: flows.iter().map(|f| f.byte_count).sum(),
+                    flow_count: u32::try_from(flows.len()).unwrap_or(u32::MAX),
+                };
+                one(
+                    self,
+                    if nx {
+                        MpReply::NxAggregate(a)
+                    } else {
+                        MpReply::Aggregate(a)
+                    },
+                );
+                Ok(())
+            }
+            MpRequest::Table => {
+                let b = self.bridge.shared().read();
+                let tables: Vec<TableStats> = (0..self.bridge.n_tables())
+                    .map(|t| TableStats {
+                        table_id: t,
+                        name: if t == 0 {
+                            "classifier".into()
+                        } else {
+                            format!("table{t}")
+                        },
+                        wildcards: 0x003f_ffff,
+                        max_entries: 1_000_000,
+                        active_count: b
+                            .table(t)
+                            .map_or(0, |x| u32::try_from(x.len()).unwrap_or(u32::MAX)),
+                        lookup_count: 0,
+                        matched_count: 0,
+                    })
+                    .collect();
+                drop(b);
+                self.multipart(ver, xid, tables, MpReply::Table);
+                Ok(())
+            }
+            MpRequest::Port(p) => {
+                let mut v = self.bridge.port_stats();
+                if p != u32::MAX {
+                    v.retain(|s| s.port_no == p);
+                    if v.is_empty() {
+                        return Err(OfpErr::BadPort);
+                    }
+                }
+                self.multipart(ver, xid, v, MpReply::Port);
+                Ok(())
+            }
+            MpRequest::PortDesc(p) => {
+                let mut v = self.bridge.ports();
+                if p != u32::MAX {
+                    v.retain(|d| d.port_no == p);
+                }
+                self.multipart(ver, xid, v, MpReply::PortDesc);
+                Ok(())
+            }
+            MpRequest::TableFeatures(_) => Err(OfpErr::BadStat),
+            MpRequest::Raw { .. } => Err(OfpErr::BadStat),
+        }
+    }
+}
+
+/// Whether an aggregate request was Nicira's.
+enum ReqKind {
+    Std,
+    Nx,
+}
+
+impl OfConn {
+    /// The flows a flow/aggregate request selects, as flow stats.
+    fn flow_stats(&self, r: &FlowStatsRequest) -> Result<Vec<FlowStats>, Refusal> {
+        let n = self.bridge.n_tables();
+        let tables: Vec<u8> = if r.table_id == 0xff {
+            (0..n).collect()
+        } else if r.table_id < n {
+            vec![r.table_id]
+        } else {
+            return Err(OfpErr::BadTableIdRequest);
+        };
+        let out_port = if r.out_port == u32::MAX {
+            None
+        } else {
+            OfPort::from_ofp11(r.out_port).filter(|p| *p != OfPort::ANY)
+        };
+        let shared = self.bridge.shared();
+        let now = shared.now_ms();
+        let b = shared.read();
+        let mut out = Vec::new();
+        for t in tables {
+            let Some(table) = b.table(t) else { continue };
+            for (_, rule) in table.sorted() {
+                if (rule.cookie ^ r.cookie) & r.cookie_mask != 0
+                    || out_port.is_some_and(|p| !rule.outputs_to(p))
+                    || !loose_match(&rule.match_, &r.match_)
+                {
+                    continue;
+                }
+                let age = rule.duration_ms(now);
+                let secs = |ms: u64| u16::try_from(ms / 1000 + 1).unwrap_or(u16::MAX);
+                out.push(FlowStats {
+                    table_id: t,
+                    duration_sec: u32::try_from(age / 1000).unwrap_or(u32::MAX),
+                    duration_nsec: u32::try_from(age % 1000 * 1_000_000).unwrap_or(0),
+                    priority: rule.priority,
+                    idle_timeout: rule.idle_timeout,
+                    hard_timeout: rule.hard_timeout,
+                    flags: 0,
+                    importance: rule.importance,
+                    idle_age: secs(now.saturating_sub(rule.used_ms)),
+                    hard_age: secs(now.saturating_sub(rule.modified_ms)),
+                    cookie: rule.cookie,
+                    packet_count: rule.n_packets,
+                    byte_count: rule.n_bytes,
+                    match_: rule.match_,
+                    actions: rule.actions.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sends `items` as one or more multipart replies (`OFPSF_REPLY_MORE` on all but the
+    /// last), each under 64 kB. An item that cannot be encoded in `ver` is left out.
+    fn multipart<T: Clone>(
+        &mut self,
+        ver: u8,
+        xid: u32,
+        items: Vec<T>,
+        wrap: impl Fn(Vec<T>) -> MpReply,
+    ) {
+        let encode = |v: Vec<T>, more: bool| {
+            Msg::new(
+                ver,
+                xid,
+                Body::StatsReply {
+                    flags: u16::from(more),
+                    body: wrap(v),
+                },
+            )
+            .encode()
+        };
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        let mut rest: &[T] = &items;
+        let mut step = 64usize;
+        while !rest.is_empty() {
+            let n = step.min(rest.len());
+            match encode(rest[..n].to_vec(), true) {
+                Ok(b) if b.len() <= MP_CHUNK || n == 1 => {
+                    chunks.push(b);
+                    rest = &rest[n..];
+                    if b_len_small(chunks.last()) {
+                        step = (step * 2).min(4096);
+                    }
+                }
+                Ok(_) => step = (n / 2).max(1),
+                Err(e) if n == 1 => {
+                    tracing::warn!(bridge = self.bridge.name(), "stats entry left out: {e}");
+                    rest = &rest[1..];
+                }
+                Err(_) => step = (n / 2).max(1),
+            }
+        }
+        match chunks.pop() {
+            None => {
+                if let Ok(b) = encode(Vec::new(), false) {
+                    self.out.extend_from_slice(&b);
+                }
+            }
+            Some(mut last) => {
+                for c in chunks {
+                    self.out.extend_from_slice(&c);
+                }
+                // Clear OFPSF_REPLY_MORE on the last one: flags are the u16 after the type.
+                last[10..12].copy_from_slice(&0u16.to_be_bytes());
+                self.out.extend_from_slice(&last);
+            }
+        }
+    }
+}
+
+fn b_len_small(b: Option<&Vec<u8>>) -> bool {
+    b.is_some_and(|b| b.len() < MP_CHUNK / 4)
+}
+
+/// Applies `msgs` all or nothing: on a scratch copy first; only if every one succeeds, on
+/// the bridge (one write). `Err((index, error))` names the first that failed.
+fn commit_atomic(
+    shared: &SharedBridge,
+    msgs: &[(Vec<u8>, ofproto::FlowMod)],
+) -> Result<(), (usize, FlowModError)> {
+    let fms: Vec<ofproto::FlowMod> = msgs.iter().map(|(_, f)| f.clone()).collect();
+    let now = shared.now_ms();
+    let r = shared.write(move |b| {
+        let mut scratch = b.replica();
+        for (i, fm) in fms.iter().enumerate() {
+            if let Err(e) = scratch.flow_mod(fm, now) {
+                return Err((i, e));
+            }
+        }
+        for fm in &fms {
+            let _: Result<FlowModResult, FlowModError> = b.flow_mod(fm, now);
+        }
+        Ok(())
+    });
+    shared.notify();
+    r
+}
+
+/// OVS's default asynchronous configuration (`ofputil_async_cfg_default`) as 1.3 masks:
+/// packet-in (no match, action, and from 1.4 on the others), port status (all), flow removed
+/// (all) for a primary or equal controller; port status only for a secondary one.
+fn default_async(ver: u8) -> AsyncConfig {
+    let pin = if ver >= version::OF14 { 0x3f } else { 0x7 };
+    let fr = if ver >= version::OF14 { 0x3f } else { 0xf };
+    AsyncConfig::Masks([pin, 0, 0x7, 0x7, fr, 0])
+}
+
+/// 1.3 masks as 1.4+ properties (types 0–5: packet-in, port status, flow removed; primary
+/// then secondary, as `OFPACPT_*`).
+fn masks_to_props(m: [u32; 6]) -> AsyncConfig {
+    // OFPACPT_PACKET_IN_SLAVE 0, _MASTER 1, PORT_STATUS_SLAVE 2, _MASTER 3,
+    // FLOW_REMOVED_SLAVE 4, _MASTER 5.
+    AsyncConfig::Props(vec![
+        (0, m[1]),
+        (1, m[0]),
+        (2, m[3]),
+        (3, m[2]),
+        (4, m[5]),
+        (5, m[4]),
+    ])
+}
+
+fn props_to_masks(p: &[(u16, u32)]) -> AsyncConfig {
+    let mut m = [0u32; 6];
+    for (t, v) in p {
+        let i = match t {
+            0 => 1,
+            1 => 0,
+            2 => 3,
+            3 => 2,
+            4 => 5,
+            5 => 4,
+            _ => continue,
+        };
+        m[i] = *v;
+    }
+    AsyncConfig::Masks(m)
+}
