@@ -234,21 +234,19 @@ pub const OFPPS_LINK_DOWN: u32 = 1;
 pub const OFPPS_LIVE: u32 = 4;
 
 impl StaticBridge {
-    /// A bridge over `shared` whose ports are those of the `ofproto` bridge inside it: the
-    /// LOCAL port down (as OVS shows an internal port nobody configured), the others up, MAC
-    /// addresses made from the datapath id and the port number.
+    /// A bridge over `shared` whose ports are those of the `ofproto` bridge inside it, all up
+    /// (as OVS's dummy ports), MAC addresses made from the datapath id and the port number.
     pub fn new(name: &str, datapath_id: u64, shared: Arc<SharedBridge>) -> StaticBridge {
         let ports = shared
             .read()
             .ports()
             .map(|p| {
-                let local = p.ofport == OfPort::LOCAL;
                 PortDesc {
                     port_no: p.ofport.to_ofp11(),
                     hw_addr: 0x0200_0000_0000 | (datapath_id & 0xff_ffff) << 16 | u64::from(p.ofport.0),
                     name: p.name.clone(),
-                    config: if local { OFPPC_PORT_DOWN } else { 0 },
-                    state: if local { OFPPS_LINK_DOWN } else { OFPPS_LIVE },
+                    config: 0,
+                    state: OFPPS_LIVE,
                     ..PortDesc::default()
                 }
             })
@@ -284,12 +282,25 @@ impl OfBridge for StaticBridge {
         v.sort_by_key(|p| p.port_no);
         v
     }
+    /// Zero packet and byte counters; the drop, error, frame, overrun, CRC and collision
+    /// counters unknown (all ones), as OVS's dummy and internal ports report them. LOCAL
+    /// first, as `ovs-vswitchd` happens to list a three-port bridge.
     fn port_stats(&self) -> Vec<PortStats> {
         let age = self.created.elapsed();
-        self.ports()
+        let mut ports = self.ports();
+        ports.sort_by_key(|p| p.port_no != OfPort::LOCAL.to_ofp11());
+        ports
             .iter()
             .map(|p| PortStats {
                 port_no: p.port_no,
+                rx_dropped: u64::MAX,
+                tx_dropped: u64::MAX,
+                rx_errors: u64::MAX,
+                tx_errors: u64::MAX,
+                rx_frame_err: u64::MAX,
+                rx_over_err: u64::MAX,
+                rx_crc_err: u64::MAX,
+                collisions: u64::MAX,
                 duration_sec: u32::try_from(age.as_secs()).unwrap_or(u32::MAX),
                 duration_nsec: age.subsec_nanos(),
                 ..PortStats::default()
@@ -627,12 +638,14 @@ impl OfConn {
                     n_buffers: 0,
                     n_tables: self.bridge.n_tables(),
                     auxiliary_id: 0,
-                    // FLOW_STATS TABLE_STATS PORT_STATS QUEUE_STATS, then ARP_MATCH_IP (1.0)
-                    // or GROUP_STATS (1.1+), as OVS.
-                    capabilities: if ver == version::OF10 {
-                        0x1 | 0x2 | 0x4 | 0x40 | 0x80
-                    } else {
-                        0x1 | 0x2 | 0x4 | 0x8 | 0x40
+                    // FLOW_STATS TABLE_STATS PORT_STATS QUEUE_STATS, GROUP_STATS (1.1+),
+                    // ARP_MATCH_IP (1.0, 1.1), BUNDLES (1.4+), as OVS.
+                    capabilities: match ver {
+                        version::OF10 => 0x1 | 0x2 | 0x4 | 0x40 | 0x80,
+                        version::OF11 => 0x1 | 0x2 | 0x4 | 0x8 | 0x40 | 0x80,
+                        version::OF12 | version::OF13 => 0x1 | 0x2 | 0x4 | 0x8 | 0x40,
+                        // BUNDLES.
+                        _ => 0x1 | 0x2 | 0x4 | 0x8 | 0x40 | 0x200,
                     },
                     actions: if ver == version::OF10 { 0xfff } else { 0 },
                     ports: if ver < version::OF13 {
@@ -942,11 +955,7 @@ impl OfConn {
                 let tables: Vec<TableStats> = (0..self.bridge.n_tables())
                     .map(|t| TableStats {
                         table_id: t,
-                        name: if t == 0 {
-                            "classifier".into()
-                        } else {
-                            format!("table{t}")
-                        },
+                        name: String::new(),
                         wildcards: 0x003f_ffff,
                         max_entries: 1_000_000,
                         active_count: b
@@ -1066,18 +1075,18 @@ impl OfConn {
         };
         let mut chunks: Vec<Vec<u8>> = Vec::new();
         let mut rest: &[T] = &items;
-        let mut step = 64usize;
+        // Items per message: tried, shrunk in proportion when the message is too big, and
+        // the next message starts from a bit more than what fitted last.
+        let mut step = 1024usize;
         while !rest.is_empty() {
-            let n = step.min(rest.len());
+            let n = step.min(rest.len()).max(1);
             match encode(rest[..n].to_vec(), true) {
                 Ok(b) if b.len() <= MP_CHUNK || n == 1 => {
                     chunks.push(b);
                     rest = &rest[n..];
-                    if b_len_small(chunks.last()) {
-                        step = (step * 2).min(4096);
-                    }
+                    step = n + n / 4 + 1;
                 }
-                Ok(_) => step = (n / 2).max(1),
+                Ok(b) => step = (n * MP_CHUNK / b.len() * 9 / 10).clamp(1, n - 1),
                 Err(e) if n == 1 => {
                     tracing::warn!(bridge = self.bridge.name(), "stats entry left out: {e}");
                     rest = &rest[1..];
@@ -1103,9 +1112,6 @@ impl OfConn {
     }
 }
 
-fn b_len_small(b: Option<&Vec<u8>>) -> bool {
-    b.is_some_and(|b| b.len() < MP_CHUNK / 4)
-}
 
 /// Applies `msgs` all or nothing: on a scratch copy first; only if every one succeeds, on
 /// the bridge (one write). `Err((index, error))` names the first that failed.
