@@ -36,7 +36,8 @@ use openflow::msg::{
 use openflow::packet::PacketOut;
 use openflow::port::PortDesc;
 use openflow::stats::{
-    AggregateStats, FlowStats, FlowStatsRequest, MpReply, MpRequest, PortStats, TableStats,
+    AggregateStats, FlowStats, FlowStatsRequest, MpReply, MpRequest, PortStats, TableFeatures,
+    TableStats,
 };
 use openflow::{Body, Error as CodecError, Framer, Msg};
 use upcall::handler::SharedBridge;
@@ -49,6 +50,9 @@ pub const MAX_BUNDLES: usize = 64;
 
 /// Most messages one bundle may hold.
 pub const MAX_BUNDLE_MSGS: usize = 1 << 20;
+
+/// Most request bytes quoted in an error reply (so that it fits in one message).
+const MAX_ERROR_DATA: usize = u16::MAX as usize - 16;
 
 /// Replies above this many bytes are split into several multipart messages.
 const MP_CHUNK: usize = 60_000;
@@ -170,7 +174,9 @@ impl OfpErr {
         }
     }
 
-    /// An error reply to `request` (its first 64 bytes) with `request`'s xid, in `ver`.
+    /// An error reply to `request` with `request`'s xid, in `ver`. The data is the whole
+    /// request (up to what fits in one message), as OVS sends it; OpenFlow asks for at least
+    /// its first 64 bytes.
     pub fn reply(self, request: &[u8], ver: u8) -> Msg {
         let xid = Header::parse(request).map_or(0, |h| h.xid);
         let (typ, code, exp) = self.wire(ver);
@@ -178,8 +184,70 @@ impl OfpErr {
         if let Some(e) = exp {
             data.extend_from_slice(&e.to_be_bytes());
         }
-        data.extend_from_slice(&request[..request.len().min(64)]);
+        data.extend_from_slice(&request[..request.len().min(MAX_ERROR_DATA)]);
         Msg::new(ver, xid, Body::Error(ErrorMsg { typ, code, data }))
+    }
+}
+
+/// The flow-mod flags OVS keeps with each rule and shows in flow stats (`send_flow_rem`,
+/// `reset_counts`, `no_packet_counts`, `no_byte_counts`; OpenFlow 1.3 bit numbers), which the
+/// `ofproto` rule does not hold: kept beside the tables, keyed by a 64-bit hash of (table,
+/// priority, match), only for rules whose flags are not 0. Shared by all connections of a
+/// bridge (it lives in the [`OfBridge`]).
+#[derive(Debug, Default)]
+pub struct FlowFlags {
+    map: std::sync::Mutex<std::collections::HashMap<u64, u16>>,
+}
+
+/// Flag bits kept per rule (OVS `OFPUTIL_FF_STATE`).
+const FF_STATE: u16 = 1 | 4 | 8 | 16;
+
+impl FlowFlags {
+    fn key(table: u8, priority: u16, m: &flow::ofp::Match) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (table, priority, m).hash(&mut h);
+        h.finish()
+    }
+
+    /// The flags of the rule (table, priority, match); 0 if none were recorded.
+    pub fn get(&self, table: u8, priority: u16, m: &flow::ofp::Match) -> u16 {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.is_empty() {
+            return 0;
+        }
+        map.get(&Self::key(table, priority, m))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn set_all(&self, updates: impl Iterator<Item = (u64, u16)>) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        for (k, f) in updates {
+            if f == 0 {
+                map.remove(&k);
+            } else {
+                map.insert(k, f);
+            }
+        }
+    }
+
+    /// Forgets the flags of rules that no longer exist once the map is much larger than the
+    /// tables.
+    fn prune(&self, b: &ofproto::Bridge, n_tables: u8) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() <= 1024 || map.len() <= 2 * b.n_rules() {
+            return;
+        }
+        let mut live = std::collections::HashSet::new();
+        for t in 0..n_tables {
+            if let Some(table) = b.table(t) {
+                for (_, r) in table.iter() {
+                    live.insert(Self::key(t, r.priority, &r.match_));
+                }
+            }
+        }
+        map.retain(|k, _| live.contains(k));
     }
 }
 
@@ -197,6 +265,8 @@ pub trait OfBridge: Send + Sync {
     fn ports(&self) -> Vec<PortDesc>;
     /// Counters of every port (same numbering).
     fn port_stats(&self) -> Vec<PortStats>;
+    /// The per-rule flow-mod flags of this bridge.
+    fn flow_flags(&self) -> &FlowFlags;
     /// Sends a packet-out; `Err` is the OpenFlow error to answer with.
     fn packet_out(&self, po: &PacketOut) -> Result<(), OfpErr>;
     /// Number of flow tables shown to controllers (OVS: 254, tables 0–253).
@@ -224,6 +294,7 @@ pub struct StaticBridge {
     ports: RwLock<Vec<PortDesc>>,
     frags: AtomicU16,
     created: Instant,
+    flags: FlowFlags,
 }
 
 /// `OFPPC_PORT_DOWN`.
@@ -240,15 +311,13 @@ impl StaticBridge {
         let ports = shared
             .read()
             .ports()
-            .map(|p| {
-                PortDesc {
-                    port_no: p.ofport.to_ofp11(),
-                    hw_addr: 0x0200_0000_0000 | (datapath_id & 0xff_ffff) << 16 | u64::from(p.ofport.0),
-                    name: p.name.clone(),
-                    config: 0,
-                    state: OFPPS_LIVE,
-                    ..PortDesc::default()
-                }
+            .map(|p| PortDesc {
+                port_no: p.ofport.to_ofp11(),
+                hw_addr: 0x0200_0000_0000 | (datapath_id & 0xff_ffff) << 16 | u64::from(p.ofport.0),
+                name: p.name.clone(),
+                config: 0,
+                state: OFPPS_LIVE,
+                ..PortDesc::default()
             })
             .collect();
         StaticBridge {
@@ -258,6 +327,7 @@ impl StaticBridge {
             ports: RwLock::new(ports),
             frags: AtomicU16::new(0),
             created: Instant::now(),
+            flags: FlowFlags::default(),
         }
     }
 
@@ -307,6 +377,9 @@ impl OfBridge for StaticBridge {
             })
             .collect()
     }
+    fn flow_flags(&self) -> &FlowFlags {
+        &self.flags
+    }
     fn packet_out(&self, _po: &PacketOut) -> Result<(), OfpErr> {
         Err(OfpErr::Eperm)
     }
@@ -336,20 +409,20 @@ mod role {
 #[derive(Debug)]
 struct Bundle {
     flags: u16,
-    /// (raw request head for error replies, flow mod).
-    msgs: Vec<(Vec<u8>, ofproto::FlowMod)>,
+    /// (raw request for error replies, flow mod).
+    msgs: Vec<(Vec<u8>, ofproto::FlowMod, u16)>,
     closed: bool,
 }
 
 /// A flow mod waiting in the current batch.
 #[derive(Debug)]
 struct Pending {
-    /// The request's first 64 bytes (for an error reply).
+    /// The request (for an error reply).
     head: Vec<u8>,
     /// The request's version.
     ver: u8,
     /// The flow mod, or the error already decided for it.
-    fm: Result<ofproto::FlowMod, OfpErr>,
+    fm: Result<(ofproto::FlowMod, u16), OfpErr>,
 }
 
 /// One OpenFlow connection (see the module doc).
@@ -435,11 +508,9 @@ impl OfConn {
                 Ok(Some(m)) => self.message(&m),
                 Ok(None) => break,
                 Err(e) => {
+                    // The stream is unreadable from here (no message boundary to resume at):
+                    // close, as OVS does.
                     self.flush();
-                    // The stream is unreadable from here: answer what we can, then close.
-                    let ver = self.version.unwrap_or(version::OF10);
-                    let head = input.get(..8).unwrap_or(input);
-                    self.send(OfpErr::BadLen.reply(head, ver));
                     self.closed = Some(format!("framing error: {e}"));
                     break;
                 }
@@ -488,7 +559,7 @@ impl OfConn {
             let nx = raw.get(1) == Some(&openflow::header::msg_type::EXPERIMENTER);
             let fm = self.check_flow_mod(fm, raw, nx);
             self.pending.push(Pending {
-                head: raw[..raw.len().min(64)].to_vec(),
+                head: raw.to_vec(),
                 ver,
                 fm,
             });
@@ -542,7 +613,7 @@ impl OfConn {
         fm: WireFlowMod,
         raw: &[u8],
         nx: bool,
-    ) -> Result<ofproto::FlowMod, Refusal> {
+    ) -> Result<(ofproto::FlowMod, u16), Refusal> {
         if self.role == role::SLAVE {
             return Err(OfpErr::IsSlave);
         }
@@ -564,7 +635,12 @@ impl OfConn {
             && t >= self.bridge.n_tables()
             && t != 0xff
         {
-            return Err(OfpErr::FlowModBadTableId);
+            // Tables past the last one shown (OVS's hidden table 254) exist but are not
+            // the controller's.
+            return Err(OfpErr::Eperm);
+        }
+        if fm.command == Command::Add && !default_hidden_fields(&spec.match_) {
+            return Err(OfpErr::Eperm);
         }
         if fm.buffer_id != openflow::flow_mod::NO_BUFFER {
             return Err(OfpErr::BufferUnknown);
@@ -580,19 +656,24 @@ impl OfConn {
             // An add has no cookie filter (OpenFlow 1.1+: a mask on an add is ignored).
             spec.cookie_mask = 0;
         }
-        if matches!(command, FlowModCommand::Modify | FlowModCommand::ModifyStrict)
-            && nx
-            && fm.new_cookie != spec.cookie
-            && spec.cookie_mask != 0
-        {
-            // NXM modify with a cookie filter: the rules keep their cookie unless the header
-            // cookie says otherwise (UINT64_MAX = keep), which the model cannot express.
+        // Wire flags in 1.3 numbering: send_flow_rem and check_overlap are in the spec.
+        let mut flags = fm.flags | u16::from(spec.send_flow_rem);
+        if ver <= version::OF11 {
+            // OVS: "In OF1.0 and OF1.1, add always resets counters, and other commands
+            // never do" (the 1.1+ bit 2 is something else there).
+            flags &= !4;
+            if command == FlowModCommand::Add {
+                flags |= 4;
+            }
         }
-        Ok(ofproto::FlowMod {
-            command,
-            spec,
-            reset_counts: fm.flags & 4 != 0,
-        })
+        Ok((
+            ofproto::FlowMod {
+                command,
+                spec,
+                reset_counts: flags & 4 != 0,
+            },
+            flags & FF_STATE,
+        ))
     }
 
     /// Applies the pending flow mods as one batch and answers the refused ones in order.
@@ -603,21 +684,42 @@ impl OfConn {
         let pending = std::mem::take(&mut self.pending);
         let fms: Vec<ofproto::FlowMod> = pending
             .iter()
-            .filter_map(|p| p.fm.as_ref().ok().cloned())
+            .filter_map(|p| p.fm.as_ref().ok().map(|(fm, _)| fm.clone()))
             .collect();
-        let mut results = self.bridge.shared().flow_mods(&fms).into_iter();
+        let shared = self.bridge.shared();
+        let now = shared.now_ms();
+        let results = if fms.is_empty() {
+            Vec::new()
+        } else {
+            // One write for the whole batch (what `SharedBridge::flow_mods` does, with
+            // OVS's cookie rule of `apply_one`).
+            let r = shared.write(move |b| {
+                fms.iter()
+                    .map(|fm| apply_one(b, fm, now))
+                    .collect::<Vec<_>>()
+            });
+            shared.notify();
+            r
+        };
+        let mut results = results.iter();
+        let mut applied = Vec::new();
         for p in pending {
             let err = match p.fm {
                 Err(e) => Some(e),
-                Ok(_) => match results.next() {
-                    Some(Err(e)) => Some(OfpErr::of_flow_mod(&e)),
-                    _ => None,
+                Ok((fm, flags)) => match results.next() {
+                    Some(Err(e)) => Some(OfpErr::of_flow_mod(e)),
+                    Some(Ok(r)) => {
+                        applied.push((fm, flags, *r));
+                        None
+                    }
+                    None => None,
                 },
             };
             if let Some(e) = err {
                 self.send(e.reply(&p.head, p.ver));
             }
         }
+        self.record_flags(&applied);
     }
 
     /// Answers one decoded message other than a flow mod.
@@ -714,7 +816,10 @@ impl OfConn {
                 Ok(())
             }
             Body::GetAsyncRequest => {
-                let c = self.async_config.clone().unwrap_or_else(|| default_async(ver));
+                let c = self
+                    .async_config
+                    .clone()
+                    .unwrap_or_else(|| default_async(ver));
                 let c = match (c, ver) {
                     (AsyncConfig::Masks(m), v) if v >= version::OF14 => masks_to_props(m),
                     (c @ AsyncConfig::Masks(_), _) => c,
@@ -782,10 +887,10 @@ impl OfConn {
                     _ => Err(OfpErr::Bundle(10)),
                 };
                 match fm {
-                    Ok(fm) => {
-                        let head = inner[..inner.len().min(64)].to_vec();
+                    Ok((fm, flags)) => {
+                        let head = inner.clone();
                         if let Some(b) = self.bundles.get_mut(&a.bundle_id) {
-                            b.msgs.push((head, fm));
+                            b.msgs.push((head, fm, flags));
                         }
                         Ok(())
                     }
@@ -876,12 +981,19 @@ impl OfConn {
                     return Err(OfpErr::Bundle(7));
                 }
                 match commit_atomic(self.bridge.shared(), &b.msgs) {
-                    Ok(()) => {
+                    Ok(results) => {
+                        let applied: Vec<_> = b
+                            .msgs
+                            .into_iter()
+                            .zip(results)
+                            .map(|((_, fm, flags), r)| (fm, flags, r))
+                            .collect();
+                        self.record_flags(&applied);
                         answer(self, 5);
                         Ok(())
                     }
                     Err((i, e)) => {
-                        if let Some((head, _)) = b.msgs.get(i) {
+                        if let Some((head, _, _)) = b.msgs.get(i) {
                             self.send(OfpErr::of_flow_mod(&e).reply(head, ver));
                         }
                         Err(OfpErr::Bundle(13))
@@ -988,7 +1100,26 @@ impl OfConn {
                 self.multipart(ver, xid, v, MpReply::PortDesc);
                 Ok(())
             }
-            MpRequest::TableFeatures(_) => Err(OfpErr::BadStat),
+            MpRequest::TableFeatures(body) => {
+                if !body.is_empty() {
+                    // Setting table features: OVS refuses it too (OFPTFFC_EPERM).
+                    return Err(OfpErr::Eperm);
+                }
+                let tables: Vec<TableFeatures> = (0..self.bridge.n_tables())
+                    .map(|t| TableFeatures {
+                        table_id: t,
+                        command_features: [0; 5],
+                        name: format!("table{t}"),
+                        metadata_match: u64::MAX,
+                        metadata_write: u64::MAX,
+                        config: 0,
+                        max_entries: 1_000_000,
+                        properties: table_feature_props(),
+                    })
+                    .collect();
+                self.multipart(ver, xid, tables, MpReply::TableFeatures);
+                Ok(())
+            }
             MpRequest::Raw { .. } => Err(OfpErr::BadStat),
         }
     }
@@ -1001,6 +1132,35 @@ enum ReqKind {
 }
 
 impl OfConn {
+    /// Records the flags of the rules the applied flow mods added or modified (see
+    /// [`FlowFlags`]), looking at the tables as they are after the batch.
+    fn record_flags(&self, applied: &[(ofproto::FlowMod, u16, FlowModResult)]) {
+        let ff = self.bridge.flow_flags();
+        let n = self.bridge.n_tables();
+        let b = self.bridge.shared().read();
+        let mut updates = Vec::new();
+        for (fm, flags, r) in applied {
+            let spec = &fm.spec;
+            match fm.command {
+                FlowModCommand::Add => updates.push((
+                    FlowFlags::key(spec.table.unwrap_or(0), spec.priority, &spec.match_),
+                    *flags,
+                )),
+                // A modify keeps the flags of the rules it changes (OVS); one that added a
+                // rule gives it its own.
+                FlowModCommand::Modify | FlowModCommand::ModifyStrict if r.added > 0 => updates
+                    .push((
+                        FlowFlags::key(spec.table.unwrap_or(0), spec.priority, &spec.match_),
+                        *flags,
+                    )),
+                FlowModCommand::Modify | FlowModCommand::ModifyStrict => {}
+                FlowModCommand::Delete | FlowModCommand::DeleteStrict => {}
+            }
+        }
+        ff.set_all(updates.into_iter());
+        ff.prune(&b, n);
+    }
+
     /// The flows a flow/aggregate request selects, as flow stats.
     fn flow_stats(&self, r: &FlowStatsRequest) -> Result<Vec<FlowStats>, Refusal> {
         let n = self.bridge.n_tables();
@@ -1017,6 +1177,8 @@ impl OfConn {
             OfPort::from_ofp11(r.out_port).filter(|p| *p != OfPort::ANY)
         };
         let shared = self.bridge.shared();
+        let ff = self.bridge.flow_flags();
+        let ver = self.version.unwrap_or(version::OF10);
         let now = shared.now_ms();
         let b = shared.read();
         let mut out = Vec::new();
@@ -1038,7 +1200,7 @@ impl OfConn {
                     priority: rule.priority,
                     idle_timeout: rule.idle_timeout,
                     hard_timeout: rule.hard_timeout,
-                    flags: 0,
+                    flags: ff.get(t, rule.priority, &rule.match_),
                     importance: rule.importance,
                     idle_age: secs(now.saturating_sub(rule.used_ms)),
                     hard_age: secs(now.saturating_sub(rule.modified_ms)),
@@ -1046,7 +1208,11 @@ impl OfConn {
                     packet_count: rule.n_packets,
                     byte_count: rule.n_bytes,
                     match_: rule.match_,
-                    actions: rule.actions.clone(),
+                    actions: if ver < version::OF15 {
+                        legacy_actions(&rule.actions, ver)
+                    } else {
+                        rule.actions.clone()
+                    },
                 });
             }
         }
@@ -1112,29 +1278,152 @@ impl OfConn {
     }
 }
 
+/// Applies one flow mod. OVS: an add with cookie `0xffffffffffffffff` ("no cookie") that
+/// replaces a rule keeps that rule's cookie.
+fn apply_one(
+    b: &mut ofproto::Bridge,
+    fm: &ofproto::FlowMod,
+    now: u64,
+) -> Result<FlowModResult, FlowModError> {
+    if fm.command == FlowModCommand::Add && fm.spec.cookie == u64::MAX {
+        let old = b.table(fm.spec.table.unwrap_or(0)).and_then(|t| {
+            t.find_strict(&fm.spec.match_, fm.spec.priority)
+                .and_then(|h| t.get(h))
+                .map(|r| r.cookie)
+        });
+        if let Some(c) = old {
+            let mut fm = fm.clone();
+            fm.spec.cookie = c;
+            return b.flow_mod(&fm, now);
+        }
+    }
+    b.flow_mod(fm, now)
+}
 
 /// Applies `msgs` all or nothing: on a scratch copy first; only if every one succeeds, on
 /// the bridge (one write). `Err((index, error))` names the first that failed.
 fn commit_atomic(
     shared: &SharedBridge,
-    msgs: &[(Vec<u8>, ofproto::FlowMod)],
-) -> Result<(), (usize, FlowModError)> {
-    let fms: Vec<ofproto::FlowMod> = msgs.iter().map(|(_, f)| f.clone()).collect();
+    msgs: &[(Vec<u8>, ofproto::FlowMod, u16)],
+) -> Result<Vec<FlowModResult>, (usize, FlowModError)> {
+    let fms: Vec<ofproto::FlowMod> = msgs.iter().map(|(_, f, _)| f.clone()).collect();
     let now = shared.now_ms();
     let r = shared.write(move |b| {
         let mut scratch = b.replica();
         for (i, fm) in fms.iter().enumerate() {
-            if let Err(e) = scratch.flow_mod(fm, now) {
+            if let Err(e) = apply_one(&mut scratch, fm, now) {
                 return Err((i, e));
             }
         }
-        for fm in &fms {
-            let _: Result<FlowModResult, FlowModError> = b.flow_mod(fm, now);
-        }
-        Ok(())
+        Ok(fms
+            .iter()
+            .map(|fm| apply_one(b, fm, now).unwrap_or_default())
+            .collect())
     });
     shared.notify();
     r
+}
+
+/// `set_field` actions as OVS encodes them where the version has no (masked) set-field
+/// action (`encode_SET_FIELD`): in OpenFlow 1.0 and 1.1 a whole-field set becomes the 1.0
+/// action where there is one (`mod_dl_src`, `mod_nw_dst`, `mod_tp_src`, `mod_nw_tos`); any
+/// other whole-field set there, and a masked set in 1.0–1.4, becomes `NXAST_REG_LOAD`
+/// (`load`), one per contiguous run of mask bits, when the field has a Nicira header and at
+/// most 64 bits. The rest is left as it is (`NXAST_REG_LOAD2`).
+fn legacy_actions(acts: &[flow::ofp::Action], ver: u8) -> Vec<flow::ofp::Action> {
+    use flow::ofp::Action as A;
+    use flow::ofp::action::Subfield;
+    use flow::ofp::fields::Mf;
+    let mut out = Vec::with_capacity(acts.len());
+    for a in acts {
+        if let A::Ct(ct) = a {
+            let mut ct = ct.clone();
+            ct.exec = legacy_actions(&ct.exec, ver);
+            out.push(A::Ct(ct));
+            continue;
+        }
+        let A::SetField { field, value, mask } = a else {
+            out.push(a.clone());
+            continue;
+        };
+        let (f, v, full) = (*field, *value, *mask == field.byte_max());
+        if full && ver >= version::OF12 {
+            out.push(a.clone());
+            continue;
+        }
+        if full {
+            let legacy = match f {
+                Mf::EthSrc => Some(A::ModDlSrc(v as u64)),
+                Mf::EthDst => Some(A::ModDlDst(v as u64)),
+                Mf::Ipv4Src => Some(A::ModNwSrc(v as u32)),
+                Mf::Ipv4Dst => Some(A::ModNwDst(v as u32)),
+                Mf::IpDscpShifted => Some(A::ModNwTos((v as u8) << 2)),
+                Mf::TcpSrc | Mf::UdpSrc | Mf::SctpSrc => Some(A::ModTpSrc(v as u16)),
+                Mf::TcpDst | Mf::UdpDst | Mf::SctpDst => Some(A::ModTpDst(v as u16)),
+                _ => None,
+            };
+            if let Some(l) = legacy {
+                out.push(l);
+                continue;
+            }
+        }
+        let nx_ok = openflow::fields::nxm_header(f)
+            .is_some_and(|d| d.class != openflow::fields::OXM_EXPERIMENTER)
+            && f.def().n_bits <= 64;
+        if !nx_ok {
+            out.push(a.clone());
+            continue;
+        }
+        // One load per contiguous run of mask bits, lowest first.
+        let m = *mask & f.max();
+        let mut bit = 0u32;
+        while bit < 128 {
+            if m >> bit & 1 == 0 {
+                bit += 1;
+                continue;
+            }
+            let start = bit;
+            while bit < 128 && m >> bit & 1 == 1 {
+                bit += 1;
+            }
+            let n_bits = bit - start;
+            let run = if n_bits >= 128 {
+                u128::MAX
+            } else {
+                (1u128 << n_bits) - 1
+            };
+            out.push(A::Load {
+                value: v >> start & run,
+                dst: Subfield {
+                    field: f,
+                    ofs: start,
+                    n_bits,
+                },
+            });
+        }
+    }
+    out
+}
+
+/// OVS `match_has_default_hidden_fields`: an added flow may match the datapath-internal
+/// `recirc_id` only as 0 (exactly) and `dp_hash` not at all.
+fn default_hidden_fields(m: &flow::ofp::Match) -> bool {
+    let rid_mask = m.mask_of(flow::FieldId::RecircId);
+    let rid = flow::FieldId::RecircId.get(&m.key);
+    rid == 0 && (rid_mask == 0 || rid_mask == 0xffff_ffff) && m.mask_of(flow::FieldId::DpHash) == 0
+}
+
+/// Table-features properties OVS's parser requires (instructions, next tables, write and
+/// apply actions, match, wildcards, write and apply set-field), each empty: enough for
+/// `ovs-ofctl` to read table names; the lists themselves are not advertised yet.
+fn table_feature_props() -> Vec<u8> {
+    let mut v = Vec::new();
+    for t in [0u16, 2, 4, 6, 8, 10, 12, 14] {
+        v.extend_from_slice(&t.to_be_bytes());
+        v.extend_from_slice(&4u16.to_be_bytes());
+        v.extend_from_slice(&[0; 4]);
+    }
+    v
 }
 
 /// OVS's default asynchronous configuration (`ofputil_async_cfg_default`) as 1.3 masks:

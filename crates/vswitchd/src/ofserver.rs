@@ -127,13 +127,16 @@ enum Listener {
     Tcp(TcpListener, SocketAddr),
 }
 
+/// A live connection: id, a clone of its socket (to shut it down), its thread.
+type Conn = (u64, Stream, Option<JoinHandle<()>>);
+
 /// What the threads share.
 struct Shared {
     bridge: Arc<dyn OfBridge>,
     stop: AtomicBool,
     next_id: AtomicU64,
     /// Live connections: id, a clone of the socket (to shut it down), the thread.
-    conns: Mutex<Vec<(u64, Stream, Option<JoinHandle<()>>)>>,
+    conns: Mutex<Vec<Conn>>,
 }
 
 /// The running listeners of one bridge (see the module doc).
@@ -354,7 +357,10 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
             break;
         }
         if let Some(why) = conn.closed() {
-            tracing::info!(bridge = sh.bridge.name(), "closing OpenFlow connection: {why}");
+            tracing::info!(
+                bridge = sh.bridge.name(),
+                "closing OpenFlow connection: {why}"
+            );
             break;
         }
     }

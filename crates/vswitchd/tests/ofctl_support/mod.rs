@@ -108,7 +108,15 @@ impl Pair {
 
     pub fn same_flows(&self, extra: &[&str], context: &str) -> Vec<String> {
         let (a, b) = self.flows(extra);
-        assert_eq!(a, b, "dump-flows {extra:?} after {context}: ours (left) vs OVS");
+        if a != b {
+            let only_ours: Vec<_> = a.iter().filter(|l| !b.contains(l)).collect();
+            let only_ovs: Vec<_> = b.iter().filter(|l| !a.contains(l)).collect();
+            panic!(
+                "dump-flows {extra:?} after {context}: {} lines ours, {} OVS\nonly ours: {only_ours:#?}\nonly OVS: {only_ovs:#?}",
+                a.len(),
+                b.len()
+            );
+        }
         a
     }
 }
@@ -157,7 +165,26 @@ pub fn ofctl(sock: &Path, args: &[&str]) -> Out {
 
 /// Masks the value after each of `keys` up to a delimiter.
 pub fn mask(s: &str) -> String {
-    const KEYS: [&str; 6] = ["duration=", "idle_age=", "hard_age=", "xid=", "addr:", "ovs-ofctl: "];
+    // Log lines start with a timestamp: `2026-11-26T00:53:06Z|00001|ofp_match|INFO|...`.
+    let s: String = s
+        .lines()
+        .map(|l| match l.find("Z|") {
+            Some(i) if i == 19 && l.as_bytes()[4] == b'-' => format!("TIME{}\n", &l[i + 1..]),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    // hard_age is printed only when it differs from the duration in whole seconds: timing.
+    let s = s.replace(", hard_age=", ", HARD_AGE=");
+    let s = strip_hard_age(&s);
+    let s = s.as_str();
+    const KEYS: [&str; 6] = [
+        "duration=",
+        "idle_age=",
+        "hard_age=",
+        "xid=",
+        "addr:",
+        "ovs-ofctl: ",
+    ];
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     'outer: while !rest.is_empty() {
@@ -168,9 +195,7 @@ pub fn mask(s: &str) -> String {
                     rest = after;
                     continue 'outer;
                 }
-                let end = after
-                    .find([',', ' ', ')', '\n'])
-                    .unwrap_or(after.len());
+                let end = after.find([',', ' ', ')', '\n']).unwrap_or(after.len());
                 out.push('?');
                 rest = &after[end..];
                 continue 'outer;
@@ -203,4 +228,18 @@ pub fn flow_file(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
     t.push('\n');
     std::fs::write(&p, t).expect("write flow file");
     p
+}
+
+/// Drops `HARD_AGE=N, ` (renamed by [`mask`]) from `s`.
+fn strip_hard_age(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(", HARD_AGE=") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + ", HARD_AGE=".len()..];
+        let end = after.find(',').unwrap_or(after.len());
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
