@@ -79,6 +79,7 @@ pub enum OfpErr {
     BadOutPort,
     BadInstruction,
     BadInstTableId,
+    BadMatchLen,
     BadMatchField,
     BadMatchPrereq,
     FlowModUnknown,
@@ -116,6 +117,8 @@ impl OfpErr {
             OfpErr::BadActionArgument => (2, 5),
             OfpErr::BadInstruction => (3, 0),
             OfpErr::BadInstTableId => (3, 2),
+            OfpErr::BadMatchLen if v10 => (1, 6),
+            OfpErr::BadMatchLen => (4, 1),
             OfpErr::BadMatchField => (4, 6),
             OfpErr::BadMatchPrereq => (4, 9),
             OfpErr::FlowModUnknown => (fm, if v10 { 2 } else { 0 }),
@@ -137,10 +140,22 @@ impl OfpErr {
     /// The error a codec failure maps to.
     pub fn of_codec(e: &CodecError) -> OfpErr {
         match e {
-            CodecError::Truncated { .. } | CodecError::BadLength { .. } => OfpErr::BadLen,
+            // A message that ends inside something: OVS's OFPBRC_BAD_LEN; a bad length field
+            // inside a match: OFPBMC_BAD_LEN.
+            CodecError::Truncated { .. } => OfpErr::BadLen,
+            CodecError::BadLength { what, .. } => {
+                let w = what.to_ascii_lowercase();
+                if w.contains("match") || w.contains("oxm") || w.contains("nxm") {
+                    OfpErr::BadMatchLen
+                } else {
+                    OfpErr::BadLen
+                }
+            }
             CodecError::Unsupported(s) | CodecError::Invalid(s) => {
                 let unsup = matches!(e, CodecError::Unsupported(_));
-                if s.starts_with("OpenFlow wire version") {
+                if s.contains("trailing bytes") || s.contains("length") {
+                    OfpErr::BadLen
+                } else if s.starts_with("OpenFlow wire version") {
                     OfpErr::BadVersion
                 } else if s.contains("action") {
                     if unsup {
@@ -190,7 +205,8 @@ impl OfpErr {
 }
 
 /// The flow-mod flags OVS keeps with each rule and shows in flow stats (`send_flow_rem`,
-/// `reset_counts`, `no_packet_counts`, `no_byte_counts`; OpenFlow 1.3 bit numbers), which the
+/// `check_overlap`, `reset_counts`, `no_packet_counts`, `no_byte_counts`; OpenFlow 1.3 bit
+/// numbers), which the
 /// `ofproto` rule does not hold: kept beside the tables, keyed by a 64-bit hash of (table,
 /// priority, match), only for rules whose flags are not 0. Shared by all connections of a
 /// bridge (it lives in the [`OfBridge`]).
@@ -199,8 +215,9 @@ pub struct FlowFlags {
     map: std::sync::Mutex<std::collections::HashMap<u64, u16>>,
 }
 
-/// Flag bits kept per rule (OVS `OFPUTIL_FF_STATE`).
-const FF_STATE: u16 = 1 | 4 | 8 | 16;
+/// Flag bits kept per rule and shown in flow stats, as OVS 3.1 does: `send_flow_rem`,
+/// `check_overlap`, `reset_counts`, `no_packet_counts`, `no_byte_counts`.
+const FF_STATE: u16 = 1 | 2 | 4 | 8 | 16;
 
 impl FlowFlags {
     fn key(table: u8, priority: u16, m: &flow::ofp::Match) -> u64 {
@@ -544,8 +561,25 @@ impl OfConn {
             self.first_message(raw, h);
             return;
         };
+        if h.version != ver
+            && h.msg_type == openflow::header::msg_type::ECHO_REQUEST
+            && (version::OF10..=version::OF15).contains(&h.version)
+        {
+            // OVS answers an echo in whatever version it came.
+            let mut reply = raw.to_vec();
+            reply[1] = openflow::header::msg_type::ECHO_REPLY;
+            self.flush();
+            self.out.extend_from_slice(&reply);
+            return;
+        }
         if h.version != ver && h.msg_type != openflow::header::msg_type::HELLO {
-            self.error(OfpErr::BadVersion, raw, ver);
+            // Refused in the request's own version when it is one of ours, as OVS does.
+            let v = if (version::OF10..=version::OF15).contains(&h.version) {
+                h.version
+            } else {
+                ver
+            };
+            self.error(OfpErr::BadVersion, raw, v);
             return;
         }
         let msg = match Msg::decode(raw) {
@@ -657,7 +691,8 @@ impl OfConn {
             spec.cookie_mask = 0;
         }
         // Wire flags in 1.3 numbering: send_flow_rem and check_overlap are in the spec.
-        let mut flags = fm.flags | u16::from(spec.send_flow_rem);
+        let mut flags =
+            fm.flags | u16::from(spec.send_flow_rem) | u16::from(spec.check_overlap) << 1;
         if ver <= version::OF11 {
             // OVS: "In OF1.0 and OF1.1, add always resets counters, and other commands
             // never do" (the 1.1+ bit 2 is something else there).
@@ -1166,7 +1201,9 @@ impl OfConn {
         let n = self.bridge.n_tables();
         let tables: Vec<u8> = if r.table_id == 0xff {
             (0..n).collect()
-        } else if r.table_id < n {
+        } else if r.table_id < n || ofproto::bridge::N_TABLES > usize::from(r.table_id) {
+            // The hidden tables past the last shown one can be dumped (OVS's table 254
+            // holds its internal rules; ours is empty).
             vec![r.table_id]
         } else {
             return Err(OfpErr::BadTableIdRequest);
