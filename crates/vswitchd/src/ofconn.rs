@@ -219,6 +219,10 @@ pub struct FlowFlags {
 /// `check_overlap`, `reset_counts`, `no_packet_counts`, `no_byte_counts`.
 const FF_STATE: u16 = 1 | 2 | 4 | 8 | 16;
 
+/// Not a wire flag: carried with a flow mod whose command must leave cookies alone and never
+/// add (an OpenFlow 1.1+ modify: OVS decodes its new cookie as "none").
+const KEEP_COOKIE: u16 = 0x8000;
+
 impl FlowFlags {
     fn key(table: u8, priority: u16, m: &flow::ofp::Match) -> u64 {
         use std::hash::{Hash, Hasher};
@@ -690,6 +694,11 @@ impl OfConn {
             // An add has no cookie filter (OpenFlow 1.1+: a mask on an add is ignored).
             spec.cookie_mask = 0;
         }
+        let keep_cookie = matches!(
+            command,
+            FlowModCommand::Modify | FlowModCommand::ModifyStrict
+        ) && ver >= version::OF11
+            && !nx;
         // Wire flags in 1.3 numbering: send_flow_rem and check_overlap are in the spec.
         let mut flags =
             fm.flags | u16::from(spec.send_flow_rem) | u16::from(spec.check_overlap) << 1;
@@ -707,7 +716,7 @@ impl OfConn {
                 spec,
                 reset_counts: flags & 4 != 0,
             },
-            flags & FF_STATE,
+            flags & FF_STATE | if keep_cookie { KEEP_COOKIE } else { 0 },
         ))
     }
 
@@ -717,9 +726,13 @@ impl OfConn {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
-        let fms: Vec<ofproto::FlowMod> = pending
+        let fms: Vec<(ofproto::FlowMod, bool)> = pending
             .iter()
-            .filter_map(|p| p.fm.as_ref().ok().map(|(fm, _)| fm.clone()))
+            .filter_map(|p| {
+                p.fm.as_ref()
+                    .ok()
+                    .map(|(fm, f)| (fm.clone(), f & KEEP_COOKIE != 0))
+            })
             .collect();
         let shared = self.bridge.shared();
         let now = shared.now_ms();
@@ -730,7 +743,7 @@ impl OfConn {
             // OVS's cookie rule of `apply_one`).
             let r = shared.write(move |b| {
                 fms.iter()
-                    .map(|fm| apply_one(b, fm, now))
+                    .map(|(fm, keep)| apply_one(b, fm, *keep, now))
                     .collect::<Vec<_>>()
             });
             shared.notify();
@@ -1192,7 +1205,7 @@ impl OfConn {
                 FlowModCommand::Delete | FlowModCommand::DeleteStrict => {}
             }
         }
-        ff.set_all(updates.into_iter());
+        ff.set_all(updates.into_iter().map(|(k, f)| (k, f & FF_STATE)));
         ff.prune(&b, n);
     }
 
@@ -1315,11 +1328,14 @@ impl OfConn {
     }
 }
 
-/// Applies one flow mod. OVS: an add with cookie `0xffffffffffffffff` ("no cookie") that
-/// replaces a rule keeps that rule's cookie.
+/// Applies one flow mod, with two OVS rules the `ofproto` bridge does not know: an add with
+/// cookie `0xffffffffffffffff` ("no cookie") that replaces a rule keeps that rule's cookie;
+/// a modify with `keep_cookie` (OpenFlow 1.1+) changes only the actions of the rules it
+/// selects, never their cookies, and adds nothing when it selects none.
 fn apply_one(
     b: &mut ofproto::Bridge,
     fm: &ofproto::FlowMod,
+    keep_cookie: bool,
     now: u64,
 ) -> Result<FlowModResult, FlowModError> {
     if fm.command == FlowModCommand::Add && fm.spec.cookie == u64::MAX {
@@ -1334,7 +1350,53 @@ fn apply_one(
             return b.flow_mod(&fm, now);
         }
     }
+    if keep_cookie {
+        // The cookies of the rules it selects: one modify per cookie, filtered on exactly
+        // that cookie (a bridge modify with a cookie mask neither adds nor sets cookies).
+        let spec = &fm.spec;
+        let strict = fm.command == FlowModCommand::ModifyStrict;
+        let mut cookies = std::collections::BTreeSet::new();
+        let tables: Vec<u8> = match spec.table {
+            Some(t) => vec![t],
+            None => (0..ofproto::bridge::N_TABLES as u8).collect(),
+        };
+        for t in tables {
+            let Some(table) = b.table(t) else { continue };
+            if strict {
+                if let Some(r) = table
+                    .find_strict(&spec.match_, spec.priority)
+                    .and_then(|h| table.get(h))
+                    && selects(spec, r)
+                {
+                    cookies.insert(r.cookie);
+                }
+                continue;
+            }
+            for (_, r) in table.iter() {
+                if loose_match(&r.match_, &spec.match_) && selects(spec, r) {
+                    cookies.insert(r.cookie);
+                }
+            }
+        }
+        let mut total = FlowModResult::default();
+        for c in cookies {
+            let mut one = fm.clone();
+            one.spec.cookie = c;
+            one.spec.cookie_mask = u64::MAX;
+            let r = b.flow_mod(&one, now)?;
+            total.modified += r.modified;
+        }
+        return Ok(total);
+    }
     b.flow_mod(fm, now)
+}
+
+/// The cookie and `out_port` filters of a modify/delete.
+fn selects(spec: &flow::ofp::FlowSpec, r: &ofproto::table::OfRule) -> bool {
+    (r.cookie ^ spec.cookie) & spec.cookie_mask == 0
+        && spec
+            .out_port
+            .is_none_or(|p| p == OfPort::ANY || r.outputs_to(p))
 }
 
 /// Applies `msgs` all or nothing: on a scratch copy first; only if every one succeeds, on
@@ -1343,18 +1405,21 @@ fn commit_atomic(
     shared: &SharedBridge,
     msgs: &[(Vec<u8>, ofproto::FlowMod, u16)],
 ) -> Result<Vec<FlowModResult>, (usize, FlowModError)> {
-    let fms: Vec<ofproto::FlowMod> = msgs.iter().map(|(_, f, _)| f.clone()).collect();
+    let fms: Vec<(ofproto::FlowMod, bool)> = msgs
+        .iter()
+        .map(|(_, f, flags)| (f.clone(), flags & KEEP_COOKIE != 0))
+        .collect();
     let now = shared.now_ms();
     let r = shared.write(move |b| {
         let mut scratch = b.replica();
-        for (i, fm) in fms.iter().enumerate() {
-            if let Err(e) = apply_one(&mut scratch, fm, now) {
+        for (i, (fm, keep)) in fms.iter().enumerate() {
+            if let Err(e) = apply_one(&mut scratch, fm, *keep, now) {
                 return Err((i, e));
             }
         }
         Ok(fms
             .iter()
-            .map(|fm| apply_one(b, fm, now).unwrap_or_default())
+            .map(|(fm, keep)| apply_one(b, fm, *keep, now).unwrap_or_default())
             .collect())
     });
     shared.notify();
