@@ -614,9 +614,18 @@ impl OfConn {
         let m = match Msg::decode(raw) {
             Ok(m) if matches!(m.body, Body::Hello(_)) => m,
             Ok(_) | Err(_) if h.msg_type == openflow::header::msg_type::HELLO => {
-                // A HELLO we cannot read (e.g. a version above ours with odd elements):
-                // OVS takes the header version.
-                Msg::new(h.version, h.xid, Body::Hello(Vec::new()))
+                // A version above ours: read its elements as ours (the layout is the same);
+                // if even that fails, only the header version counts.
+                let mut copy = raw.to_vec();
+                copy[0] = version::OF15;
+                let elems = match Msg::decode(&copy) {
+                    Ok(Msg {
+                        body: Body::Hello(e),
+                        ..
+                    }) => e,
+                    _ => Vec::new(),
+                };
+                Msg::new(h.version, h.xid, Body::Hello(elems))
             }
             _ => {
                 self.send(OfpErr::BadType.reply(raw, ver_fallback));
