@@ -518,8 +518,30 @@ impl OfConn {
         self.closed.as_deref()
     }
 
-    /// Takes bytes from the peer; returns the bytes to send back.
+    /// Takes bytes from the peer; returns the bytes to send back. Every flow mod in `input`
+    /// is applied before this returns.
     pub fn feed(&mut self, input: &[u8]) -> Vec<u8> {
+        let mut out = self.feed_deferred(input);
+        out.extend(self.flush());
+        out
+    }
+
+    /// Flow mods received and not applied yet (see [`OfConn::feed_deferred`]).
+    pub fn pending_flow_mods(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Applies the pending flow mods (one batch); returns their error replies.
+    pub fn flush(&mut self) -> Vec<u8> {
+        self.apply_pending();
+        std::mem::take(&mut self.out)
+    }
+
+    /// Like [`OfConn::feed`], but flow mods at the end of `input` stay pending, to be
+    /// batched with what comes next: the caller calls [`OfConn::flush`] when the peer pauses
+    /// (or the batch is big enough). Anything that is not a flow mod still applies the
+    /// pending ones before it is answered, so replies never overtake their effects.
+    pub fn feed_deferred(&mut self, input: &[u8]) -> Vec<u8> {
         if self.closed.is_some() {
             return Vec::new();
         }
@@ -531,7 +553,7 @@ impl OfConn {
                 Err(e) => {
                     // The stream is unreadable from here (no message boundary to resume at):
                     // close, as OVS does.
-                    self.flush();
+                    self.apply_pending();
                     self.closed = Some(format!("framing error: {e}"));
                     break;
                 }
@@ -540,7 +562,9 @@ impl OfConn {
                 break;
             }
         }
-        self.flush();
+        if self.closed.is_some() {
+            self.apply_pending();
+        }
         std::mem::take(&mut self.out)
     }
 
@@ -552,7 +576,7 @@ impl OfConn {
     }
 
     fn error(&mut self, e: OfpErr, raw: &[u8], ver: u8) {
-        self.flush();
+        self.apply_pending();
         self.send(e.reply(raw, ver));
     }
 
@@ -572,7 +596,7 @@ impl OfConn {
             // OVS answers an echo in whatever version it came.
             let mut reply = raw.to_vec();
             reply[1] = openflow::header::msg_type::ECHO_REPLY;
-            self.flush();
+            self.apply_pending();
             self.out.extend_from_slice(&reply);
             return;
         }
@@ -603,7 +627,7 @@ impl OfConn {
             });
             return;
         }
-        self.flush();
+        self.apply_pending();
         if let Err(e) = self.request(msg, raw) {
             self.send(e.reply(raw, ver));
         }
@@ -730,7 +754,7 @@ impl OfConn {
     }
 
     /// Applies the pending flow mods as one batch and answers the refused ones in order.
-    fn flush(&mut self) {
+    fn apply_pending(&mut self) {
         if self.pending.is_empty() {
             return;
         }
@@ -933,7 +957,16 @@ impl OfConn {
                 if b.msgs.len() >= MAX_BUNDLE_MSGS {
                     return Err(OfpErr::Bundle(12));
                 }
-                let inner = a.msg.encode().unwrap_or_default();
+                // The bundled message as it came: after the bundle id, padding and flags
+                // (and, in 1.3, the ONF experimenter id and type).
+                let at = if ver == version::OF13 { 24 } else { 16 };
+                let inner = raw
+                    .get(at..)
+                    .and_then(|r| {
+                        let len = usize::from(Header::parse(r).ok()?.length);
+                        r.get(..len)
+                    })
+                    .map_or_else(|| a.msg.encode().unwrap_or_default(), <[u8]>::to_vec);
                 let fm = match a.msg.body {
                     Body::FlowMod(fm) | Body::NxFlowMod(fm) => {
                         let nx = inner.get(1) == Some(&openflow::header::msg_type::EXPERIMENTER);
@@ -977,10 +1010,7 @@ impl OfConn {
                     Err(OfpErr::BadVendor)
                 }
             }
-            Body::Raw { .. } => {
-                let _ = raw;
-                Err(OfpErr::BadType)
-            }
+            Body::Raw { .. } => Err(OfpErr::BadType),
         }
     }
 
@@ -1360,6 +1390,7 @@ fn apply_one(
         }
     }
     if keep_cookie {
+        static_check(fm)?;
         // The cookies of the rules it selects: one modify per cookie, filtered on exactly
         // that cookie (a bridge modify with a cookie mask neither adds nor sets cookies).
         let spec = &fm.spec;
@@ -1400,6 +1431,49 @@ fn apply_one(
     b.flow_mod(fm, now)
 }
 
+/// The checks `ofproto::Bridge::flow_mod` makes that do not depend on the tables (all of
+/// them but `check_overlap`'s): the add's table, and on every table it may touch, `goto_table`
+/// forward only, no output to port 0/`ANY`/`UNSET`, resubmit to an existing table.
+fn static_check(fm: &ofproto::FlowMod) -> Result<(), FlowModError> {
+    use flow::ofp::Action as A;
+    let n = ofproto::bridge::N_TABLES;
+    let spec = &fm.spec;
+    let tables: Vec<u8> = match fm.command {
+        FlowModCommand::Delete | FlowModCommand::DeleteStrict => return Ok(()),
+        FlowModCommand::Add => {
+            let t = spec.table.unwrap_or(0);
+            if usize::from(t) >= n {
+                return Err(FlowModError::BadTable(t));
+            }
+            vec![t]
+        }
+        FlowModCommand::Modify | FlowModCommand::ModifyStrict => match spec.table {
+            Some(t) if usize::from(t) < n => vec![t],
+            Some(_) => vec![],
+            None => (0..n as u8).collect(),
+        },
+    };
+    for t in tables {
+        for a in &spec.actions {
+            match a {
+                A::GotoTable(to) if *to <= t || usize::from(*to) >= n => {
+                    return Err(FlowModError::BadGoto { from: t, to: *to });
+                }
+                A::Output { port, .. } | A::OutputTrunc { port, .. }
+                    if port.0 == 0 || *port == OfPort::ANY || *port == OfPort::UNSET =>
+                {
+                    return Err(FlowModError::BadOutPort(*port));
+                }
+                A::Resubmit { table: Some(x), .. } if usize::from(*x) >= n => {
+                    return Err(FlowModError::BadTable(*x));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The cookie and `out_port` filters of a modify/delete.
 fn selects(spec: &flow::ofp::FlowSpec, r: &ofproto::table::OfRule) -> bool {
     (r.cookie ^ spec.cookie) & spec.cookie_mask == 0
@@ -1419,6 +1493,20 @@ fn commit_atomic(
         .map(|(_, f, flags)| (f.clone(), flags & KEEP_COOKIE != 0))
         .collect();
     let now = shared.now_ms();
+    if !fms.iter().any(|(fm, _)| fm.spec.check_overlap) {
+        // Without check_overlap a flow mod's success does not depend on the tables: check
+        // them all first, then apply them in one write with no scratch copy.
+        for (i, (fm, _)) in fms.iter().enumerate() {
+            static_check(fm).map_err(|e| (i, e))?;
+        }
+        let r = shared.write(move |b| {
+            fms.iter()
+                .map(|(fm, keep)| apply_one(b, fm, *keep, now).unwrap_or_default())
+                .collect()
+        });
+        shared.notify();
+        return Ok(r);
+    }
     let r = shared.write(move |b| {
         let mut scratch = b.replica();
         for (i, (fm, keep)) in fms.iter().enumerate() {

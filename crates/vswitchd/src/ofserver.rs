@@ -7,10 +7,13 @@
 //! controller or two) and a blocking thread keeps a connection's replies strictly in order
 //! with no readiness bookkeeping; the flow tables are reached only through the lock-free
 //! `SharedBridge`, so connections never wait on each other except for the bridge's single
-//! writer. A connection reads up to [`READ_CHUNK`] bytes at a time (everything that arrived:
-//! the batch of flow mods [`OfConn`] applies in one write), and writes the whole answer
-//! before reading again, so what one connection buffers is bounded by one read plus the
-//! answer to it (a dump is encoded, then written, then dropped).
+//! writer. A connection reads up to [`READ_CHUNK`] bytes at a time and writes the whole
+//! answer before reading again. Flow mods are held back ([`OfConn::feed_deferred`]) while
+//! more keep arriving — until the peer pauses for [`BATCH_PAUSE`], anything else arrives,
+//! or [`MAX_BATCH`] are waiting — and then applied as one batch: `ovs-ofctl add-flows`
+//! writes its flow mods one by one, and one bridge write per flow mod would cost far more
+//! than the flow mods themselves. What one connection buffers is bounded by one read, at
+//! most [`MAX_BATCH`] flow mods, and one answer (a dump is encoded, written, dropped).
 //!
 //! [`OfServer::shutdown`] stops the accept threads (woken by a connection to themselves),
 //! shuts every connection's socket down (which wakes its blocked read), joins every thread
@@ -24,11 +27,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crate::ofconn::{OfBridge, OfConn};
 
 /// Bytes read from a socket at once.
 pub const READ_CHUNK: usize = 256 * 1024;
+
+/// Flow mods held back for one batch at most (then applied even if more keep coming).
+pub const MAX_BATCH: usize = 20_000;
+
+/// How long a connection with flow mods held back waits for more before applying them.
+pub const BATCH_PAUSE: Duration = Duration::from_millis(1);
 
 /// Most connections served at once per server; more are closed on accept.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -112,6 +122,12 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+        }
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
@@ -345,14 +361,42 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
         return;
     }
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut waiting = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        let n = match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
+        // With flow mods held back, wait only briefly for more: a pause of the peer ends
+        // the batch.
+        let pending = conn.pending_flow_mods() > 0;
+        if pending != waiting {
+            if stream
+                .set_read_timeout(pending.then_some(BATCH_PAUSE))
+                .is_err()
+            {
+                break;
+            }
+            waiting = pending;
+        }
+        let out = match stream.read(&mut buf) {
+            Ok(0) => {
+                let out = conn.flush();
+                let _ = stream.write_all(&out);
+                break;
+            }
+            Ok(n) => {
+                let mut out = conn.feed_deferred(&buf[..n]);
+                if conn.pending_flow_mods() >= MAX_BATCH {
+                    out.extend(conn.flush());
+                }
+                out
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => break,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                conn.flush()
+            }
+            Err(_) => {
+                conn.flush();
+                break;
+            }
         };
-        let out = conn.feed(&buf[..n]);
         if !out.is_empty() && stream.write_all(&out).is_err() {
             break;
         }
