@@ -7,11 +7,19 @@
 //! bundles. It answers from, and applies flow mods to, a bridge seen through the small
 //! [`OfBridge`] trait; [`StaticBridge`] is a plain implementation of it.
 //!
-//! Flow mods that arrive back to back in one [`OfConn::feed`] (what `ovs-ofctl add-flows`
-//! sends: thousands of flow mods, then a barrier) are applied as one batch — one
-//! `SharedBridge::flow_mods` call — with their order and their per-message error replies
-//! kept; anything else (a barrier, a stats request, …) first flushes the batch, so every
-//! reply still comes after the effects of the messages before it.
+//! Flow mods that arrive back to back are applied as one batch — one bridge write (what
+//! `SharedBridge::flow_mods` does, with OVS's cookie rules) — with their order and their
+//! per-message error replies kept. [`OfConn::feed`] applies what it was given before
+//! returning; [`OfConn::feed_deferred`] keeps trailing flow mods pending so that a server
+//! can gather them across reads and [`OfConn::flush`] when the peer pauses. Anything that
+//! is not a flow mod (a barrier, a stats request, …) first applies the batch, so every reply
+//! still comes after the effects of the messages before it.
+//!
+//! What the `ofproto` bridge does not model and OVS shows is kept here: the per-rule
+//! flow-mod flags ([`FlowFlags`]), OpenFlow 1.1+ modify semantics (no add, cookies kept), an
+//! add with the "no cookie" cookie, the refusal of hidden fields (`recirc_id`, `dp_hash`) and
+//! of tables past the last one shown, and the `set_field` encodings OVS uses in 1.0–1.4
+//! flow stats (`mod_dl_src`, `load`).
 //!
 //! Errors: a message that frames but does not decode, or is refused, gets an `OFPT_ERROR`
 //! of the right type and code with the request's xid and its first 64 bytes, and the

@@ -15,7 +15,8 @@
 //! than the flow mods themselves. What one connection buffers is bounded by one read, at
 //! most [`MAX_BATCH`] flow mods, and one answer (a dump is encoded, written, dropped).
 //!
-//! [`OfServer::shutdown`] stops the accept threads (woken by a connection to themselves),
+//! [`OfServer::shutdown`] stops the accept threads (woken by a connection to themselves; one
+//! that cannot be woken, its socket file removed by someone else, is not waited for),
 //! shuts every connection's socket down (which wakes its blocked read), joins every thread
 //! and removes the socket files it created. Dropping the server does the same.
 
@@ -267,9 +268,11 @@ impl OfServer {
     fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         for (l, h) in self.listeners.drain(..) {
-            // Wake the blocked accept().
-            match &l {
-                Listen::Unix(p) => drop(UnixStream::connect(p)),
+            // Wake the blocked accept() with a connection of our own. If that fails (the
+            // socket file was removed behind our back), the thread is left to end with the
+            // process rather than joined forever.
+            let woke = match &l {
+                Listen::Unix(p) => UnixStream::connect(p).is_ok(),
                 Listen::Tcp(a) => {
                     let mut a = *a;
                     if a.ip().is_unspecified() {
@@ -279,13 +282,17 @@ impl OfServer {
                             std::net::Ipv6Addr::LOCALHOST.into()
                         });
                     }
-                    drop(TcpStream::connect_timeout(
-                        &a,
-                        std::time::Duration::from_secs(1),
-                    ));
+                    TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok()
                 }
+            };
+            if woke {
+                let _ = h.join();
+            } else {
+                tracing::warn!(
+                    bridge = self.shared.bridge.name(),
+                    "cannot wake the listener on {l}; not waiting for it"
+                );
             }
-            let _ = h.join();
         }
         let conns: Vec<_> = {
             let mut c = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
