@@ -436,5 +436,10 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
             break;
         }
     }
+    // Flow mods still held back were received: apply them (their replies may go nowhere).
+    let out = conn.flush();
+    if !out.is_empty() {
+        let _ = stream.write_all(&out);
+    }
     stream.shutdown();
 }
