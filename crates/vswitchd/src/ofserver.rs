@@ -19,6 +19,27 @@
 //! that cannot be woken, its socket file removed by someone else, is not waited for),
 //! shuts every connection's socket down (which wakes its blocked read), joins every thread
 //! and removes the socket files it created. Dropping the server does the same.
+//!
+//! How the daemon serves a bridge (its `SharedBridge` made by the bridge registry, its
+//! datapath id, its `Controller` targets from the database):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use vswitchd::ofconn::{OfBridge, StaticBridge};
+//! use vswitchd::ofserver::OfServer;
+//!
+//! # fn demo(shared: Arc<upcall::handler::SharedBridge>) -> Result<(), Box<dyn std::error::Error>> {
+//! let bridge: Arc<dyn OfBridge> = Arc::new(StaticBridge::new("br0", 0x1, shared));
+//! let server = OfServer::start_bridge(
+//!     bridge,
+//!     std::path::Path::new("/var/run/openvswitch"), // RUNDIR: serves RUNDIR/br0.mgmt
+//!     &["ptcp:6653:127.0.0.1".to_string()],
+//! )?;
+//! // ... on reconfiguration or exit:
+//! server.shutdown();
+//! # Ok(())
+//! # }
+//! ```
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -414,6 +435,11 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
             );
             break;
         }
+    }
+    // Flow mods still held back were received: apply them (their replies may go nowhere).
+    let out = conn.flush();
+    if !out.is_empty() {
+        let _ = stream.write_all(&out);
     }
     stream.shutdown();
 }

@@ -59,3 +59,15 @@ fn without_custom_stats(o: &ofctl_support::Out) -> ofctl_support::Out {
     o.stdout = kept.join("\n") + "\n";
     o
 }
+
+/// Fragment handling is the bridge's, not the connection's: set on one connection, read on
+/// the next.
+#[test]
+fn set_frags_then_get_frags_match_ovs() {
+    let Some(p) = Pair::start() else { return };
+    for mode in ["drop", "nx-match", "normal"] {
+        p.same(&["set-frags", "br0", mode]);
+        p.same(&["get-frags", "br0"]);
+        p.same(&["-O", "OpenFlow13", "get-frags", "br0"]);
+    }
+}
