@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use flow::ofp::OfPort;
 use ofproto::bridge::{Bridge, Port, VlanMode};
@@ -86,6 +87,71 @@ pub struct RunningBridge {
     pub failed: BTreeMap<String, FailedIface>,
     /// The configuration last applied.
     pub cfg: BridgeCfg,
+    /// OpenFlow port numbers in use and recently freed.
+    alloc: OfportAlloc,
+}
+
+/// OpenFlow port numbers as OVS hands them out (`alloc_ofp_port`): a requested number when
+/// it is not in use; otherwise a cyclic search after the last number handed out, limited to
+/// the lower half of the range, skipping numbers in use and numbers freed less than an hour
+/// ago (old flows may still name them), and when every number is taken or recent, the one
+/// freed longest ago.
+#[derive(Debug, Clone, Default)]
+pub struct OfportAlloc {
+    /// Last number the cyclic search handed out.
+    last: u16,
+    /// Numbers in use (`None`) or freed at a time.
+    usage: BTreeMap<u16, Option<Instant>>,
+}
+
+/// Highest number the cyclic search hands out + 1 (OVS: `MIN(max_ports, 32768)`).
+const AUTO_PORT_END: u16 = 32768;
+/// How long a freed number is not handed out again by the search.
+const REUSE_AFTER: Duration = Duration::from_secs(3600);
+
+impl OfportAlloc {
+    /// A number for a new port (`requested` first, if free), or `None` when the bridge is
+    /// full.
+    pub fn alloc(&mut self, requested: Option<u16>, now: Instant) -> Option<u16> {
+        if let Some(r) = requested
+            && (1..OfPort::MAX.0).contains(&r)
+            && self.usage.get(&r) != Some(&None)
+        {
+            self.usage.insert(r, None);
+            return Some(r);
+        }
+        let mut lru: Option<(Instant, u16)> = None;
+        // One full turn of the range at most (counted: the start may be 0, which the search
+        // never visits).
+        for _ in 1..AUTO_PORT_END {
+            self.last += 1;
+            if self.last >= AUTO_PORT_END {
+                self.last = 1;
+            }
+            let usable = match self.usage.get(&self.last) {
+                None => true,
+                Some(None) => false,
+                Some(Some(freed)) => {
+                    if lru.is_none_or(|(t, _)| *freed < t) {
+                        lru = Some((*freed, self.last));
+                    }
+                    now.saturating_duration_since(*freed) > REUSE_AFTER
+                }
+            };
+            if usable {
+                self.usage.insert(self.last, None);
+                return Some(self.last);
+            }
+        }
+        let (_, p) = lru?;
+        self.usage.insert(p, None);
+        Some(p)
+    }
+
+    /// `port` is free again from `now`.
+    pub fn dealloc(&mut self, port: u16, now: Instant) {
+        self.usage.insert(port, Some(now));
+    }
 }
 
 impl RunningBridge {
@@ -187,6 +253,11 @@ impl Bridges {
 
     /// Takes the running bridges to `cfg`; returns what changed, in order.
     pub fn reconcile(&mut self, cfg: &Config) -> Vec<Event> {
+        self.reconcile_at(cfg, Instant::now())
+    }
+
+    /// [`Bridges::reconcile`] at time `now` (port-number reuse depends on time).
+    pub fn reconcile_at(&mut self, cfg: &Config, now: Instant) -> Vec<Event> {
         let mut events = Vec::new();
         let gone: Vec<String> = self
             .map
@@ -216,6 +287,7 @@ impl Bridges {
                     ifaces: BTreeMap::new(),
                     failed: BTreeMap::new(),
                     cfg: bcfg.clone(),
+                    alloc: OfportAlloc::default(),
                 };
                 self.map.insert(name.clone(), rb);
                 events.push(Event::BridgeAdded(name.clone()));
@@ -223,12 +295,18 @@ impl Bridges {
                     events.push(Event::ControllersChanged(name.clone()));
                 }
             }
-            self.reconcile_bridge(name, bcfg, &mut events);
+            self.reconcile_bridge(name, bcfg, now, &mut events);
         }
         events
     }
 
-    fn reconcile_bridge(&mut self, name: &str, bcfg: &BridgeCfg, events: &mut Vec<Event>) {
+    fn reconcile_bridge(
+        &mut self,
+        name: &str,
+        bcfg: &BridgeCfg,
+        now: Instant,
+        events: &mut Vec<Event>,
+    ) {
         // Wanted interfaces: name → (port cfg, iface cfg).
         let wanted: BTreeMap<&str, (&PortCfg, &IfaceCfg)> = bcfg
             .ports
@@ -268,6 +346,9 @@ impl Bridges {
         });
         for i in removed {
             rb.ifaces.remove(&i.name);
+            if i.ofport != OfPort::LOCAL {
+                rb.alloc.dealloc(i.ofport.0, now);
+            }
             let ofport = i.ofport;
             rb.shared.write(move |b| b.remove_port(ofport).is_some());
             self.dp_ports.remove(&i.dp_port);
@@ -314,20 +395,16 @@ impl Bridges {
                 continue;
             }
             rb.failed.remove(iname);
-            let used: BTreeSet<OfPort> = rb.ifaces.values().map(|i| i.ofport).collect();
-            let free = |p: u16| (1..OfPort::MAX.0).contains(&p) && !used.contains(&OfPort(p));
+            // OVS asks for ofport_request, else the number the database records.
+            let requested = icfg.ofport_request.or_else(|| {
+                icfg.ofport_in_db
+                    .and_then(|p| u16::try_from(p).ok())
+                    .filter(|p| (1..OfPort::MAX.0).contains(p))
+            });
             let ofport = if iname == name {
                 OfPort::LOCAL
-            } else if let Some(r) = icfg.ofport_request.filter(|r| free(*r)) {
-                OfPort(r)
-            } else if let Some(prev) = icfg
-                .ofport_in_db
-                .and_then(|p| u16::try_from(p).ok())
-                .filter(|p| free(*p))
-            {
-                OfPort(prev)
             } else {
-                match (1..OfPort::MAX.0).find(|p| free(*p)) {
+                match rb.alloc.alloc(requested, now) {
                     Some(p) => OfPort(p),
                     None => {
                         rb.failed.insert(
@@ -454,7 +531,7 @@ mod tests {
         assert_eq!(b.shared.read().ports().count(), 3);
         // Same config again: nothing happens.
         assert!(bs.reconcile(&c).is_empty());
-        // Remove p2; p3 takes the lowest free number, which p2 had.
+        // Remove p2; p3 does not take p2's number (freed under an hour ago) but the next.
         let c2 = cfg(vec![
             port(10, iface(11, "br0", "internal", None)),
             port(20, iface(21, "p1", "dummy", Some(5))),
@@ -467,12 +544,48 @@ mod tests {
             ofport: OfPort(1)
         }));
         let b = &bs.map["br0"];
-        assert_eq!(b.ifaces["p3"].ofport, OfPort(1));
+        assert_eq!(b.ifaces["p3"].ofport, OfPort(2));
         assert!(b.failed.is_empty());
         // Bridge gone: everything goes.
         let ev = bs.reconcile(&Config::default());
         assert_eq!(ev, vec![Event::BridgeRemoved("br0".into())]);
         assert!(bs.dp_ports.is_empty());
+    }
+
+    #[test]
+    fn ofport_numbers_as_ovs_hands_them_out() {
+        let t0 = Instant::now();
+        let mut a = OfportAlloc::default();
+        assert_eq!(a.alloc(None, t0), Some(1));
+        assert_eq!(a.alloc(Some(3), t0), Some(3));
+        a.dealloc(1, t0);
+        assert_eq!(a.alloc(None, t0), Some(2));
+        a.dealloc(2, t0);
+        // 3 is in use, 1 and 2 are recent: 4.
+        assert_eq!(a.alloc(None, t0), Some(4));
+        // A request for a recently freed number is honoured; one in use is not.
+        assert_eq!(a.alloc(Some(1), t0), Some(1));
+        assert_eq!(a.alloc(Some(4), t0), Some(5));
+        // After an hour a freed number comes round again once the search wraps.
+        let mut b = OfportAlloc {
+            last: AUTO_PORT_END - 1,
+            ..OfportAlloc::default()
+        };
+        b.dealloc(1, t0);
+        assert_eq!(
+            b.alloc(None, t0 + REUSE_AFTER + Duration::from_secs(1)),
+            Some(1)
+        );
+        // Every number taken or recent: the least recently freed one.
+        let mut c = OfportAlloc::default();
+        for p in 1..AUTO_PORT_END {
+            c.usage.insert(p, None);
+        }
+        c.usage.insert(7, Some(t0 + Duration::from_secs(5)));
+        c.usage.insert(9, Some(t0));
+        assert_eq!(c.alloc(None, t0 + Duration::from_secs(10)), Some(9));
+        assert_eq!(c.alloc(None, t0 + Duration::from_secs(10)), Some(7));
+        assert_eq!(c.alloc(None, t0 + Duration::from_secs(10)), None);
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub struct Daemon {
     /// Write-back still owed (a transaction failed, or the configuration changed).
     dirty: bool,
     writebacks: u64,
+    /// Configurations applied so far.
+    applied: u64,
 }
 
 impl Daemon {
@@ -88,6 +90,7 @@ impl Daemon {
             problems: Vec::new(),
             dirty: true,
             writebacks: 0,
+            applied: 0,
         }
     }
 
@@ -178,6 +181,7 @@ impl Daemon {
     }
 
     fn apply(&mut self, cfg: Config, problems: Vec<config::Problem>) -> Vec<Event> {
+        self.applied += 1;
         let problems: Vec<String> = problems.into_iter().map(|p| p.0).collect();
         for p in problems.iter().filter(|p| !self.problems.contains(p)) {
             warn!(target: "bridge", "{p}");
@@ -217,13 +221,15 @@ impl Daemon {
         }
     }
 
-    /// Runs until the exit flag is raised, calling `on_events` with each turn's events
-    /// before the turn's write-back.
-    pub fn run(&mut self, mut on_events: impl FnMut(&Daemon, &[Event])) {
+    /// Runs until the exit flag is raised, calling `on_applied` after each turn that applied
+    /// a configuration (with its events, maybe none: a datapath id or controller change
+    /// has none), before the turn's write-back.
+    pub fn run(&mut self, mut on_applied: impl FnMut(&Daemon, &[Event])) {
         while !self.exit.load(Ordering::Relaxed) {
+            let before = self.applied;
             let events = self.poll(Duration::from_millis(100));
-            if !events.is_empty() {
-                on_events(self, &events);
+            if self.applied != before {
+                on_applied(self, &events);
             }
             self.write_back();
         }

@@ -9,6 +9,9 @@
 //!   built-in default.
 //! * [`bridges`]: the running bridges (an OpenFlow bridge each, its ports and OpenFlow port
 //!   numbers) and the reconciliation that takes them from one configuration to the next.
+//! * [`switch`]: the running switch as other threads see it — a handle per bridge (what
+//!   OpenFlow connections and control commands use) and its OpenFlow listeners, kept in
+//!   step with the bridges.
 //! * [`ofconn`]: one OpenFlow connection, sans-I/O: version negotiation, requests answered
 //!   from and flow mods applied to a bridge ([`ofconn::OfBridge`]).
 //! * [`ofserver`]: the listeners (`RUNDIR/<bridge>.mgmt`, `ptcp:`/`punix:` targets) and the
@@ -42,5 +45,6 @@ pub mod ofserver;
 pub mod rundir;
 pub mod service;
 pub mod static_config;
+pub mod switch;
 pub mod unixctl;
 pub mod writeback;

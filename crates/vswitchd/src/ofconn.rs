@@ -708,7 +708,12 @@ impl OfConn {
             // an add goes to table 0, the others look at every table.
             spec.table = None;
         } else if fm.command == Command::Add && wire_table == 0xff {
-            return Err(OfpErr::FlowModBadTableId);
+            if ver >= version::OF11 && !nx {
+                return Err(OfpErr::FlowModBadTableId);
+            }
+            // NXM/1.0 with the table-id extension: 0xff is "no table", which OVS adds to
+            // table 0 (ovs-ofctl sends it for the flows of a file that name none).
+            spec.table = None;
         }
         if let Some(t) = spec.table
             && t >= self.bridge.n_tables()
@@ -718,7 +723,13 @@ impl OfConn {
             // the controller's.
             return Err(OfpErr::Eperm);
         }
-        if fm.command == Command::Add && !default_hidden_fields(&spec.match_) {
+        // OVS refuses non-default hidden fields in adds and modifies of every version
+        // (deletes and dumps may name them).
+        let adds_or_modifies = matches!(
+            fm.command,
+            Command::Add | Command::Modify | Command::ModifyStrict
+        );
+        if adds_or_modifies && !default_hidden_fields(&spec.match_) {
             return Err(OfpErr::Eperm);
         }
         if fm.buffer_id != openflow::flow_mod::NO_BUFFER {
@@ -1557,6 +1568,36 @@ fn legacy_actions(acts: &[flow::ofp::Action], ver: u8) -> Vec<flow::ofp::Action>
         if full && ver >= version::OF12 {
             out.push(a.clone());
             continue;
+        }
+        if full && ver < version::OF12 {
+            // OVS `set_field_to_legacy_openflow`: the VLAN fields become the 1.0 VLAN
+            // actions (a TCI without the CFI bit strips the tag).
+            let vlan: Option<Vec<A>> = match f {
+                Mf::VlanVid => Some(vec![A::ModVlanVid {
+                    vid: (v as u16) & 0xfff,
+                    push_if_needed: true,
+                }]),
+                Mf::VlanPcp | Mf::DlVlanPcp => Some(vec![A::ModVlanPcp {
+                    pcp: (v as u8) & 7,
+                    push_if_needed: true,
+                }]),
+                Mf::VlanTci if v & 0x1000 != 0 => Some(vec![
+                    A::ModVlanVid {
+                        vid: (v as u16) & 0xfff,
+                        push_if_needed: true,
+                    },
+                    A::ModVlanPcp {
+                        pcp: ((v >> 13) as u8) & 7,
+                        push_if_needed: true,
+                    },
+                ]),
+                Mf::VlanTci => Some(vec![A::StripVlan]),
+                _ => None,
+            };
+            if let Some(l) = vlan {
+                out.extend(l);
+                continue;
+            }
         }
         if full {
             let legacy = match f {

@@ -17,6 +17,7 @@ use crate::daemon::{Daemon, Options};
 use crate::logging::{self, LogHandle, LogOptions};
 use crate::metrics::MetricsServer;
 use crate::rundir::{self, Detached, Pidfile};
+use crate::switch::Switch;
 use crate::unixctl::Server;
 use std::sync::Arc;
 
@@ -77,6 +78,7 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 /// first, the private database, the pidfile last.
 struct Running {
     daemon: Daemon,
+    switch: Arc<Switch>,
     unixctl: Server,
     _metrics: Option<MetricsServer>,
     _log: LogHandle,
@@ -284,8 +286,10 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         None => None,
     };
     info!(target: "vswitchd", "flowswitch vswitchd started (database {})", daemon.options().db);
+    let switch = Arc::new(Switch::new(dir.clone()));
     Ok(Running {
         daemon,
+        switch,
         unixctl,
         _metrics: metrics,
         _log: log,
@@ -296,9 +300,11 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
 
 impl Running {
     fn run(&mut self) {
-        self.daemon.run(|_, _| {});
+        let switch = self.switch.clone();
+        self.daemon.run(|d, _| switch.sync(d.bridges()));
         let exit = self.daemon.exit_flag();
         info!(target: "vswitchd", "exiting (exit flag {})", exit.load(Ordering::Relaxed));
         self.unixctl.shutdown();
+        self.switch.shutdown();
     }
 }
