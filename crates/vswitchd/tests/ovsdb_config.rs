@@ -234,7 +234,7 @@ fn vsctl_wait_returns_and_ofports_are_written_back() {
     assert_eq!(
         ports,
         vec![
-            (1, "p3".into()),
+            (2, "p3".into()),
             (7, "p1".into()),
             (OfPort::LOCAL.0, "br0".into())
         ]
