@@ -696,15 +696,20 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         }
         Action::ModTpSrc(p) | Action::ModTpDst(p) => {
             let src = matches!(a, Action::ModTpSrc(_));
-            if cx.version >= version::OF12 {
-                let f = match (cx.nw_proto, src) {
-                    (ipproto::UDP, true) => Mf::UdpSrc,
-                    (ipproto::UDP, false) => Mf::UdpDst,
-                    (ipproto::SCTP, true) => Mf::SctpSrc,
-                    (ipproto::SCTP, false) => Mf::SctpDst,
-                    (_, true) => Mf::TcpSrc,
-                    (_, false) => Mf::TcpDst,
-                };
+            // OVS `encode_SET_L4_*_PORT`: a set-field of the flow's L4 protocol in 1.2+;
+            // with no known protocol, the 1.1 action even there (OVS warns it is deprecated).
+            let f = match (cx.nw_proto, src) {
+                (ipproto::TCP, true) => Some(Mf::TcpSrc),
+                (ipproto::TCP, false) => Some(Mf::TcpDst),
+                (ipproto::UDP, true) => Some(Mf::UdpSrc),
+                (ipproto::UDP, false) => Some(Mf::UdpDst),
+                (ipproto::SCTP, true) => Some(Mf::SctpSrc),
+                (ipproto::SCTP, false) => Some(Mf::SctpDst),
+                _ => None,
+            };
+            if cx.version >= version::OF12
+                && let Some(f) = f
+            {
                 return set_field(w, f, u128::from(*p), u128::MAX, cx);
             }
             let s = std_start(

@@ -65,6 +65,23 @@ pub(crate) fn decode_ct(a: &mut Rd<'_>, ver: u8) -> Result<Action> {
             return Err(invalid("ct inside ct"));
         }
     }
+    // OVS `decode_NXAST_RAW_CT`: without `commit`, the only thing a ct() may hold is a
+    // `nat` without arguments.
+    if flags & CT_F_COMMIT == 0 {
+        let bare_nat = nat.as_ref().is_none_or(|n| {
+            n.kind.is_none()
+                && n.range.is_none()
+                && n.ports == (0, 0)
+                && !n.persistent
+                && !n.hash
+                && !n.random
+        });
+        if !exec.is_empty() || !bare_nat {
+            return Err(invalid(
+                "ct action requires commit flag if actions other than NAT without arguments are specified",
+            ));
+        }
+    }
     Ok(Action::Ct(Ct {
         commit: flags & CT_F_COMMIT != 0,
         force: flags & CT_F_FORCE != 0,

@@ -224,7 +224,10 @@ pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Optio
     let (v, k) = vm(FieldId::DlType);
     put(w, Mf::EthType, v, k);
     let (tci, tci_m) = vm(FieldId::Vlan0Tci);
-    if oxm && vlan_fits_oxm(tci, tci_m) {
+    // OVS `nx_put_raw`: OXM has no TCI field, so a match goes out as VLAN_VID (VID and
+    // CFI bits, masked unless both are whole) plus an exact VLAN_PCP when a VID is matched
+    // and any PCP bit is: lossy for TCI matches OXM cannot say (OVS is too).
+    if oxm {
         let vid = tci & 0x1fff;
         let vid_m = tci_m & 0x1fff;
         // VID and CFI are the whole field: exact.
@@ -313,17 +316,6 @@ pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Optio
         if !full {
             w.u64(c.mask);
         }
-    }
-}
-
-/// Whether a TCI match is expressible as OXM `vlan_vid` + `vlan_pcp` (else it is written
-/// with `NXM_OF_VLAN_TCI`, which OXM matches may carry too).
-fn vlan_fits_oxm(tci: u128, tci_m: u128) -> bool {
-    const CFI: u128 = 0x1000;
-    match tci_m & 0xe000 {
-        0 => true,
-        0xe000 => tci & CFI != 0 && tci_m & CFI != 0,
-        _ => false,
     }
 }
 

@@ -328,14 +328,34 @@ impl Bridges {
             rb.dpid = dpid_from_mac(rb.mac);
         }
         rb.cfg = bcfg.clone();
+        // An interface whose `ofport_request` differs from the number it has is taken down
+        // and re-added, and so is the one holding the number it asks for (OVS
+        // `bridge_delete_or_reconfigure_ports`): a request that could not be honoured when
+        // the port was added is honoured at the next reconfiguration.
+        let mut renumber: BTreeSet<String> = BTreeSet::new();
+        for i in rb.ifaces.values() {
+            let Some((_, ic)) = wanted.get(i.name.as_str()) else {
+                continue;
+            };
+            if let Some(r) = ic.ofport_request
+                && r != i.ofport.0
+                && ic.uuid == i.uuid
+            {
+                renumber.insert(i.name.clone());
+                if let Some(holder) = rb.ifaces.values().find(|h| h.ofport.0 == r) {
+                    renumber.insert(holder.name.clone());
+                }
+            }
+        }
         // Removals first, so their numbers are free for this round's additions.
         let removed: Vec<RunningIface> = rb
             .ifaces
             .values()
             .filter(|i| {
-                wanted
-                    .get(i.name.as_str())
-                    .is_none_or(|(_, ic)| ic.uuid != i.uuid)
+                renumber.contains(&i.name)
+                    || wanted
+                        .get(i.name.as_str())
+                        .is_none_or(|(_, ic)| ic.uuid != i.uuid)
             })
             .cloned()
             .collect();
@@ -358,7 +378,10 @@ impl Bridges {
                 ofport: i.ofport,
             });
         }
-        for (iname, (pcfg, icfg)) in wanted {
+        // Interfaces with a requested number are added first (OVS `bridge_add_ports`).
+        let mut order: Vec<(&str, (&PortCfg, &IfaceCfg))> = wanted.into_iter().collect();
+        order.sort_by_key(|(_, (_, ic))| ic.ofport_request.is_none());
+        for (iname, (pcfg, icfg)) in order {
             let vlan = VlanMode::from_ovs(
                 pcfg.tag,
                 (!pcfg.trunks.is_empty()).then(|| pcfg.trunks.clone()),

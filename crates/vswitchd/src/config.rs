@@ -401,6 +401,25 @@ fn bridge(db: &Database, uuid: Uuid, row: &Row, problems: &mut Vec<Problem>) -> 
 }
 
 impl Config {
+    /// The configuration without what the switch itself writes back (`cur_cfg`, `ofport`,
+    /// `error`, `datapath_id`): two configurations with equal requests ask the same of the
+    /// switch. OVS's own write-backs do not trigger a reconfiguration (its IDL omits alerts
+    /// on those columns); comparing requests gives the daemon the same behaviour.
+    pub fn requests(&self) -> Config {
+        let mut c = self.clone();
+        c.cur_cfg = 0;
+        for b in c.bridges.values_mut() {
+            b.datapath_id_in_db = None;
+            for p in b.ports.values_mut() {
+                for i in &mut p.interfaces {
+                    i.ofport_in_db = None;
+                    i.error_in_db = None;
+                }
+            }
+        }
+        c
+    }
+
     /// The configuration in `db` (a replica of OVS's `Open_vSwitch` database) and what in it
     /// could not be used.
     pub fn from_db(db: &Database) -> (Config, Vec<Problem>) {

@@ -177,6 +177,12 @@ impl Daemon {
             return Vec::new();
         };
         let (cfg, problems) = Config::from_db(db);
+        if self.applied > 0 && cfg.requests() == self.cfg.requests() {
+            // Only our own write-back (or nothing we read) changed: keep what runs, note
+            // what the database now says.
+            self.cfg = cfg;
+            return Vec::new();
+        }
         self.apply(cfg, problems)
     }
 

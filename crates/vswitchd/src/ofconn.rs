@@ -1316,11 +1316,15 @@ impl OfConn {
                     packet_count: rule.n_packets,
                     byte_count: rule.n_bytes,
                     match_: rule.match_,
-                    actions: if ver < version::OF15 {
-                        legacy_actions(&rule.actions, ver)
-                    } else {
-                        rule.actions.clone()
-                    },
+                    actions: vlan_pushes(
+                        &if ver < version::OF15 {
+                            legacy_actions(&rule.actions, ver)
+                        } else {
+                            rule.actions.clone()
+                        },
+                        &rule.match_,
+                        ver,
+                    ),
                 });
             }
         }
@@ -1542,12 +1546,53 @@ fn commit_atomic(
     r
 }
 
+/// OpenFlow 1.0's `mod_vlan_vid`/`mod_vlan_pcp` push a tag when the packet has none; 1.1+
+/// has no such action, so OVS encodes them there as `push_vlan:0x8100` then the set, unless
+/// the flow is known to have a tag at that point (`flow_has_vlan`, from the match's CFI bit
+/// and the actions before: a push sets it, a pop clears it).
+fn vlan_pushes(
+    acts: &[flow::ofp::Action],
+    m: &flow::ofp::Match,
+    ver: u8,
+) -> Vec<flow::ofp::Action> {
+    use flow::ofp::Action as A;
+    if ver == version::OF10 {
+        return acts.to_vec();
+    }
+    let cfi = 0x1000u128;
+    let mut has_vlan =
+        flow::FieldId::Vlan0Tci.get(&m.key) & m.mask_of(flow::FieldId::Vlan0Tci) & cfi != 0;
+    let mut out = Vec::with_capacity(acts.len());
+    for a in acts {
+        match a {
+            A::ModVlanVid {
+                push_if_needed: true,
+                ..
+            }
+            | A::ModVlanPcp {
+                push_if_needed: true,
+                ..
+            } => {
+                if !has_vlan {
+                    out.push(A::PushVlan(0x8100));
+                }
+                has_vlan = true;
+            }
+            A::PushVlan(_) => has_vlan = true,
+            A::StripVlan | A::PopVlan => has_vlan = false,
+            _ => {}
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
 /// `set_field` actions as OVS encodes them where the version has no (masked) set-field
 /// action (`encode_SET_FIELD`): in OpenFlow 1.0 and 1.1 a whole-field set becomes the 1.0
 /// action where there is one (`mod_dl_src`, `mod_nw_dst`, `mod_tp_src`, `mod_nw_tos`); any
 /// other whole-field set there, and a masked set in 1.0–1.4, becomes `NXAST_REG_LOAD`
-/// (`load`), one per contiguous run of mask bits, when the field has a Nicira header and at
-/// most 64 bits. The rest is left as it is (`NXAST_REG_LOAD2`).
+/// (`load`), one per contiguous run of mask bits (runs longer than 64 bits split), when the
+/// field has a Nicira header. The rest is left as it is (`NXAST_REG_LOAD2`).
 fn legacy_actions(acts: &[flow::ofp::Action], ver: u8) -> Vec<flow::ofp::Action> {
     use flow::ofp::Action as A;
     use flow::ofp::action::Subfield;
@@ -1616,8 +1661,7 @@ fn legacy_actions(acts: &[flow::ofp::Action], ver: u8) -> Vec<flow::ofp::Action>
             }
         }
         let nx_ok = openflow::fields::nxm_header(f)
-            .is_some_and(|d| d.class != openflow::fields::OXM_EXPERIMENTER)
-            && f.def().n_bits <= 64;
+            .is_some_and(|d| d.class != openflow::fields::OXM_EXPERIMENTER);
         if !nx_ok {
             out.push(a.clone());
             continue;
@@ -1631,7 +1675,8 @@ fn legacy_actions(acts: &[flow::ofp::Action], ver: u8) -> Vec<flow::ofp::Action>
                 continue;
             }
             let start = bit;
-            while bit < 128 && m >> bit & 1 == 1 {
+            // OVS's NXAST_REG_LOAD carries at most 64 bits: a longer run is split.
+            while bit < 128 && m >> bit & 1 == 1 && bit - start < 64 {
                 bit += 1;
             }
             let n_bits = bit - start;
