@@ -30,6 +30,7 @@
 pub mod bridges;
 pub mod config;
 pub mod daemon;
+pub mod dp;
 pub mod logging;
 pub mod ofconn;
 pub mod ofserver;
