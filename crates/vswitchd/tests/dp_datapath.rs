@@ -144,6 +144,14 @@ fn frames_reach_tx_pcaps_and_rule_counters_move() {
         "{more}"
     );
     assert!(dps.dpctl_dump_flows(&["-x"]).is_err());
+    assert_eq!(
+        dps.dpctl_dump_flows(&["netdev@ovs-netdev"]),
+        Ok(flows.clone())
+    );
+    assert_eq!(
+        dps.dpctl_dump_flows(&["dummy@ovs-dummy"]),
+        Ok(String::new())
+    );
     let up = dps.upcall_show();
     assert!(
         up.starts_with("netdev@ovs-netdev:\n  flows         : (current 2)"),

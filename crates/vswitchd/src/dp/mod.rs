@@ -893,16 +893,24 @@ impl Datapaths {
         by_type.values().map(|s| s.to_string()).collect()
     }
 
-    /// `dpctl/dump-flows [-m]`: each datapath's group (module doc of [`Datapath::dump_flows`]).
+    /// `dpctl/dump-flows [-m] [DP]`: each datapath's group ([`Datapath::dump_flows`]);
+    /// `DP` (`dummy@ovs-dummy`, `netdev@ovs-netdev`) keeps the bridges of that type.
     pub fn dpctl_dump_flows(&self, args: &[&str]) -> Result<String, String> {
         let mut more = false;
+        let mut only: Option<&str> = None;
         for a in args {
             match *a {
                 "-m" | "--more" => more = true,
+                dp if dp.contains('@') => only = Some(dp),
                 _ => return Err(format!("dpctl/dump-flows: unsupported argument {a:?}")),
             }
         }
-        Ok(self.map.values().map(|d| d.dump_flows(more)).collect())
+        Ok(self
+            .map
+            .values()
+            .filter(|d| only.is_none_or(|n| Self::dp_name(d.dp_type()) == n))
+            .map(|d| d.dump_flows(more))
+            .collect())
     }
 
     /// `upcall/show`: a block per bridge, named as OVS names the datapath (with `/BRIDGE`
