@@ -177,7 +177,8 @@ fn frames_reach_tx_pcaps_and_rule_counters_move() {
     // Shutdown: threads joined, files complete.
     assert!(dps.shutdown().is_empty());
     assert!(dps.get("br0").is_none() && dps.dpctl_show().is_empty());
-    assert_eq!(read_pcap(&dir.join("p2-tx.pcap")).len(), 40);
+    assert_eq!(read_pcap_strict(&dir.join("p2-tx.pcap")).len(), 40);
+    assert_eq!(read_pcap_strict(&dir.join("p1-rx.pcap")).len(), 40);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
