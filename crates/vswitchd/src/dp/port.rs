@@ -18,7 +18,8 @@
 //! time; the header's snap length is 262144 (OVS writes 1518 but records longer frames
 //! whole; a snap length below the frames makes strict readers, `pcap-file` among them,
 //! refuse them). Each burst's records are flushed before the burst returns (OVS flushes
-//! per packet), so `tcpdump -r` sees them while the daemon runs; nothing is left
+//! per packet), so `tcpdump -r` sees them while the daemon runs (a reader may find the
+//! record being written cut short, as with any live capture file); nothing is left
 //! buffered when the port is dropped.
 //!
 //! The rx queue holds at most [`RX_QUEUE_MAX`] frames (OVS's dummy rx queue drops beyond
