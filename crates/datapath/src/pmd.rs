@@ -984,6 +984,29 @@ impl Pmd {
         Ok(())
     }
 
+    /// Detaches port `no` and gives it back (`None` if no such port). Output still batched
+    /// for it is sent first (between two polls there is none: every burst ends by sending its
+    /// output batches); flows that output to `no` count an output error from now on, as
+    /// OVS's datapath drops output to a port that is gone.
+    pub fn remove_port(&mut self, no: u32) -> Option<Box<dyn Port>> {
+        let pi = self.ports.iter().position(|p| p.no == no)?;
+        let mut slot = self.ports.remove(pi);
+        if !slot.out.is_empty() {
+            self.stats.tx_packets += slot.out.len() as u64;
+            self.stats.tx_batches += 1;
+            slot.port.tx_burst(&mut slot.out, &mut self.pool);
+        }
+        if self.metas_port == Some(no) {
+            self.metas_port = None;
+        }
+        Some(slot.port)
+    }
+
+    /// The numbers of the attached ports, in the order they were attached.
+    pub fn port_numbers(&self) -> Vec<u32> {
+        self.ports.iter().map(|p| p.no).collect()
+    }
+
     /// The port attached as `no`.
     pub fn port(&self, no: u32) -> Option<&dyn Port> {
         self.ports.iter().find(|p| p.no == no).map(|p| &*p.port)

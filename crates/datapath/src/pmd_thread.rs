@@ -14,6 +14,15 @@
 //! handle says so ([`Pinning`]) instead of failing, so a benchmark on a small VM still runs
 //! and its report can state what happened.
 //!
+//! # Sleeping when idle
+//!
+//! By default the loop never pauses (OVS's PMD threads busy-poll their pinned core). With
+//! [`PmdThreadConfig::idle_park`] the thread parks, bounded, once a whole check interval
+//! received nothing, after publishing a snapshot; [`PmdThread::wake`] (and a clear or a
+//! stop) unparks it. Input the thread cannot see arrive must be followed by a wake (a
+//! memory port's injection); a parked thread still looks at its ports at least once per
+//! `idle_park`.
+//!
 //! # What crosses threads (and what does not)
 //!
 //! Nothing written per packet is shared. The packet path updates the `Pmd`'s own counters
@@ -55,6 +64,13 @@ pub struct PmdThreadConfig {
     pub publish_interval: Duration,
     /// Thread name (`None`: `pmd-cNN` from the core, or `pmd` when unpinned).
     pub name: Option<String>,
+    /// Sleep when idle: after [`PmdThreadConfig::check_every`] polls in a row received
+    /// nothing, the thread publishes a snapshot and parks for at most this long, until
+    /// [`PmdThread::wake`] (or a clear, a stop) unparks it. `None` (the default): poll
+    /// without pause, as OVS's PMD threads do. For a thread that shares its core with
+    /// others (the daemon's unpinned datapath thread, like OVS's main thread polling
+    /// non-PMD ports).
+    pub idle_park: Option<Duration>,
 }
 
 impl Default for PmdThreadConfig {
@@ -64,6 +80,7 @@ impl Default for PmdThreadConfig {
             check_every: 64,
             publish_interval: Duration::from_millis(1),
             name: None,
+            idle_park: None,
         }
     }
 }
@@ -133,6 +150,8 @@ pub struct PmdSnapshot {
     pub since: Instant,
     /// True for the final snapshot, published when the thread stopped.
     pub last: bool,
+    /// Times the thread parked for want of packets ([`PmdThreadConfig::idle_park`]).
+    pub parks: u64,
 }
 
 impl PmdSnapshot {
@@ -236,6 +255,7 @@ struct Runner {
     polls: u64,
     clear_generation: u64,
     since: Instant,
+    parks: u64,
 }
 
 impl Runner {
@@ -249,6 +269,7 @@ impl Runner {
             at: Instant::now(),
             since: self.since,
             last,
+            parks: self.parks,
         };
         self.shared.snapshot.store(Arc::new(snap));
     }
@@ -257,13 +278,33 @@ impl Runner {
         let check_every = u64::from(cfg.check_every.max(1));
         let mut next_check = check_every;
         let mut next_publish = Instant::now() + cfg.publish_interval;
+        // Polls in a row that received nothing.
+        let mut idle = 0u64;
         while !self.shared.stop.load(Ordering::Relaxed) {
-            self.pmd.poll_once();
+            if self.pmd.poll_once() == 0 {
+                idle += 1;
+            } else {
+                idle = 0;
+            }
             self.polls += 1;
             if self.polls < next_check {
                 continue;
             }
             next_check = self.polls + check_every;
+            if let Some(max) = cfg.idle_park
+                && idle >= check_every
+                && self.shared.clear_requests.load(Ordering::Acquire) == self.clear_generation
+            {
+                // Readers see the counters (and this pause) as they are before it.
+                self.parks += 1;
+                self.publish(false);
+                next_publish = Instant::now() + cfg.publish_interval;
+                idle = 0;
+                // A wake between the last poll and here leaves the token set: no lost
+                // wake-up.
+                std::thread::park_timeout(max);
+                continue;
+            }
             let requested = self.shared.clear_requests.load(Ordering::Acquire);
             if requested != self.clear_generation {
                 self.pmd.clear_stats();
@@ -299,6 +340,7 @@ impl PmdThread {
             at: now,
             since: now,
             last: false,
+            parks: 0,
         };
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
@@ -327,6 +369,7 @@ impl PmdThread {
                     polls: 0,
                     clear_generation: 0,
                     since: Instant::now(),
+                    parks: 0,
                 };
                 runner.run(&cfg)
             })
@@ -378,7 +421,17 @@ impl PmdThread {
     /// Asks the thread to zero its counters; returns the clear generation to wait for
     /// (a snapshot with `clear_generation >=` it was taken after the clear).
     pub fn clear_stats(&self) -> u64 {
-        self.shared.clear_requests.fetch_add(1, Ordering::AcqRel) + 1
+        let g = self.shared.clear_requests.fetch_add(1, Ordering::AcqRel) + 1;
+        self.wake();
+        g
+    }
+
+    /// Unparks the thread if it sleeps for want of packets ([`PmdThreadConfig::idle_park`]);
+    /// call after queueing input it cannot see arrive (a memory port's injection).
+    pub fn wake(&self) {
+        if let Some(j) = &self.join {
+            j.thread().unpark();
+        }
     }
 
     /// [`PmdThread::clear_stats`], then waits (up to `timeout`) for the snapshot taken right
@@ -419,6 +472,7 @@ impl PmdThread {
     /// Asks the thread to stop after its current poll (does not wait).
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::Relaxed);
+        self.wake();
     }
 
     /// Stops the thread, waits for it and returns its `Pmd`.
@@ -441,7 +495,8 @@ impl PmdThread {
 impl Drop for PmdThread {
     fn drop(&mut self) {
         if let Some(j) = self.join.take() {
-            self.stop();
+            self.shared.stop.store(true, Ordering::Relaxed);
+            j.thread().unpark();
             let _ = j.join();
         }
     }

@@ -152,7 +152,27 @@ impl SharedBridge {
         } else {
             Some(self.recirc.state(rid)?)
         };
-        Some(resume_input(key, state, now_ms, side_effects))
+        let mut input = resume_input(key, state, now_ms, side_effects);
+        self.to_ofp_in_port(&mut input.key);
+        Some(input)
+    }
+
+    /// The key's `in_port` is a datapath port number; translation works on OpenFlow port
+    /// numbers (OVS `xlate_lookup` maps one to the other through the port table). A
+    /// datapath port the bridge does not know is left as it is. Identity where the two
+    /// numberings agree (`Bridge::ovs_sandbox`).
+    fn to_ofp_in_port(&self, key: &mut FlowKey) {
+        let dp = FieldId::InPort.get(key);
+        let br = self.read();
+        if br
+            .port(OfPort(dp as u16))
+            .is_some_and(|p| u128::from(p.dp_port) == dp)
+        {
+            return;
+        }
+        if let Some(p) = br.ports().find(|p| u128::from(p.dp_port) == dp) {
+            FieldId::InPort.set(key, u128::from(p.ofport.0));
+        }
     }
 
     /// [`Self::xlate_in`] plus, for a recirculated packet, a reference to its recirculation
@@ -167,10 +187,13 @@ impl SharedBridge {
     ) -> Option<(XlateIn, Option<RecircRef>)> {
         let rid = FieldId::RecircId.get(key) as u32;
         if rid == 0 {
-            return Some((resume_input(key, None, now_ms, side_effects), None));
+            let mut input = resume_input(key, None, now_ms, side_effects);
+            self.to_ofp_in_port(&mut input.key);
+            return Some((input, None));
         }
         let (table, meta, r) = self.recirc.resume(rid)?;
-        let input = resume_input(key, Some((table, meta)), now_ms, side_effects);
+        let mut input = resume_input(key, Some((table, meta)), now_ms, side_effects);
+        self.to_ofp_in_port(&mut input.key);
         Some((input, Some(r)))
     }
 
@@ -660,6 +683,43 @@ mod tests {
 
     use flow::extract::{PacketMeta, extract};
     use ofproto::table::Backend;
+
+    /// Datapath port numbers that differ from the OpenFlow ones (the daemon allocates them
+    /// per datapath): the upcall translates with the OpenFlow in_port, so `in_port=1`
+    /// rules match packets arriving on datapath port 7, and outputs name datapath ports.
+    #[test]
+    fn upcall_maps_the_datapath_in_port_to_the_openflow_port() {
+        let mut br = Bridge::new("br0", Backend::TupleSpace);
+        for (of, dp, name) in [(1u16, 7u32, "p1"), (2, 3, "p2"), (3, 1, "p3")] {
+            br.add_port(ofproto::bridge::Port {
+                ofport: OfPort(of),
+                name: name.into(),
+                dp_port: dp,
+                vlan: ofproto::VlanMode::default(),
+                no_flood: false,
+            });
+        }
+        br.add_flows_text("in_port=1,actions=output:2\nin_port=3,actions=output:1", 0)
+            .expect("flows");
+        let shared = SharedBridge::with_manual_clock(br, 0);
+        let mut pkt = [0u8; 60];
+        pkt[12] = 0x88;
+        pkt[13] = 0xb5;
+        let actions = ActionTable::new(16);
+        let mut up = OfprotoUpcall::with_shared(shared.clone());
+        for (dp_in, out) in [(7u32, 3u32), (1, 7)] {
+            let mut key = FlowKey::ZERO;
+            extract(&pkt, &PacketMeta::port(dp_in), &mut key);
+            let input = shared.xlate_in(&key, 0, false).expect("input");
+            assert_ne!(FieldId::InPort.get(&input.key), u128::from(dp_in));
+            let (_, id) = up.upcall(&key, &actions).expect("answer");
+            assert_eq!(
+                actions.get(id).as_deref(),
+                Some(&[DpAction::Output(out)][..]),
+                "in on dp {dp_in}"
+            );
+        }
+    }
 
     /// An upcall made while a flow mod is in the middle of being applied (the writer holds
     /// the writers' lock and is stopped inside the operation) completes, with the answer of

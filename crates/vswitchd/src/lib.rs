@@ -38,6 +38,7 @@
 pub mod bridges;
 pub mod config;
 pub mod daemon;
+pub mod dp;
 pub mod logging;
 pub mod metrics;
 pub mod ofconn;
