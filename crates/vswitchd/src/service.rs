@@ -14,12 +14,15 @@ use tracing::info;
 
 use crate::bridges::DummyMode;
 use crate::daemon::{Daemon, Options};
+use crate::dp::Datapaths;
 use crate::logging::{self, LogHandle, LogOptions};
 use crate::metrics::MetricsServer;
 use crate::rundir::{self, Detached, Pidfile};
 use crate::switch::Switch;
 use crate::unixctl::Server;
 use std::sync::Arc;
+use std::sync::Mutex;
+use tracing::warn;
 
 /// How the process was asked to run (OVS's `ovs-vswitchd` options).
 #[derive(Debug, Clone, Default)]
@@ -79,6 +82,7 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 struct Running {
     daemon: Daemon,
     switch: Arc<Switch>,
+    dps: Arc<Mutex<Datapaths>>,
     unixctl: Server,
     _metrics: Option<MetricsServer>,
     _log: LogHandle,
@@ -276,9 +280,12 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         flag.store(true, Ordering::Relaxed);
         Ok(String::new())
     });
+    let switch = Arc::new(Switch::new(dir.clone()));
+    let dps = Arc::new(Mutex::new(Datapaths::new(&daemon.config().knobs)));
+    register_datapath_verbs(&unixctl, &dps);
     let metrics = match opts.metrics {
         Some(addr) => {
-            let m = MetricsServer::bind(addr, false, Arc::new(Vec::new))
+            let m = MetricsServer::bind(addr, false, collector(&switch, &dps))
                 .with_context(|| format!("metrics endpoint {addr}"))?;
             info!(target: "metrics", "serving Prometheus metrics on http://{}/metrics", m.local_addr());
             Some(m)
@@ -286,10 +293,10 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         None => None,
     };
     info!(target: "vswitchd", "flowswitch vswitchd started (database {})", daemon.options().db);
-    let switch = Arc::new(Switch::new(dir.clone()));
     Ok(Running {
         daemon,
         switch,
+        dps,
         unixctl,
         _metrics: metrics,
         _log: log,
@@ -301,10 +308,169 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
 impl Running {
     fn run(&mut self) {
         let switch = self.switch.clone();
-        self.daemon.run(|d, _| switch.sync(d.bridges()));
+        let dps = self.dps.clone();
+        self.daemon.run(|d, _| {
+            let problems = lock(&dps).sync(d.bridges(), &d.config().knobs);
+            for (bridge, iface, text) in problems {
+                warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
+            }
+            switch.sync(d.bridges());
+        });
         let exit = self.daemon.exit_flag();
         info!(target: "vswitchd", "exiting (exit flag {})", exit.load(Ordering::Relaxed));
         self.unixctl.shutdown();
         self.switch.shutdown();
+        for e in lock(&self.dps).shutdown() {
+            warn!(target: "dpif", "shutting the datapath down: {e}");
+        }
     }
+}
+
+fn lock(dps: &Mutex<Datapaths>) -> std::sync::MutexGuard<'_, Datapaths> {
+    dps.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The datapath verbs of `ovs-appctl` (OVS's names and argument counts).
+fn register_datapath_verbs(server: &Server, dps: &Arc<Mutex<Datapaths>>) {
+    type Verb = fn(&Datapaths, &[&str]) -> Result<String, String>;
+    let verbs: [(&str, &str, usize, usize, Verb); 10] = [
+        (
+            "netdev-dummy/receive",
+            "name [--qid queue_id] packet|flow [--len packet_len]",
+            2,
+            usize::MAX,
+            |d, a| d.netdev_dummy_receive(a),
+        ),
+        (
+            "dpif-netdev/pmd-stats-show",
+            "[-pmd core] [dp]",
+            0,
+            3,
+            |d, _| Ok(d.pmd_stats_show()),
+        ),
+        (
+            "dpif-netdev/pmd-stats-clear",
+            "[-pmd core] [dp]",
+            0,
+            3,
+            |d, _| d.pmd_stats_clear(),
+        ),
+        (
+            "dpif-netdev/pmd-rxq-show",
+            "[-pmd core] [-secs secs] [dp]",
+            0,
+            5,
+            |d, _| Ok(d.pmd_rxq_show()),
+        ),
+        (
+            "dpif-netdev/pmd-perf-show",
+            "[-nh] [-it iter-history-len] [-ms ms-history-len] [-pmd core] [dp]",
+            0,
+            8,
+            |d, _| Ok(d.pmd_perf_show()),
+        ),
+        ("dpctl/show", "[-s] [dp...]", 0, usize::MAX, |d, _| {
+            Ok(d.dpctl_show())
+        }),
+        (
+            "dpctl/dump-flows",
+            "[-m] [--names | --no-names] [dp] [filter=..] [type=..] [pmd=..]",
+            0,
+            6,
+            |d, a| d.dpctl_dump_flows(a),
+        ),
+        ("upcall/show", "", 0, 0, |d, _| Ok(d.upcall_show())),
+        (
+            "revalidator/wait",
+            "",
+            0,
+            0,
+            |d, _| Ok(d.revalidator_wait()),
+        ),
+        ("revalidator/purge", "", 0, 0, |d, _| {
+            Ok(d.revalidator_purge())
+        }),
+    ];
+    for (name, usage, min, max, f) in verbs {
+        let dps = dps.clone();
+        server.register(name, usage, min, max, move |args| {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            f(&lock(&dps), &a)
+        });
+    }
+}
+
+/// What a metrics scrape reads: per bridge its OpenFlow rules, per datapath its PMD
+/// counters (from the published snapshot: no lock on the packet path).
+fn collector(switch: &Arc<Switch>, dps: &Arc<Mutex<Datapaths>>) -> crate::metrics::Collect {
+    use crate::metrics::{Family, Kind};
+    let (switch, dps) = (switch.clone(), dps.clone());
+    Arc::new(move || {
+        let mut rules = Family::new(
+            "flowswitch_openflow_rules",
+            "OpenFlow rules installed, per bridge.",
+            Kind::Gauge,
+        );
+        let mut ports = Family::new(
+            "flowswitch_bridge_ports",
+            "OpenFlow ports, per bridge.",
+            Kind::Gauge,
+        );
+        for b in switch.bridges() {
+            use crate::ofconn::OfBridge;
+            rules.sample(&[("bridge", b.name())], b.shared().read().n_rules() as f64);
+            ports.sample(&[("bridge", b.name())], b.ports().len() as f64);
+        }
+        let mut fams = vec![rules, ports];
+        type Counter = (&'static str, &'static str, fn(&datapath::PmdStats) -> u64);
+        let counters: [Counter; 7] = [
+            (
+                "flowswitch_pmd_packets_received_total",
+                "Packets received by the bridge's datapath thread.",
+                |s| s.packets_received,
+            ),
+            (
+                "flowswitch_pmd_emc_hits_total",
+                "Exact-match cache hits.",
+                |s| s.emc_hits,
+            ),
+            (
+                "flowswitch_pmd_smc_hits_total",
+                "Signature-match cache hits.",
+                |s| s.smc_hits,
+            ),
+            (
+                "flowswitch_pmd_megaflow_hits_total",
+                "Megaflow classifier hits.",
+                |s| s.megaflow_hits,
+            ),
+            (
+                "flowswitch_pmd_upcalls_ok_total",
+                "Misses answered by an upcall.",
+                |s| s.upcall_ok,
+            ),
+            (
+                "flowswitch_pmd_upcalls_failed_total",
+                "Misses the upcall could not answer (dropped).",
+                |s| s.upcall_failed,
+            ),
+            (
+                "flowswitch_pmd_lost_total",
+                "Packets dropped without a classification answer.",
+                |s| s.lost,
+            ),
+        ];
+        let snaps: Vec<(String, Arc<datapath::PmdSnapshot>)> = lock(&dps)
+            .iter()
+            .filter_map(|(b, d)| d.snapshot().map(|s| (b.clone(), s)))
+            .collect();
+        for (name, help, get) in counters {
+            let mut f = Family::new(name, help, Kind::Counter);
+            for (b, s) in &snaps {
+                f.sample(&[("bridge", b)], get(&s.stats) as f64);
+            }
+            fams.push(f);
+        }
+        fams
+    })
 }
