@@ -47,9 +47,17 @@ fn put_val(out: &mut String, f: SetFmt, v: u128) {
         SetFmt::Dec => {
             let _ = write!(out, "{v}");
         }
-        SetFmt::Hex => {
-            let _ = write!(out, "{v:#x}");
-        }
+        SetFmt::Hex => out.push_str(&c_hex(v)),
+    }
+}
+
+/// C's `%#x`: `0x`-prefixed hex, but a bare `0` for zero (OVS prints datapath action fields
+/// with it).
+fn c_hex(v: u128) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
     }
 }
 
@@ -187,10 +195,15 @@ impl fmt::Display for OdpAction {
                         let _ = write!(s, "zone={zone},");
                     }
                     if let Some((v, m)) = mark {
-                        let _ = write!(s, "mark={v:#x}/{m:#x},");
+                        let _ = write!(
+                            s,
+                            "mark={}/{},",
+                            c_hex(u128::from(*v)),
+                            c_hex(u128::from(*m))
+                        );
                     }
                     if let Some((v, m)) = label {
-                        let _ = write!(s, "label={v:#x}/{m:#x},");
+                        let _ = write!(s, "label={}/{},", c_hex(*v), c_hex(*m));
                     }
                     if let Some(h) = helper {
                         let _ = write!(s, "helper={h},");

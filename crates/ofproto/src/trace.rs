@@ -172,3 +172,110 @@ pub fn format_megaflow(initial: &FlowKey, out: &XlateOut) -> String {
     m.key = m.key.masked(&m.mask);
     flow::text::format_match(&m)
 }
+
+/// Conntrack state flags in OVS's order and names (`ofproto/trace --ct-next`).
+const CT_FLAGS: [(&str, u32); 8] = [
+    ("new", flow::field::ct_state::NEW),
+    ("est", flow::field::ct_state::ESTABLISHED),
+    ("rel", flow::field::ct_state::RELATED),
+    ("rpl", flow::field::ct_state::REPLY_DIR),
+    ("inv", flow::field::ct_state::INVALID),
+    ("trk", flow::field::ct_state::TRACKED),
+    ("snat", flow::field::ct_state::SRC_NAT),
+    ("dnat", flow::field::ct_state::DST_NAT),
+];
+
+/// `trk,est`, `trk|est` or `+trk+est` → bits.
+pub fn parse_ct_state(s: &str) -> Result<u32, String> {
+    let mut bits = 0;
+    for name in s.split([',', '|', '+']).filter(|w| !w.is_empty()) {
+        let Some((_, b)) = CT_FLAGS.iter().find(|(n, _)| *n == name) else {
+            return Err(format!(
+                "unknown ct_state flag {name:?} (new, est, rel, rpl, inv, trk, snat, dnat)"
+            ));
+        };
+        bits |= b;
+    }
+    Ok(bits)
+}
+
+/// `est|trk`: the flags, `|`-separated, in OVS's order.
+pub fn format_ct_state(bits: u32) -> String {
+    CT_FLAGS
+        .iter()
+        .filter(|(_, b)| bits & b != 0)
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// The whole `ofproto/trace` text for `key` on `br`, recirculations included: each frozen
+/// state resumes as OVS shows it, breadth first — `ct(...)` with the next of `ct_next`'s
+/// states (OVS's default `trk|new` when they run out), other recirculations at their table.
+/// More than `max_passes` passes is an error (a pipeline that recirculates forever).
+/// `now_ms` is the bridge's clock (MAC learning ages by it).
+pub fn trace_with_resumes(
+    br: &crate::Bridge,
+    key: FlowKey,
+    now_ms: u64,
+    side_effects: bool,
+    ct_next: &[u32],
+    max_passes: usize,
+) -> Result<String, String> {
+    use crate::xlate::{XlateIn, resume_key, xlate};
+    let mut ct_next: std::collections::VecDeque<u32> = ct_next.iter().copied().collect();
+    let input = XlateIn {
+        key,
+        now_ms,
+        side_effects,
+        trace: true,
+        table: 0,
+    };
+    let out = xlate(br, &input);
+    let mut s = format_trace(&key, &out);
+    let mut pending: std::collections::VecDeque<crate::xlate::Frozen> =
+        out.frozen.into_iter().collect();
+    let mut passes = 1;
+    while let Some(f) = pending.pop_front() {
+        passes += 1;
+        if passes > max_passes {
+            return Err(format!(
+                "more than {max_passes} recirculations: stopping the trace"
+            ));
+        }
+        let rule = "=".repeat(79);
+        let (title, state) = if f.zone.is_none() {
+            (format!("recirc({:#x}) - resume table {}", f.id, f.table), 0)
+        } else if let Some(st) = ct_next.pop_front() {
+            (
+                format!(
+                    "recirc({:#x}) - resume conntrack with ct_state={}",
+                    f.id,
+                    format_ct_state(st)
+                ),
+                st,
+            )
+        } else {
+            (
+                format!(
+                    "recirc({:#x}) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)",
+                    f.id
+                ),
+                flow::field::ct_state::TRACKED | flow::field::ct_state::NEW,
+            )
+        };
+        let _ = writeln!(s, "\n{rule}\n{title}\n{rule}\n");
+        let key = resume_key(&f, state);
+        let input = XlateIn {
+            key,
+            now_ms,
+            side_effects,
+            trace: true,
+            table: f.table,
+        };
+        let out = xlate(br, &input);
+        s.push_str(&format_trace(&key, &out));
+        pending.extend(out.frozen);
+    }
+    Ok(s)
+}

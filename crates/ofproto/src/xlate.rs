@@ -189,6 +189,8 @@ struct Ctx<'a> {
     wc: FlowMask,
     odp: Vec<OdpAction>,
     depth: u32,
+    /// The next table lookup is the translation's first (not a resubmit).
+    first_lookup: bool,
     resubmits: u32,
     table_id: u8,
     error: Option<XlateError>,
@@ -248,6 +250,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         wc: FlowMask::CATCHALL,
         odp: Vec::new(),
         depth: 0,
+        first_lookup: false,
         resubmits: 0,
         table_id: 0,
         error: None,
@@ -273,6 +276,9 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
             format!("Resuming from table {}", input.table)
         });
     }
+    // The first lookup is not a resubmit: OVS starts at depth 0 with no resubmits counted
+    // (`xlate_actions` looks the rule up itself; only `xlate_table_action` counts).
+    ctx.first_lookup = true;
     ctx.table_action(in_port, input.table, true, false);
     ctx.wc_finish(&input.key);
     if ctx.error.is_some() {
@@ -466,8 +472,9 @@ impl Ctx<'_> {
         if ct_orig {
             self.tuple_swap();
         }
-        let deepens = table <= old_table;
-        self.resubmits += 1;
+        let first = std::mem::take(&mut self.first_lookup);
+        let deepens = table <= old_table && !first;
+        self.resubmits += u32::from(!first);
         self.depth += u32::from(deepens);
         let old_cookie = self.rule_cookie;
         match found {
@@ -607,6 +614,27 @@ impl Ctx<'_> {
                         self.unwc_subfield(src);
                         self.unwc_subfield(dst);
                         self.set_field(dst.field, v << dst.ofs, dst.mask());
+                        if self.tr.is_some() {
+                            // OVS `xlate_report_subfield`: the destination's new value, as
+                            // the field prints when whole, else as hex.
+                            let now = self.read_subfield(dst);
+                            let mut text = String::new();
+                            flow::text::format::format_subfield(&mut text, dst);
+                            text.push_str(" is now ");
+                            if dst.is_whole() {
+                                flow::text::format::format_mf_value(
+                                    &mut text,
+                                    dst.field,
+                                    now,
+                                    dst.field.byte_max(),
+                                );
+                            } else if now == 0 {
+                                text.push('0');
+                            } else {
+                                text.push_str(&format!("{now:#x}"));
+                            }
+                            self.report(NodeKind::Detail, || text);
+                        }
                     }
                 }
                 Action::ModDlSrc(mac) => {
@@ -1043,6 +1071,27 @@ impl Ctx<'_> {
         let _grat = self.is_gratuitous_arp();
         let src = self.get(FieldId::DlSrc) as u64;
         if self.side_effects {
+            // OVS `update_learning_table__`: a unicast source is learned, and the trace says
+            // so when the table did not already have it on this port.
+            if src & (1 << 40) == 0 {
+                let known = self
+                    .learned
+                    .iter()
+                    .rev()
+                    .find(|(m, v, _)| *m == src && *v == vlan)
+                    .map(|(_, _, p)| *p)
+                    .or_else(|| self.br.mac.lookup(src, vlan, self.now_ms));
+                if known != Some(in_port) {
+                    let name = inb.name.clone();
+                    self.report(NodeKind::Detail, || {
+                        let b = src.to_be_bytes();
+                        format!(
+                            "learned that {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} is on port {name} in VLAN {vlan}",
+                            b[2], b[3], b[4], b[5], b[6], b[7]
+                        )
+                    });
+                }
+            }
             self.learned.push((src, vlan, in_port));
         }
         self.mac_deps.push((dst, vlan));

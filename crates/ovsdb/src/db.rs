@@ -433,7 +433,10 @@ impl Database {
             std::collections::hash_map::Entry::Occupied(mut e) => {
                 let row = Arc::make_mut(e.get_mut());
                 for (i, ct, d) in parsed {
-                    let d = if kind == UpdateKind::Diff && !ct.is_scalar() {
+                    // OVSDB diffs (`ovsdb_datum_diff`) carry the new value for a column of at
+                    // most one element (scalar or optional: `["set",[]]` clears it) and a
+                    // toggle set only for sets of several elements and maps.
+                    let d = if kind == UpdateKind::Diff && (ct.max > 1 || ct.is_map()) {
                         let mut v = row.cols.at(i).clone();
                         v.apply_diff(&d);
                         v

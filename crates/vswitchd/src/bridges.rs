@@ -225,7 +225,26 @@ impl Bridges {
         }
     }
 
-    fn alloc_dp_port(&mut self) -> u32 {
+    /// A datapath port number for interface `name`: the lowest free from 1; on a dummy
+    /// datapath (OVS's test setup), first the number in the name (`p3` → 3), offset by 100
+    /// for names starting `br` (`br0` → 100), as OVS's dummy dpif chooses them so that test
+    /// expectations stay predictable.
+    fn alloc_dp_port(&mut self, name: &str, dummy_class: bool) -> u32 {
+        if dummy_class {
+            let start = if name.starts_with("br") { 100 } else { 0 };
+            if let Some(i) = name.find(|c: char| c.is_ascii_digit()) {
+                let digits: String = name[i..].chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(n) = digits.parse::<u32>()
+                    && let Some(no) = n.checked_add(start)
+                    && no > 0
+                    && no <= u32::from(u16::MAX)
+                    && !self.dp_ports.contains(&no)
+                {
+                    self.dp_ports.insert(no);
+                    return no;
+                }
+            }
+        }
         let n = (1..).find(|n| !self.dp_ports.contains(n)).unwrap_or(0);
         self.dp_ports.insert(n);
         n
@@ -448,7 +467,8 @@ impl Bridges {
                     mac_from_uuid(icfg.uuid)
                 }
             });
-            let dp_port = self.alloc_dp_port();
+            let dummy_class = self.dummy == DummyMode::Override || bcfg.datapath_type == "dummy";
+            let dp_port = self.alloc_dp_port(iname, dummy_class);
             let Some(rb) = self.map.get_mut(name) else {
                 return;
             };

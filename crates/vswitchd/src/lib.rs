@@ -17,6 +17,11 @@
 //! * [`ofserver`]: the listeners (`RUNDIR/<bridge>.mgmt`, `ptcp:`/`punix:` targets) and the
 //!   threads that drive [`ofconn`] over sockets.
 //! * [`unixctl`]: the `ovs-appctl` control socket (`RUNDIR/ovs-vswitchd.<pid>.ctl`, JSON-RPC).
+//! * [`verbs`]: the `ovs-appctl` verbs over the datapaths and bridges (`dpif-netdev/*`,
+//!   `dpctl/*`, `netdev-dummy/receive`, `upcall/show`, `revalidator/*`, `ofproto/trace`,
+//!   `fdb/*`).
+//! * [`dp`]: each bridge's datapath: PMD thread, dummy ports (`tx_pcap`, `rxq_pcap`),
+//!   revalidators, and the datapath verbs' texts.
 //! * [`logging`]: `tracing` set up as OVS's vlog (module levels changed at run time,
 //!   rate-limited per-packet messages, a log file).
 //! * [`metrics`]: Prometheus text on a loopback HTTP endpoint, read from the live counters
@@ -48,4 +53,5 @@ pub mod service;
 pub mod static_config;
 pub mod switch;
 pub mod unixctl;
+pub mod verbs;
 pub mod writeback;

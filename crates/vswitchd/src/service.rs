@@ -2,8 +2,9 @@
 //!
 //! Order of start-up, as `ovs-vswitchd` does it: detach (before any thread), run directory,
 //! logging, signal handlers, the pidfile, then the main loop ([`crate::daemon::Daemon`]).
-//! The parent of `--detach` exits only once the daemon is ready (pidfile written), so a
-//! script may use the switch as soon as the command returns. Exit on `SIGTERM`, `SIGINT`
+//! The parent of `--detach` exits only once the daemon is ready (pidfile written and the
+//! first configuration applied, as OVS), so a script may use the switch as soon as the
+//! command returns. Exit on `SIGTERM`, `SIGINT`
 //! or `ovs-appctl exit`: listeners closed and their sockets removed, the pidfile last.
 
 use std::path::PathBuf;
@@ -66,8 +67,7 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     };
     match start(&opts) {
         Ok(mut running) => {
-            detached.ready();
-            running.run();
+            running.run(detached);
             Ok(())
         }
         Err(e) => {
@@ -282,7 +282,8 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     });
     let switch = Arc::new(Switch::new(dir.clone()));
     let dps = Arc::new(Mutex::new(Datapaths::new(&daemon.config().knobs)));
-    register_datapath_verbs(&unixctl, &dps);
+    crate::verbs::register_datapath_verbs(&unixctl, &dps);
+    crate::verbs::register_bridge_verbs(&unixctl, &switch);
     let metrics = match opts.metrics {
         Some(addr) => {
             let m = MetricsServer::bind(addr, false, collector(&switch, &dps))
@@ -306,7 +307,11 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
 }
 
 impl Running {
-    fn run(&mut self) {
+    /// Loops until told to exit. The `--detach` parent is released once the first
+    /// configuration is applied (bridges, datapaths and OpenFlow listeners up), as OVS's
+    /// `daemonize_complete` after its first reconfiguration: a script may use the switch as
+    /// soon as the command returns.
+    fn run(&mut self, mut detached: Detached) {
         let switch = self.switch.clone();
         let dps = self.dps.clone();
         self.daemon.run(|d, _| {
@@ -315,7 +320,10 @@ impl Running {
                 warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
             }
             switch.sync(d.bridges());
+            detached.ready();
         });
+        // Told to exit before any configuration arrived: release the parent anyway.
+        detached.ready();
         let exit = self.daemon.exit_flag();
         info!(target: "vswitchd", "exiting (exit flag {})", exit.load(Ordering::Relaxed));
         self.unixctl.shutdown();
@@ -326,78 +334,8 @@ impl Running {
     }
 }
 
-fn lock(dps: &Mutex<Datapaths>) -> std::sync::MutexGuard<'_, Datapaths> {
+pub(crate) fn lock(dps: &Mutex<Datapaths>) -> std::sync::MutexGuard<'_, Datapaths> {
     dps.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The datapath verbs of `ovs-appctl` (OVS's names and argument counts).
-fn register_datapath_verbs(server: &Server, dps: &Arc<Mutex<Datapaths>>) {
-    type Verb = fn(&Datapaths, &[&str]) -> Result<String, String>;
-    let verbs: [(&str, &str, usize, usize, Verb); 10] = [
-        (
-            "netdev-dummy/receive",
-            "name [--qid queue_id] packet|flow [--len packet_len]",
-            2,
-            usize::MAX,
-            |d, a| d.netdev_dummy_receive(a),
-        ),
-        (
-            "dpif-netdev/pmd-stats-show",
-            "[-pmd core] [dp]",
-            0,
-            3,
-            |d, _| Ok(d.pmd_stats_show()),
-        ),
-        (
-            "dpif-netdev/pmd-stats-clear",
-            "[-pmd core] [dp]",
-            0,
-            3,
-            |d, _| d.pmd_stats_clear(),
-        ),
-        (
-            "dpif-netdev/pmd-rxq-show",
-            "[-pmd core] [-secs secs] [dp]",
-            0,
-            5,
-            |d, _| Ok(d.pmd_rxq_show()),
-        ),
-        (
-            "dpif-netdev/pmd-perf-show",
-            "[-nh] [-it iter-history-len] [-ms ms-history-len] [-pmd core] [dp]",
-            0,
-            8,
-            |d, _| Ok(d.pmd_perf_show()),
-        ),
-        ("dpctl/show", "[-s] [dp...]", 0, usize::MAX, |d, _| {
-            Ok(d.dpctl_show())
-        }),
-        (
-            "dpctl/dump-flows",
-            "[-m] [--names | --no-names] [dp] [filter=..] [type=..] [pmd=..]",
-            0,
-            6,
-            |d, a| d.dpctl_dump_flows(a),
-        ),
-        ("upcall/show", "", 0, 0, |d, _| Ok(d.upcall_show())),
-        (
-            "revalidator/wait",
-            "",
-            0,
-            0,
-            |d, _| Ok(d.revalidator_wait()),
-        ),
-        ("revalidator/purge", "", 0, 0, |d, _| {
-            Ok(d.revalidator_purge())
-        }),
-    ];
-    for (name, usage, min, max, f) in verbs {
-        let dps = dps.clone();
-        server.register(name, usage, min, max, move |args| {
-            let a: Vec<&str> = args.iter().map(String::as_str).collect();
-            f(&lock(&dps), &a)
-        });
-    }
 }
 
 /// What a metrics scrape reads: per bridge its OpenFlow rules, per datapath its PMD

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use flow::FieldId;
 use flow::extract::{PacketMeta, extract};
-use ofproto::{Backend, Bridge, XlateIn};
+use ofproto::{Backend, Bridge};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -38,42 +38,6 @@ pub struct Args {
     pub ct_next: Vec<String>,
     /// The flow, in match syntax (`in_port=1,udp,nw_dst=10.1.1.1`).
     pub flow: String,
-}
-
-/// Conntrack state flags in OVS's order and names.
-const CT_FLAGS: [(&str, u32); 8] = [
-    ("new", flow::field::ct_state::NEW),
-    ("est", flow::field::ct_state::ESTABLISHED),
-    ("rel", flow::field::ct_state::RELATED),
-    ("rpl", flow::field::ct_state::REPLY_DIR),
-    ("inv", flow::field::ct_state::INVALID),
-    ("trk", flow::field::ct_state::TRACKED),
-    ("snat", flow::field::ct_state::SRC_NAT),
-    ("dnat", flow::field::ct_state::DST_NAT),
-];
-
-/// `trk,est`, `trk|est` or `+trk+est` → bits.
-fn parse_ct_state(s: &str) -> anyhow::Result<u32> {
-    let mut bits = 0;
-    for name in s.split([',', '|', '+']).filter(|w| !w.is_empty()) {
-        let Some((_, b)) = CT_FLAGS.iter().find(|(n, _)| *n == name) else {
-            bail!(
-                "--ct-next: unknown ct_state flag {name:?} (new, est, rel, rpl, inv, trk, snat, dnat)"
-            );
-        };
-        bits |= b;
-    }
-    Ok(bits)
-}
-
-/// `est|trk`: the flags, `|`-separated, in OVS's order.
-fn format_ct_state(bits: u32) -> String {
-    CT_FLAGS
-        .iter()
-        .filter(|(_, b)| bits & b != 0)
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join("|")
 }
 
 /// Runs the subcommand.
@@ -106,62 +70,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => (m.key, false),
     };
-    let input = XlateIn {
-        key,
-        now_ms: 0,
-        side_effects,
-        trace: true,
-        table: 0,
-    };
-    let mut ct_next = args
+    let ct_next = args
         .ct_next
         .iter()
-        .map(|s| parse_ct_state(s))
-        .collect::<anyhow::Result<std::collections::VecDeque<u32>>>()?;
-    let out = ofproto::xlate(&br, &input);
+        .map(|s| ofproto::trace::parse_ct_state(s).map_err(|e| anyhow::anyhow!("--ct-next: {e}")))
+        .collect::<anyhow::Result<Vec<u32>>>()?;
+    let text = ofproto::trace::trace_with_resumes(
+        &br,
+        key,
+        0,
+        side_effects,
+        &ct_next,
+        usize::from(datapath::MAX_RECIRC_DEPTH) * 8,
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
     let mut stdout = std::io::stdout().lock();
-    write!(stdout, "{}", ofproto::format_trace(&key, &out))?;
-    // Each recirculation the pass froze resumes as `ofproto/trace` shows it, breadth first.
-    let mut pending: std::collections::VecDeque<ofproto::xlate::Frozen> =
-        out.frozen.into_iter().collect();
-    let mut passes = 1;
-    while let Some(f) = pending.pop_front() {
-        passes += 1;
-        if passes > usize::from(datapath::MAX_RECIRC_DEPTH) * 8 {
-            bail!("more than {passes} recirculations: stopping the trace");
-        }
-        let rule = "=".repeat(79);
-        let title = if f.zone.is_none() {
-            format!("recirc({:#x}) - resume table {}", f.id, f.table)
-        } else if let Some(st) = ct_next.pop_front() {
-            format!(
-                "recirc({:#x}) - resume conntrack with ct_state={}",
-                f.id,
-                format_ct_state(st)
-            )
-        } else {
-            format!(
-                "recirc({:#x}) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)",
-                f.id
-            )
-        };
-        let state = match title.split("ct_state=").nth(1) {
-            Some(t) => parse_ct_state(t.split(' ').next().unwrap_or(""))?,
-            None => 0,
-        };
-        writeln!(stdout, "\n{rule}\n{title}\n{rule}\n")?;
-        let key = ofproto::xlate::resume_key(&f, state);
-        let input = XlateIn {
-            key,
-            now_ms: 0,
-            side_effects,
-            trace: true,
-            table: f.table,
-        };
-        let out = ofproto::xlate(&br, &input);
-        write!(stdout, "{}", ofproto::format_trace(&key, &out))?;
-        pending.extend(out.frozen);
-    }
+    write!(stdout, "{text}")?;
     stdout.flush()?;
     Ok(())
 }
