@@ -116,7 +116,8 @@ fn ofproto_trace(switch: &Switch, args: &[String]) -> Result<String, String> {
         flow::text::parse_match(flow_text).map_err(|e| format!("Bad openflow flow syntax: {e}"))?;
     let (key, side_effects) = match packet {
         Some(hex) => {
-            let bytes = unhex(hex)?;
+            let bytes = hex::decode(hex.trim())
+                .map_err(|e| format!("Trailing garbage in packet data ({e})"))?;
             if bytes.len() < 14 {
                 return Err("Packet data too short for Ethernet".into());
             }
@@ -132,17 +133,6 @@ fn ofproto_trace(switch: &Switch, args: &[String]) -> Result<String, String> {
     let now = br.shared().now_ms();
     let guard = br.shared().read();
     ofproto::trace::trace_with_resumes(&guard, key, now, side_effects, &ct_next, MAX_TRACE_PASSES)
-}
-
-fn unhex(s: &str) -> Result<Vec<u8>, String> {
-    let s = s.trim();
-    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("Trailing garbage in packet data".into());
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| e.to_string()))
-        .collect()
 }
 
 /// `fdb/show BRIDGE` in OVS's format: ` port  VLAN  MAC                Age`.
