@@ -74,13 +74,67 @@ pub fn register_datapath_verbs(server: &Server, dps: &Arc<Mutex<Datapaths>>) {
             Ok(d.revalidator_purge())
         }),
     ];
-    for (name, usage, min, max, f) in verbs {
+    for (name, usage, min, max, f) in verbs.into_iter().chain([
+        (
+            "dpctl/dump-conntrack",
+            "[-m] [-s] [dp] [zone=N]",
+            0,
+            4,
+            dump_conntrack as Verb,
+        ),
+        (
+            "dpctl/flush-conntrack",
+            "[dp] [zone=N]",
+            0,
+            2,
+            flush_conntrack as Verb,
+        ),
+    ]) {
         let dps = dps.clone();
         server.register(name, usage, min, max, move |args| {
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             f(&lock(&dps), &a)
         });
     }
+}
+
+/// The `zone=N` argument of the conntrack verbs, if any; other words (`-m`, `-s`, a datapath
+/// name) are accepted and ignored, as they only select among OVS's datapaths and columns.
+fn zone_arg(args: &[&str]) -> Result<Option<u16>, String> {
+    let mut zone = None;
+    for a in args {
+        if let Some(z) = a.strip_prefix("zone=") {
+            zone = Some(
+                z.parse::<u16>()
+                    .map_err(|_| format!("invalid zone {z:?}"))?,
+            );
+        } else if a.contains('=') {
+            return Err(format!("{a}: only zone=N is supported here"));
+        }
+    }
+    Ok(zone)
+}
+
+/// `dpctl/dump-conntrack`: the shared connection table, one line per connection (sorted).
+fn dump_conntrack(d: &Datapaths, args: &[&str]) -> Result<String, String> {
+    let zone = zone_arg(args)?;
+    let mut lines: Vec<String> = d
+        .env()
+        .ct
+        .dump(zone)
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    lines.sort();
+    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+}
+
+/// `dpctl/flush-conntrack [zone=N]`: removes the zone's connections (all without a zone).
+/// OVS's tuple form is not supported here.
+fn flush_conntrack(d: &Datapaths, args: &[&str]) -> Result<String, String> {
+    let zone = zone_arg(args)?;
+    d.env().ct.flush(zone, None);
+    Ok(String::new())
 }
 
 /// Most passes a traced packet may make (recirculations included).
