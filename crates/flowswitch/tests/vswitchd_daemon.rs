@@ -455,6 +455,26 @@ fn packets_flow_through_ports_configured_with_ovs_tools() {
     assert!(pcap_frames(&tx("p1")).is_empty());
     let stats = env.ok(&["ovs-appctl", "dpif-netdev/pmd-stats-show"]);
     assert!(stats.contains("packets received: 5"), "{stats}");
+    // Port counters reach OpenFlow port stats.
+    let ports = env.ok(&["ovs-ofctl", "dump-ports", "br0"]);
+    // `port  N: rx …` then its `tx …` line.
+    let line = |p: &str, dir: &str| -> String {
+        let lines: Vec<&str> = ports.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("port  {p}:")))
+            .unwrap_or_else(|| panic!("no port {p} in:\n{ports}"));
+        let l = if dir == "rx" {
+            lines[at]
+        } else {
+            lines.get(at + 1).copied().unwrap_or("")
+        };
+        l.to_owned()
+    };
+    assert!(line("1", "rx").contains("rx pkts=4,"), "{ports}");
+    assert!(line("2", "rx").contains("rx pkts=1,"), "{ports}");
+    assert!(line("2", "tx").contains("tx pkts=3,"), "{ports}");
+    assert!(line("3", "tx").contains("tx pkts=1,"), "{ports}");
     env.ok(&["ovs-appctl", "exit"]);
 }
 

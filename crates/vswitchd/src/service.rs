@@ -320,6 +320,14 @@ impl Running {
                 warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
             }
             switch.sync(d.bridges());
+            let dps = lock(&dps);
+            for b in switch.bridges() {
+                use crate::ofconn::OfBridge;
+                if let Some(dp) = dps.get(b.name()) {
+                    b.set_counters(dp.port_counters());
+                }
+            }
+            drop(dps);
             detached.ready();
         });
         // Told to exit before any configuration arrived: release the parent anyway.
@@ -359,7 +367,45 @@ fn collector(switch: &Arc<Switch>, dps: &Arc<Mutex<Datapaths>>) -> crate::metric
             rules.sample(&[("bridge", b.name())], b.shared().read().n_rules() as f64);
             ports.sample(&[("bridge", b.name())], b.ports().len() as f64);
         }
+        let mut port_fams: Vec<Family> = [
+            (
+                "flowswitch_port_rx_packets_total",
+                "Packets received, per port.",
+            ),
+            (
+                "flowswitch_port_rx_bytes_total",
+                "Bytes received, per port.",
+            ),
+            (
+                "flowswitch_port_tx_packets_total",
+                "Packets sent, per port.",
+            ),
+            ("flowswitch_port_tx_bytes_total", "Bytes sent, per port."),
+        ]
+        .into_iter()
+        .map(|(n, h)| Family::new(n, h, Kind::Counter))
+        .collect();
+        for b in switch.bridges() {
+            use crate::ofconn::OfBridge;
+            let names: std::collections::BTreeMap<u32, String> =
+                b.ports().into_iter().map(|p| (p.port_no, p.name)).collect();
+            for st in b.port_stats() {
+                let Some(name) = names.get(&st.port_no) else {
+                    continue;
+                };
+                let labels = [("bridge", b.name()), ("port", name.as_str())];
+                for (f, v) in port_fams.iter_mut().zip([
+                    st.rx_packets,
+                    st.rx_bytes,
+                    st.tx_packets,
+                    st.tx_bytes,
+                ]) {
+                    f.sample(&labels, v as f64);
+                }
+            }
+        }
         let mut fams = vec![rules, ports];
+        fams.append(&mut port_fams);
         type Counter = (&'static str, &'static str, fn(&datapath::PmdStats) -> u64);
         let counters: [Counter; 7] = [
             (

@@ -26,6 +26,7 @@ use tracing::{info, warn};
 use upcall::handler::SharedBridge;
 
 use crate::bridges::{Bridges, RunningBridge};
+use crate::dp::port::SharedCounters;
 use crate::ofconn::{FlowFlags, OFPPS_LIVE, OfBridge, OfpErr};
 use crate::ofserver::OfServer;
 
@@ -39,6 +40,8 @@ pub struct BridgeHandle {
     frags: AtomicU16,
     created: Instant,
     flags: FlowFlags,
+    /// The datapath's published per-port counters, by port name.
+    counters: RwLock<BTreeMap<String, Arc<SharedCounters>>>,
 }
 
 fn mac_u64(mac: [u8; 6]) -> u64 {
@@ -55,6 +58,7 @@ impl BridgeHandle {
             frags: AtomicU16::new(0),
             created: Instant::now(),
             flags: FlowFlags::default(),
+            counters: RwLock::new(BTreeMap::new()),
         };
         h.refresh(rb);
         h
@@ -80,6 +84,13 @@ impl BridgeHandle {
     }
 }
 
+impl BridgeHandle {
+    /// Takes the datapath's per-port counters (after the datapath changed its ports).
+    pub fn set_counters(&self, counters: BTreeMap<String, Arc<SharedCounters>>) {
+        *self.counters.write().unwrap_or_else(|e| e.into_inner()) = counters;
+    }
+}
+
 impl OfBridge for BridgeHandle {
     fn name(&self) -> &str {
         &self.name
@@ -93,28 +104,38 @@ impl OfBridge for BridgeHandle {
     fn ports(&self) -> Vec<PortDesc> {
         self.ports.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
-    /// Packet and byte counters are zero until the datapath reports them; the counters a
-    /// dummy port does not keep read as unknown (all ones), as OVS's do. LOCAL first, as
-    /// `ovs-vswitchd` lists it.
+    /// Packet, byte and drop counters from the datapath's ports (zero for a port it has
+    /// not opened); the error counters a dummy port does not keep read as unknown (all
+    /// ones), as OVS's do. LOCAL first, as `ovs-vswitchd` lists it.
     fn port_stats(&self) -> Vec<PortStats> {
         let age = self.created.elapsed();
         let mut ports = self.ports();
         ports.sort_by_key(|p| p.port_no != OfPort::LOCAL.to_ofp11());
+        let counters = self.counters.read().unwrap_or_else(|e| e.into_inner());
         ports
             .iter()
-            .map(|p| PortStats {
-                port_no: p.port_no,
-                rx_dropped: u64::MAX,
-                tx_dropped: u64::MAX,
-                rx_errors: u64::MAX,
-                tx_errors: u64::MAX,
-                rx_frame_err: u64::MAX,
-                rx_over_err: u64::MAX,
-                rx_crc_err: u64::MAX,
-                collisions: u64::MAX,
-                duration_sec: u32::try_from(age.as_secs()).unwrap_or(u32::MAX),
-                duration_nsec: age.subsec_nanos(),
-                ..PortStats::default()
+            .map(|p| {
+                let c = counters.get(&p.name);
+                let get = |f: fn(&SharedCounters) -> &std::sync::atomic::AtomicU64| {
+                    c.map_or(0, |c| f(c).load(Ordering::Relaxed))
+                };
+                PortStats {
+                    port_no: p.port_no,
+                    rx_packets: get(|c| &c.rx_packets),
+                    rx_bytes: get(|c| &c.rx_bytes),
+                    tx_packets: get(|c| &c.tx_packets),
+                    tx_bytes: get(|c| &c.tx_bytes),
+                    rx_dropped: c.map_or(u64::MAX, |c| c.rx_dropped.load(Ordering::Relaxed)),
+                    tx_dropped: c.map_or(u64::MAX, |c| c.tx_dropped.load(Ordering::Relaxed)),
+                    rx_errors: u64::MAX,
+                    tx_errors: u64::MAX,
+                    rx_frame_err: u64::MAX,
+                    rx_over_err: u64::MAX,
+                    rx_crc_err: u64::MAX,
+                    collisions: u64::MAX,
+                    duration_sec: u32::try_from(age.as_secs()).unwrap_or(u32::MAX),
+                    duration_nsec: age.subsec_nanos(),
+                }
             })
             .collect()
     }

@@ -344,6 +344,14 @@ impl Datapath {
         self.ports.iter().map(|(n, p)| (n.clone(), p.no)).collect()
     }
 
+    /// Each port's published counters, by port name.
+    pub fn port_counters(&self) -> BTreeMap<String, Arc<port::SharedCounters>> {
+        self.ports
+            .iter()
+            .map(|(n, p)| (n.clone(), p.handle.counters().clone()))
+            .collect()
+    }
+
     /// Whether interface `name` is a port of this datapath.
     pub fn has_port(&self, name: &str) -> bool {
         self.ports.contains_key(name)

@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -172,11 +173,42 @@ impl PortSpec {
 /// A port's rx queue, shared by the port and its handles.
 pub type RxQueue = Arc<Mutex<VecDeque<Vec<u8>>>>;
 
+/// A port's counters as other threads read them: the PMD that owns the port stores its
+/// running totals after each burst (one relaxed store per counter per burst; nothing per
+/// packet), `dump-ports` and the metrics load them.
+#[derive(Debug, Default)]
+pub struct SharedCounters {
+    /// Packets received.
+    pub rx_packets: AtomicU64,
+    /// Bytes received.
+    pub rx_bytes: AtomicU64,
+    /// Frames dropped on receive.
+    pub rx_dropped: AtomicU64,
+    /// Packets sent.
+    pub tx_packets: AtomicU64,
+    /// Bytes sent.
+    pub tx_bytes: AtomicU64,
+    /// Packets not sent.
+    pub tx_dropped: AtomicU64,
+}
+
+impl SharedCounters {
+    fn publish(&self, s: &PortStats) {
+        self.rx_packets.store(s.rx_packets, Ordering::Relaxed);
+        self.rx_bytes.store(s.rx_bytes, Ordering::Relaxed);
+        self.rx_dropped.store(s.rx_dropped, Ordering::Relaxed);
+        self.tx_packets.store(s.tx_packets, Ordering::Relaxed);
+        self.tx_bytes.store(s.tx_bytes, Ordering::Relaxed);
+        self.tx_dropped.store(s.tx_dropped, Ordering::Relaxed);
+    }
+}
+
 /// The control side of a [`DummyPort`]: queues frames for it to receive.
 #[derive(Debug, Clone)]
 pub struct DummyHandle {
     rx: RxQueue,
     rxq_pcap: Option<Arc<Mutex<PcapSink>>>,
+    counters: Arc<SharedCounters>,
 }
 
 impl DummyHandle {
@@ -205,6 +237,11 @@ impl DummyHandle {
         self.rx.clone()
     }
 
+    /// The port's published counters.
+    pub fn counters(&self) -> &Arc<SharedCounters> {
+        &self.counters
+    }
+
     /// Frames queued and not yet received.
     pub fn pending(&self) -> usize {
         lock(&self.rx).len()
@@ -218,6 +255,7 @@ pub struct DummyPort {
     rx: RxQueue,
     tx_pcap: Option<Arc<Mutex<PcapSink>>>,
     stats: PortStats,
+    counters: Arc<SharedCounters>,
 }
 
 /// A port being opened: the port, its handle, and what could not be opened (the port
@@ -253,7 +291,11 @@ impl DummyPort {
             (sink(&spec.rxq_pcap), sink(&spec.tx_pcap))
         };
         let rx = rx.unwrap_or_default();
-        let handle = DummyHandle { rx, rxq_pcap };
+        let handle = DummyHandle {
+            rx,
+            rxq_pcap,
+            counters: Arc::default(),
+        };
         if let Some(input) = &spec.rx_pcap_input {
             match netdev::read_pcap(input) {
                 Ok(frames) => {
@@ -270,6 +312,7 @@ impl DummyPort {
                 rx: handle.rx.clone(),
                 tx_pcap,
                 stats: PortStats::default(),
+                counters: handle.counters.clone(),
             },
             handle,
             problems,
@@ -309,6 +352,10 @@ impl Port for DummyPort {
             self.stats.rx_bytes += len;
             n += 1;
         }
+        drop(q);
+        if n > 0 {
+            self.counters.publish(&self.stats);
+        }
         n
     }
 
@@ -330,6 +377,7 @@ impl Port for DummyPort {
         if let Some(s) = sink.as_mut() {
             s.flush();
         }
+        self.counters.publish(&self.stats);
         n
     }
 
