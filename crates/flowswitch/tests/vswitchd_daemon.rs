@@ -475,6 +475,19 @@ fn packets_flow_through_ports_configured_with_ovs_tools() {
     assert!(line("2", "rx").contains("rx pkts=1,"), "{ports}");
     assert!(line("2", "tx").contains("tx pkts=3,"), "{ports}");
     assert!(line("3", "tx").contains("tx pkts=1,"), "{ports}");
+    // ... and Interface:statistics, refreshed every 5 s as OVS's.
+    let t0 = Instant::now();
+    loop {
+        let st = env.ok(&["ovs-vsctl", "get", "interface", "p1", "statistics"]);
+        if st.contains("rx_packets=4") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(12),
+            "statistics never showed rx_packets=4: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     env.ok(&["ovs-appctl", "exit"]);
 }
 

@@ -18,11 +18,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ovsdb::Session;
+use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::bridges::{Bridges, DummyMode, Event};
 use crate::config::{self, Config};
 use crate::writeback;
+
+/// How often interface statistics are written to the database (OVS's default
+/// `other_config:stats-update-interval`).
+pub const STATS_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How the daemon was asked to run.
 #[derive(Debug, Clone)]
@@ -230,7 +235,19 @@ impl Daemon {
     /// Runs until the exit flag is raised, calling `on_applied` after each turn that applied
     /// a configuration (with its events, maybe none: a datapath id or controller change
     /// has none), before the turn's write-back.
-    pub fn run(&mut self, mut on_applied: impl FnMut(&Daemon, &[Event])) {
+    pub fn run(&mut self, on_applied: impl FnMut(&Daemon, &[Event])) {
+        self.run_with(on_applied, |_| Vec::new());
+    }
+
+    /// [`Daemon::run`], and every [`STATS_INTERVAL`] the operations `stats` returns (OVS's
+    /// `Interface:statistics` refresh) are written, best effort: a failure is logged and the
+    /// next interval tries again.
+    pub fn run_with(
+        &mut self,
+        mut on_applied: impl FnMut(&Daemon, &[Event]),
+        mut stats: impl FnMut(&Daemon) -> Vec<Value>,
+    ) {
+        let mut next_stats = std::time::Instant::now() + STATS_INTERVAL;
         while !self.exit.load(Ordering::Relaxed) {
             let before = self.applied;
             let events = self.poll(Duration::from_millis(100));
@@ -238,6 +255,16 @@ impl Daemon {
                 on_applied(self, &events);
             }
             self.write_back();
+            if std::time::Instant::now() >= next_stats {
+                next_stats = std::time::Instant::now() + STATS_INTERVAL;
+                let ops = stats(self);
+                if let (false, Source::Db(session)) = (ops.is_empty(), &mut self.source)
+                    && session.is_connected()
+                    && let Err(e) = session.transact(ops)
+                {
+                    warn!(target: "bridge", "writing interface statistics failed: {e}");
+                }
+            }
         }
     }
 }

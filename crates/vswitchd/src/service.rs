@@ -314,22 +314,26 @@ impl Running {
     fn run(&mut self, mut detached: Detached) {
         let switch = self.switch.clone();
         let dps = self.dps.clone();
-        self.daemon.run(|d, _| {
-            let problems = lock(&dps).sync(d.bridges(), &d.config().knobs);
-            for (bridge, iface, text) in problems {
-                warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
-            }
-            switch.sync(d.bridges());
-            let dps = lock(&dps);
-            for b in switch.bridges() {
-                use crate::ofconn::OfBridge;
-                if let Some(dp) = dps.get(b.name()) {
-                    b.set_counters(dp.port_counters());
+        let stats_switch = self.switch.clone();
+        self.daemon.run_with(
+            |d, _| {
+                let problems = lock(&dps).sync(d.bridges(), &d.config().knobs);
+                for (bridge, iface, text) in problems {
+                    warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
                 }
-            }
-            drop(dps);
-            detached.ready();
-        });
+                switch.sync(d.bridges());
+                let dps = lock(&dps);
+                for b in switch.bridges() {
+                    use crate::ofconn::OfBridge;
+                    if let Some(dp) = dps.get(b.name()) {
+                        b.set_counters(dp.port_counters());
+                    }
+                }
+                drop(dps);
+                detached.ready();
+            },
+            |d| crate::writeback::statistics_ops(d.config(), &stats_switch),
+        );
         // Told to exit before any configuration arrived: release the parent anyway.
         detached.ready();
         let exit = self.daemon.exit_flag();

@@ -123,3 +123,49 @@ pub fn initial_ops(cfg: &Config) -> Vec<Value> {
     }));
     ops
 }
+
+/// `Interface:statistics` of every running interface, as OVS writes them (`rx_packets`,
+/// `rx_bytes`, `rx_dropped`, `tx_packets`, `tx_bytes`, `tx_dropped`; counters a port does not
+/// keep are left out, as OVS leaves out its unsupported ones).
+pub fn statistics_ops(cfg: &Config, switch: &crate::switch::Switch) -> Vec<Value> {
+    use crate::ofconn::OfBridge;
+    let mut ops = Vec::new();
+    for b in switch.bridges() {
+        let Some(bcfg) = cfg.bridges.get(b.name()) else {
+            continue;
+        };
+        let names: std::collections::BTreeMap<u32, String> =
+            b.ports().into_iter().map(|p| (p.port_no, p.name)).collect();
+        for st in b.port_stats() {
+            let Some(name) = names.get(&st.port_no) else {
+                continue;
+            };
+            let Some(icfg) = bcfg
+                .ports
+                .values()
+                .flat_map(|p| &p.interfaces)
+                .find(|i| &i.name == name)
+            else {
+                continue;
+            };
+            let mut pairs = vec![
+                json!(["rx_packets", st.rx_packets]),
+                json!(["rx_bytes", st.rx_bytes]),
+                json!(["tx_packets", st.tx_packets]),
+                json!(["tx_bytes", st.tx_bytes]),
+            ];
+            for (k, v) in [("rx_dropped", st.rx_dropped), ("tx_dropped", st.tx_dropped)] {
+                if v != u64::MAX {
+                    pairs.push(json!([k, v]));
+                }
+            }
+            pairs.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
+            ops.push(update(
+                "Interface",
+                icfg.uuid,
+                json!({ "statistics": ["map", pairs] }),
+            ));
+        }
+    }
+    ops
+}
