@@ -183,11 +183,19 @@ impl Drop for Side {
 fn mask(text: &str) -> String {
     let mut out = Vec::new();
     for line in text.lines() {
-        let mut l = line.to_owned();
+        // OVS prints `hard_age` only when it differs from `duration` in whole seconds, which
+        // depends on when within a second each switch got the commands.
+        let mut l = match (
+            line.find(" hard_age="),
+            line.find(" hard_age=")
+                .and_then(|i| line[i..].find(',').map(|e| i + e + 1)),
+        ) {
+            (Some(i), Some(e)) => format!("{}{}", &line[..i], &line[e..]),
+            _ => line.to_owned(),
+        };
         for (key, end) in [
             ("duration=", ','),
             ("idle_age=", ','),
-            ("hard_age=", ','),
             ("addr:", ' '),
             ("(xid=", ')'),
             ("duration:", ' '),
@@ -217,9 +225,16 @@ fn answer(args: &[&str], out: &Output) -> String {
     };
     // Error texts name the program's own socket paths; keep the first line's gist.
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Log lines start with a timestamp: `2026-11-26T02:33:38Z|00001|module|…`.
     let err_kind = stderr
         .lines()
         .find(|l| !l.trim().is_empty())
+        .map(|l| match l.split_once('|') {
+            Some((t, rest)) if t.ends_with('Z') && t.starts_with(|c: char| c.is_ascii_digit()) => {
+                rest
+            }
+            _ => l,
+        })
         .map(|l| l.split(" (").next().unwrap_or(l).to_owned())
         .unwrap_or_default();
     format!(
@@ -260,9 +275,24 @@ fn no_short_timeouts(flow: String) -> String {
 fn flows(rng: &mut TestRng, n: usize) -> Vec<String> {
     let mut v = Vec::new();
     let hand = testutil::flow_corpus::hand_written();
-    for _ in 0..n {
+    while v.len() < n {
         if rng.chance(1, 3) {
-            v.push(rng.pick(&hand).unwrap().to_string());
+            let f = rng.pick(&hand).unwrap().to_string();
+            // A field without its prerequisite (`arp_op` with no `arp`, `nd_target` with no
+            // `icmp6`) is dropped by ovs-ofctl's normalization, and real OVS then keeps a
+            // rule that prints like the catch-all beside the catch-all itself (two rules,
+            // one text): a quirk of the client and OVS's classifier, not a behaviour to
+            // copy. ovs-ofctl says when it normalizes; such flows are left out.
+            let normalized = Command::new(tool("ovs-ofctl"))
+                .args(["parse-flow", &f])
+                .output()
+                .is_ok_and(|o| {
+                    String::from_utf8_lossy(&o.stderr).contains("normalization changed")
+                });
+            if normalized {
+                continue;
+            }
+            v.push(f);
         } else {
             v.extend(testutil::flow_corpus::generated(rng.next_u64(), 1));
         }
@@ -309,7 +339,12 @@ fn next_command(rng: &mut TestRng, m: &mut Model, dir_file: &Path) -> Vec<String
                 s("type=dummy"),
             ];
             if rng.chance(1, 2) {
-                c.push(format!("ofport_request={}", rng.range(1, 20)));
+                // Requests above what automatic numbering reaches in a script: when a request
+                // moves a port that holds the number without asking for it, OVS re-adds the
+                // moved port and new ones in its hash-table order, which is not a behaviour
+                // to reproduce. Two ports requesting one number still happens (and is
+                // compared), and ovsdb_config/bridges unit tests cover the move itself.
+                c.push(format!("ofport_request={}", rng.range(100, 112)));
             }
             c
         }
@@ -396,8 +431,21 @@ fn run_seed(seed: u64, steps: usize, ours: &[String]) -> Result<(), String> {
         let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
         // The flow file lives in the OVS side's directory; ours reads the same file.
         let (oa, ob) = (ovs.run(&args), fs.run(&args));
-        let a = answer(&args, &oa);
-        let b = answer(&args, &ob);
+        let mut a = answer(&args, &oa);
+        let mut b = answer(&args, &ob);
+        // After a flow table change, the tables themselves must agree too (so a difference
+        // is caught at the command that made it).
+        let modifies = ["add-flow", "add-flows", "mod-flows", "del-flows"];
+        if a == b && args.iter().any(|w| modifies.contains(w)) {
+            let br = args
+                .iter()
+                .rfind(|w| w.starts_with("br"))
+                .copied()
+                .unwrap_or("br0");
+            let dump = ["ovs-ofctl", "-OOpenFlow15", "dump-flows", br];
+            a = answer(&dump, &ovs.run(&dump));
+            b = answer(&dump, &fs.run(&dump));
+        }
         script.push(cmd.join(" "));
         if a != b {
             let file = if args.contains(&"add-flows") {

@@ -360,9 +360,20 @@ impl Bridges {
                 && r != i.ofport.0
                 && ic.uuid == i.uuid
             {
+                let holder = rb.ifaces.values().find(|h| h.ofport.0 == r);
+                // A holder that itself asked for the number keeps it (and the request
+                // stays unhonoured); one that did not is moved out of the way.
+                let holder_wants_it = holder.is_some_and(|h| {
+                    wanted
+                        .get(h.name.as_str())
+                        .is_some_and(|(_, hc)| hc.ofport_request == Some(r))
+                });
+                if holder_wants_it {
+                    continue;
+                }
                 renumber.insert(i.name.clone());
-                if let Some(holder) = rb.ifaces.values().find(|h| h.ofport.0 == r) {
-                    renumber.insert(holder.name.clone());
+                if let Some(h) = holder {
+                    renumber.insert(h.name.clone());
                 }
             }
         }
