@@ -72,6 +72,8 @@ timed() {
   printf -v "$__v" '%s' "$(tail -1 <<<"$__t")"
 }
 count() { ovs-ofctl dump-aggregate br0 | sed -n 's/.*flow_count=\([0-9]*\).*/\1/p'; }
+# dcpu PID: the daemon's user+sys CPU so far (s), all threads.
+dcpu() { awk -v t="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); print ($12 + $13) / t}' "/proc/$1/stat"; }
 rss() { awk '/^VmRSS/{r=$2} /^VmHWM/{h=$2} END{printf "%.1f %.1f", r/1024, h/1024}' "/proc/$1/status"; }
 
 declare -A R
@@ -80,21 +82,25 @@ run_one() {
   CUR=$dir
   start "$who" "$dir"
   local pid; pid=$(cat "$dir/ovs-vswitchd.pid")
-  local t
+  local t c0
+  c0=$(dcpu "$pid")
   timed t ovs-ofctl --timeout=600 add-flows br0 "$FILE"
   R[$who,add,$rep]=$t
+  R[$who,dadd,$rep]=$(awk -v a="$c0" -v b="$(dcpu "$pid")" 'BEGIN{print b - a}')
   R[$who,n1,$rep]=$(count)
   timed t ovs-ofctl --timeout=600 dump-flows br0
   R[$who,dump,$rep]=$t
   R[$who,rss,$rep]=$(rss "$pid")
   ovs-ofctl del-flows br0
+  c0=$(dcpu "$pid")
   timed t ovs-ofctl --timeout=600 -O OpenFlow14 --bundle add-flows br0 "$FILE"
   R[$who,bundle,$rep]=$t
+  R[$who,dbundle,$rep]=$(awk -v a="$c0" -v b="$(dcpu "$pid")" 'BEGIN{print b - a}')
   R[$who,n2,$rep]=$(count)
   stop "$dir"
   CUR=""
-  echo "rep $rep $who: add-flows ${R[$who,add,$rep]} (wall user sys) n=${R[$who,n1,$rep]};" \
-    "dump ${R[$who,dump,$rep]}; rss/hwm MB ${R[$who,rss,$rep]}; bundle ${R[$who,bundle,$rep]}" \
+  echo "rep $rep $who: add-flows ${R[$who,add,$rep]} (wall user sys) daemon CPU ${R[$who,dadd,$rep]} n=${R[$who,n1,$rep]};" \
+    "dump ${R[$who,dump,$rep]}; rss/hwm MB ${R[$who,rss,$rep]}; bundle ${R[$who,bundle,$rep]} daemon CPU ${R[$who,dbundle,$rep]}" \
     "n=${R[$who,n2,$rep]}" >&2
 }
 
@@ -129,10 +135,12 @@ ao=$(med ovs add 1); au=$(med ours add 1)
 row "add-flows s" "$ao" "$au"
 rowi "add-flows flows/s" "$(awk -v n="$NF" -v t="$ao" 'BEGIN{print n/t}')" "$(awk -v n="$NF" -v t="$au" 'BEGIN{print n/t}')"
 row "  client CPU s (user+sys)" "$(cpu ovs add)" "$(cpu ours add)"
+row "  daemon CPU s (user+sys)" "$(med ovs dadd 1)" "$(med ours dadd 1)"
 bo=$(med ovs bundle 1); bu=$(med ours bundle 1)
 row "--bundle add-flows s" "$bo" "$bu"
 rowi "--bundle flows/s" "$(awk -v n="$NF" -v t="$bo" 'BEGIN{print n/t}')" "$(awk -v n="$NF" -v t="$bu" 'BEGIN{print n/t}')"
 row "  client CPU s (user+sys)" "$(cpu ovs bundle)" "$(cpu ours bundle)"
+row "  daemon CPU s (user+sys)" "$(med ovs dbundle 1)" "$(med ours dbundle 1)"
 row "dump-flows s" "$(med ovs dump 1)" "$(med ours dump 1)"
 row "  client CPU s (user+sys)" "$(cpu ovs dump)" "$(cpu ours dump)"
 row "RSS MB after load+dump" "$(med ovs rss 1)" "$(med ours rss 1)"
