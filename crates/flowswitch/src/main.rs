@@ -51,6 +51,9 @@ enum Command {
     Northd(cmd::northd::Args),
     /// Write an ovn-kubernetes-like OVN northbound database file (the OVN benchmark's topology).
     GenNb(cmd::gen_nb::Args),
+    /// Write a ClassBench rule file as an `ovs-ofctl add-flows` file (ranges expanded to
+    /// value/mask flows), for loading the same flows into flowswitch and OVS.
+    GenFlows(cmd::gen_flows::Args),
     /// Run as a drop-in `ovs-vswitchd`: configured from OVS's database, driven by `ovs-vsctl`,
     /// `ovs-ofctl` and `ovs-appctl`.
     Vswitchd(cmd::vswitchd::Args),
@@ -101,6 +104,7 @@ fn main() -> std::process::ExitCode {
         Command::Receive(a) => cmd::receive::run(a),
         Command::Northd(a) => cmd::northd::run(a),
         Command::GenNb(a) => cmd::gen_nb::run(a),
+        Command::GenFlows(a) => cmd::gen_flows::run(a),
         Command::Vswitchd(a) => cmd::vswitchd::run(a),
     };
     match result {

@@ -148,6 +148,9 @@ pub struct FlowTable {
     next: u64,
     exact: HashMap<u64, u64>,
     exact_more: HashMap<u64, Vec<u64>>,
+    /// Rules with an idle or hard timeout (set only on insert): expiry skips a table
+    /// without any instead of looking at every rule.
+    timed: usize,
     /// ANDed into identity hashes: all ones, except in tests that force collisions.
     hash_mask: u64,
 }
@@ -173,6 +176,7 @@ impl FlowTable {
             next: 0,
             exact: HashMap::new(),
             exact_more: HashMap::new(),
+            timed: 0,
             hash_mask: u64::MAX,
         }
     }
@@ -197,8 +201,14 @@ impl FlowTable {
         self.rules.is_empty()
     }
 
+    /// Rules with an idle or hard timeout (none: nothing in this table ever expires).
+    pub fn n_timed(&self) -> usize {
+        self.timed
+    }
+
     /// Inserts a rule (the caller has removed any identical one) and returns its handle.
     pub fn insert(&mut self, rule: OfRule) -> RuleHandle {
+        self.timed += usize::from(rule.idle_timeout != 0 || rule.hard_timeout != 0);
         let h = self.next;
         self.next += 1;
         let id = self.cls.insert(u32::from(rule.priority), &rule.match_, h);
@@ -215,6 +225,7 @@ impl FlowTable {
     /// Removes a rule.
     pub fn remove(&mut self, h: RuleHandle) -> Option<OfRule> {
         let (id, rule) = self.rules.remove(&h.0)?;
+        self.timed -= usize::from(rule.idle_timeout != 0 || rule.hard_timeout != 0);
         self.cls.remove(id);
         let ih = identity_hash(&rule.match_, rule.priority) & self.hash_mask;
         if self.exact.get(&ih) == Some(&h.0) {

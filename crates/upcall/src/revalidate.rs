@@ -132,6 +132,11 @@ pub const DEFAULT_PERIOD_MS: u64 = 500;
 /// New megaflows adopted per hold of the ukey-store lock.
 const ADOPT_CHUNK: usize = 256;
 
+/// Least time between the end of a pass and a pass started by a change signal: a burst of
+/// changes (a flow mod per `ovs-ofctl add-flows` round trip) costs one pass per this, not
+/// one per change.
+pub const CHANGE_COALESCE: Duration = Duration::from_millis(1);
+
 /// Revalidator settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RevalidatorConfig {
@@ -500,8 +505,10 @@ impl Revalidator {
             );
             st.flow_limit_killed = true;
         }
-        // One write for all the credits and the rule timeouts of this pass.
-        let expire = self.cfg.expire && leader;
+        // One write for all the credits and the rule timeouts of this pass; none when there
+        // is nothing to credit and no rule that can expire (a pass after each flow mod of a
+        // bulk load then costs no bridge write).
+        let expire = self.cfg.expire && leader && self.shared.read().has_timeouts();
         if expire || !credits.is_empty() {
             st.rules_expired = self.shared.write(move |br| {
                 for (rules, dp, db) in &credits {
@@ -656,8 +663,9 @@ impl Revalidator {
     }
 
     /// Runs passes on a thread of its own: after every change signalled on the shared bridge
-    /// (flow mods through it, MAC-table changes by upcalls) and at least every `period`,
-    /// with time from the bridge's clock.
+    /// (flow mods through it, MAC-table changes by upcalls; changes that come less than
+    /// [`CHANGE_COALESCE`] after the last pass wait for the rest of it) and at least every
+    /// `period`, with time from the bridge's clock.
     pub fn spawn(self, period: Duration) -> std::io::Result<RevalidatorThread> {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = self.shared.clone();
@@ -675,8 +683,18 @@ impl Revalidator {
                     *last2.lock().unwrap_or_else(|e| e.into_inner()) = st;
                     progress2.counts.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
                     progress2.done.notify_all();
+                    let ended = Instant::now();
                     let wait = period;
-                    r.shared.wait_change(seen, wait);
+                    if r.shared.wait_change(seen, wait) != seen {
+                        // Changes in a burst (`ovs-ofctl add-flows` sends a flow mod per
+                        // round trip) are taken together: at most one pass per
+                        // CHANGE_COALESCE, not one (and a wake-up) per change. An isolated
+                        // change is still revalidated at once.
+                        let since = ended.elapsed();
+                        if since < CHANGE_COALESCE {
+                            std::thread::sleep(CHANGE_COALESCE - since);
+                        }
+                    }
                 }
                 r
             })?;

@@ -778,14 +778,20 @@ impl OfConn {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
-        let fms: Vec<(ofproto::FlowMod, bool)> = pending
-            .iter()
-            .filter_map(|p| {
-                p.fm.as_ref()
-                    .ok()
-                    .map(|(fm, f)| (fm.clone(), f & KEEP_COOKIE != 0))
-            })
-            .collect();
+        // The flow mods move into the write (shared with the replay on the other copy of
+        // the bridge, no copy of each); the requests stay for the error replies.
+        let mut fms = Vec::with_capacity(pending.len());
+        let mut reqs = Vec::with_capacity(pending.len());
+        for p in pending {
+            match p.fm {
+                Ok(fm) => {
+                    fms.push(fm);
+                    reqs.push((p.head, p.ver, None));
+                }
+                Err(e) => reqs.push((p.head, p.ver, Some(e))),
+            }
+        }
+        let fms = Arc::new(fms);
         let shared = self.bridge.shared();
         let now = shared.now_ms();
         let results = if fms.is_empty() {
@@ -793,30 +799,31 @@ impl OfConn {
         } else {
             // One write for the whole batch (what `SharedBridge::flow_mods` does, with
             // OVS's cookie rule of `apply_one`).
+            let op = fms.clone();
             let r = shared.write(move |b| {
-                fms.iter()
-                    .map(|(fm, keep)| apply_one(b, fm, *keep, now))
+                op.iter()
+                    .map(|(fm, f)| apply_one(b, fm, f & KEEP_COOKIE != 0, now))
                     .collect::<Vec<_>>()
             });
             shared.notify();
             r
         };
-        let mut results = results.iter();
+        let mut results = results.iter().zip(fms.iter());
         let mut applied = Vec::new();
-        for p in pending {
-            let err = match p.fm {
-                Err(e) => Some(e),
-                Ok((fm, flags)) => match results.next() {
-                    Some(Err(e)) => Some(OfpErr::of_flow_mod(e)),
-                    Some(Ok(r)) => {
-                        applied.push((fm, flags, *r));
+        for (head, ver, refused) in reqs {
+            let err = match refused {
+                Some(e) => Some(e),
+                None => match results.next() {
+                    Some((Err(e), _)) => Some(OfpErr::of_flow_mod(e)),
+                    Some((Ok(r), (fm, flags))) => {
+                        applied.push((fm, *flags, *r));
                         None
                     }
                     None => None,
                 },
             };
             if let Some(e) = err {
-                self.send(e.reply(&p.head, p.ver));
+                self.send(e.reply(&head, ver));
             }
         }
         self.record_flags(&applied);
@@ -1086,20 +1093,25 @@ impl OfConn {
                 if b.flags != c.flags {
                     return Err(OfpErr::Bundle(7));
                 }
-                match commit_atomic(self.bridge.shared(), &b.msgs) {
+                let (heads, fms): (Vec<Vec<u8>>, Vec<(ofproto::FlowMod, u16)>) = b
+                    .msgs
+                    .into_iter()
+                    .map(|(head, fm, flags)| (head, (fm, flags)))
+                    .unzip();
+                let fms = Arc::new(fms);
+                match commit_atomic(self.bridge.shared(), &fms) {
                     Ok(results) => {
-                        let applied: Vec<_> = b
-                            .msgs
-                            .into_iter()
+                        let applied: Vec<_> = fms
+                            .iter()
                             .zip(results)
-                            .map(|((_, fm, flags), r)| (fm, flags, r))
+                            .map(|((fm, flags), r)| (fm, *flags, r))
                             .collect();
                         self.record_flags(&applied);
                         answer(self, 5);
                         Ok(())
                     }
                     Err((i, e)) => {
-                        if let Some((head, _, _)) = b.msgs.get(i) {
+                        if let Some(head) = heads.get(i) {
                             self.send(OfpErr::of_flow_mod(&e).reply(head, ver));
                         }
                         Err(OfpErr::Bundle(13))
@@ -1240,7 +1252,7 @@ enum ReqKind {
 impl OfConn {
     /// Records the flags of the rules the applied flow mods added or modified (see
     /// [`FlowFlags`]), looking at the tables as they are after the batch.
-    fn record_flags(&self, applied: &[(ofproto::FlowMod, u16, FlowModResult)]) {
+    fn record_flags(&self, applied: &[(&ofproto::FlowMod, u16, FlowModResult)]) {
         let ff = self.bridge.flow_flags();
         let n = self.bridge.n_tables();
         let b = self.bridge.shared().read();
@@ -1509,12 +1521,10 @@ fn selects(spec: &flow::ofp::FlowSpec, r: &ofproto::table::OfRule) -> bool {
 /// the bridge (one write). `Err((index, error))` names the first that failed.
 fn commit_atomic(
     shared: &SharedBridge,
-    msgs: &[(Vec<u8>, ofproto::FlowMod, u16)],
+    fms: &Arc<Vec<(ofproto::FlowMod, u16)>>,
 ) -> Result<Vec<FlowModResult>, (usize, FlowModError)> {
-    let fms: Vec<(ofproto::FlowMod, bool)> = msgs
-        .iter()
-        .map(|(_, f, flags)| (f.clone(), flags & KEEP_COOKIE != 0))
-        .collect();
+    // Shared with the write (and its replay on the other copy), not copied.
+    let fms = fms.clone();
     let now = shared.now_ms();
     if !fms.iter().any(|(fm, _)| fm.spec.check_overlap) {
         // Without check_overlap a flow mod's success does not depend on the tables: check
@@ -1524,7 +1534,9 @@ fn commit_atomic(
         }
         let r = shared.write(move |b| {
             fms.iter()
-                .map(|(fm, keep)| apply_one(b, fm, *keep, now).unwrap_or_default())
+                .map(|(fm, flags)| {
+                    apply_one(b, fm, *flags & KEEP_COOKIE != 0, now).unwrap_or_default()
+                })
                 .collect()
         });
         shared.notify();
@@ -1532,14 +1544,14 @@ fn commit_atomic(
     }
     let r = shared.write(move |b| {
         let mut scratch = b.replica();
-        for (i, (fm, keep)) in fms.iter().enumerate() {
-            if let Err(e) = apply_one(&mut scratch, fm, *keep, now) {
+        for (i, (fm, flags)) in fms.iter().enumerate() {
+            if let Err(e) = apply_one(&mut scratch, fm, *flags & KEEP_COOKIE != 0, now) {
                 return Err((i, e));
             }
         }
         Ok(fms
             .iter()
-            .map(|(fm, keep)| apply_one(b, fm, *keep, now).unwrap_or_default())
+            .map(|(fm, flags)| apply_one(b, fm, *flags & KEEP_COOKIE != 0, now).unwrap_or_default())
             .collect())
     });
     shared.notify();

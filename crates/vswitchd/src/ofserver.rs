@@ -389,19 +389,18 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
         return;
     }
     let mut buf = vec![0u8; READ_CHUNK];
+    // Whether reads time out after BATCH_PAUSE. Set when flow mods are held back (a pause of
+    // the peer ends the batch) and cleared only when a read times out with nothing held
+    // back: a peer that sends a flow mod per round trip (`ovs-ofctl add-flows`) keeps the
+    // timeout set instead of costing two `setsockopt`s per flow mod; an idle connection
+    // wakes once more and then blocks.
     let mut waiting = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        // With flow mods held back, wait only briefly for more: a pause of the peer ends
-        // the batch.
-        let pending = conn.pending_flow_mods() > 0;
-        if pending != waiting {
-            if stream
-                .set_read_timeout(pending.then_some(BATCH_PAUSE))
-                .is_err()
-            {
+        if conn.pending_flow_mods() > 0 && !waiting {
+            if stream.set_read_timeout(Some(BATCH_PAUSE)).is_err() {
                 break;
             }
-            waiting = pending;
+            waiting = true;
         }
         let out = match stream.read(&mut buf) {
             Ok(0) => {
@@ -418,6 +417,12 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if conn.pending_flow_mods() == 0 {
+                    if stream.set_read_timeout(None).is_err() {
+                        break;
+                    }
+                    waiting = false;
+                }
                 conn.flush()
             }
             Err(_) => {

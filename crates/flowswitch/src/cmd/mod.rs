@@ -7,6 +7,7 @@ pub mod bench_flowmods;
 pub mod bench_northd;
 pub mod classbench;
 pub mod demo;
+pub mod gen_flows;
 pub mod gen_nb;
 pub mod gen_pcap;
 pub mod northd;
