@@ -997,6 +997,19 @@ impl fmt::Display for PmdPerf {
     }
 }
 
+/// A flow's ufid as OVS prints it in `dpctl/dump-flows -m` (8-4-4-4-12 hex digits).
+pub fn ufid_text(u: u128) -> String {
+    let h = format!("{u:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     //! Expected lines were recorded from OVS 3.1 (`ovs-appctl dpctl/dump-flows` on the dummy

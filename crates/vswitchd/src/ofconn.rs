@@ -28,7 +28,7 @@
 //! ([`OfConn::closed`]). No input panics.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -313,17 +313,39 @@ pub trait OfBridge: Send + Sync {
     }
 }
 
-/// A bridge with a fixed port list (replaceable with [`StaticBridge::set_ports`]), zero port
-/// counters and no packet-out: what tests and a first daemon use.
+/// A port's counters as other threads read them: the owner (a datapath thread) stores its
+/// running totals after each burst (one relaxed store per counter per burst, nothing per
+/// packet); port stats, metrics and the database's `statistics` load them.
+#[derive(Debug, Default)]
+pub struct PortCounters {
+    /// Packets received.
+    pub rx_packets: AtomicU64,
+    /// Bytes received.
+    pub rx_bytes: AtomicU64,
+    /// Frames dropped on receive.
+    pub rx_dropped: AtomicU64,
+    /// Packets sent.
+    pub tx_packets: AtomicU64,
+    /// Bytes sent.
+    pub tx_bytes: AtomicU64,
+    /// Packets not sent.
+    pub tx_dropped: AtomicU64,
+}
+
+/// A bridge as its OpenFlow connections see it: a port list (replaced with
+/// [`StaticBridge::set_ports`]), a datapath id ([`StaticBridge::set_datapath_id`]), per-port
+/// counters when a datapath publishes them ([`StaticBridge::set_counters`]; zero
+/// otherwise), no packet-out. The daemon's bridges and the tests use it.
 #[derive(Debug)]
 pub struct StaticBridge {
     name: String,
-    datapath_id: u64,
+    datapath_id: AtomicU64,
     shared: Arc<SharedBridge>,
     ports: RwLock<Vec<PortDesc>>,
     frags: AtomicU16,
     created: Instant,
     flags: FlowFlags,
+    counters: RwLock<BTreeMap<String, Arc<PortCounters>>>,
 }
 
 /// `OFPPC_PORT_DOWN`.
@@ -351,18 +373,29 @@ impl StaticBridge {
             .collect();
         StaticBridge {
             name: name.to_string(),
-            datapath_id,
+            datapath_id: AtomicU64::new(datapath_id),
             shared,
             ports: RwLock::new(ports),
             frags: AtomicU16::new(0),
             created: Instant::now(),
             flags: FlowFlags::default(),
+            counters: RwLock::new(BTreeMap::new()),
         }
     }
 
     /// Replaces the port list.
     pub fn set_ports(&self, ports: Vec<PortDesc>) {
         *self.ports.write().unwrap_or_else(|e| e.into_inner()) = ports;
+    }
+
+    /// Sets the datapath id.
+    pub fn set_datapath_id(&self, id: u64) {
+        self.datapath_id.store(id, Ordering::Relaxed);
+    }
+
+    /// Takes a datapath's per-port counters, by port name.
+    pub fn set_counters(&self, counters: BTreeMap<String, Arc<PortCounters>>) {
+        *self.counters.write().unwrap_or_else(|e| e.into_inner()) = counters;
     }
 }
 
@@ -371,7 +404,7 @@ impl OfBridge for StaticBridge {
         &self.name
     }
     fn datapath_id(&self) -> u64 {
-        self.datapath_id
+        self.datapath_id.load(Ordering::Relaxed)
     }
     fn shared(&self) -> &Arc<SharedBridge> {
         &self.shared
@@ -381,28 +414,39 @@ impl OfBridge for StaticBridge {
         v.sort_by_key(|p| p.port_no);
         v
     }
-    /// Zero packet and byte counters; the drop, error, frame, overrun, CRC and collision
+    /// Packet, byte and drop counters from the published [`PortCounters`] (zero, and
+    /// drops unknown, for a port without); the error, frame, overrun, CRC and collision
     /// counters unknown (all ones), as OVS's dummy and internal ports report them. LOCAL
-    /// first, as `ovs-vswitchd` happens to list a three-port bridge.
+    /// first, as `ovs-vswitchd` lists it.
     fn port_stats(&self) -> Vec<PortStats> {
         let age = self.created.elapsed();
         let mut ports = self.ports();
         ports.sort_by_key(|p| p.port_no != OfPort::LOCAL.to_ofp11());
+        let counters = self.counters.read().unwrap_or_else(|e| e.into_inner());
         ports
             .iter()
-            .map(|p| PortStats {
-                port_no: p.port_no,
-                rx_dropped: u64::MAX,
-                tx_dropped: u64::MAX,
-                rx_errors: u64::MAX,
-                tx_errors: u64::MAX,
-                rx_frame_err: u64::MAX,
-                rx_over_err: u64::MAX,
-                rx_crc_err: u64::MAX,
-                collisions: u64::MAX,
-                duration_sec: u32::try_from(age.as_secs()).unwrap_or(u32::MAX),
-                duration_nsec: age.subsec_nanos(),
-                ..PortStats::default()
+            .map(|p| {
+                let c = counters.get(&p.name);
+                let get = |f: fn(&PortCounters) -> &AtomicU64, none: u64| {
+                    c.map_or(none, |c| f(c).load(Ordering::Relaxed))
+                };
+                PortStats {
+                    port_no: p.port_no,
+                    rx_packets: get(|c| &c.rx_packets, 0),
+                    rx_bytes: get(|c| &c.rx_bytes, 0),
+                    tx_packets: get(|c| &c.tx_packets, 0),
+                    tx_bytes: get(|c| &c.tx_bytes, 0),
+                    rx_dropped: get(|c| &c.rx_dropped, u64::MAX),
+                    tx_dropped: get(|c| &c.tx_dropped, u64::MAX),
+                    rx_errors: u64::MAX,
+                    tx_errors: u64::MAX,
+                    rx_frame_err: u64::MAX,
+                    rx_over_err: u64::MAX,
+                    rx_crc_err: u64::MAX,
+                    collisions: u64::MAX,
+                    duration_sec: u32::try_from(age.as_secs()).unwrap_or(u32::MAX),
+                    duration_nsec: age.subsec_nanos(),
+                }
             })
             .collect()
     }

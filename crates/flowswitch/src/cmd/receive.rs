@@ -221,7 +221,7 @@ impl Replayer {
             .map(|f| {
                 let mut l = String::new();
                 if more || terse {
-                    l = format!("ufid:{}, ", ufid_text(f.ufid.0));
+                    l = format!("ufid:{}, ", datapath::dpctl::ufid_text(f.ufid.0));
                 }
                 if terse {
                     datapath::dpctl::format_flow_stats(&mut l, &f.stats.snapshot(), now_ms);
@@ -396,19 +396,6 @@ impl Replayer {
         }
         Ok(out)
     }
-}
-
-/// A ufid as OVS prints it (`ufid:` then a UUID: 8-4-4-4-12 hex digits).
-fn ufid_text(u: u128) -> String {
-    let h = format!("{u:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 /// `dpctl/dump-conntrack` lines of `zone` (all zones if `None`), sorted.

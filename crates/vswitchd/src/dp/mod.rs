@@ -563,7 +563,7 @@ impl Datapath {
                 let actions = datapath::dpctl::flow_actions_text(&self.actions, f);
                 let line = datapath::dpctl::format_dp_flow(f, now_ms, &actions, &fmt);
                 if more {
-                    format!("ufid:{}, {line}", ufid_text(f.ufid.0))
+                    format!("ufid:{}, {line}", datapath::dpctl::ufid_text(f.ufid.0))
                 } else {
                     line
                 }
@@ -678,19 +678,6 @@ pub fn parse_hex_frame(arg: &str) -> Result<Vec<u8>, String> {
             h(p[0]) << 4 | h(p[1])
         })
         .collect())
-}
-
-/// A ufid as OVS prints it (8-4-4-4-12 hex digits).
-fn ufid_text(u: u128) -> String {
-    let h = format!("{u:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 /// `HH:MM:SS.mmm` (UTC), as `pmd-perf-show` prints its `Time:`.

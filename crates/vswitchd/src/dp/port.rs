@@ -29,7 +29,9 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::ofconn::PortCounters;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -173,34 +175,17 @@ impl PortSpec {
 /// A port's rx queue, shared by the port and its handles.
 pub type RxQueue = Arc<Mutex<VecDeque<Vec<u8>>>>;
 
-/// A port's counters as other threads read them: the PMD that owns the port stores its
-/// running totals after each burst (one relaxed store per counter per burst; nothing per
-/// packet), `dump-ports` and the metrics load them.
-#[derive(Debug, Default)]
-pub struct SharedCounters {
-    /// Packets received.
-    pub rx_packets: AtomicU64,
-    /// Bytes received.
-    pub rx_bytes: AtomicU64,
-    /// Frames dropped on receive.
-    pub rx_dropped: AtomicU64,
-    /// Packets sent.
-    pub tx_packets: AtomicU64,
-    /// Bytes sent.
-    pub tx_bytes: AtomicU64,
-    /// Packets not sent.
-    pub tx_dropped: AtomicU64,
-}
+/// The port's counters as other threads read them (see [`PortCounters`]).
+pub type SharedCounters = PortCounters;
 
-impl SharedCounters {
-    fn publish(&self, s: &PortStats) {
-        self.rx_packets.store(s.rx_packets, Ordering::Relaxed);
-        self.rx_bytes.store(s.rx_bytes, Ordering::Relaxed);
-        self.rx_dropped.store(s.rx_dropped, Ordering::Relaxed);
-        self.tx_packets.store(s.tx_packets, Ordering::Relaxed);
-        self.tx_bytes.store(s.tx_bytes, Ordering::Relaxed);
-        self.tx_dropped.store(s.tx_dropped, Ordering::Relaxed);
-    }
+/// Stores the running totals `s` into `c` (after a burst).
+fn publish(c: &PortCounters, s: &PortStats) {
+    c.rx_packets.store(s.rx_packets, Ordering::Relaxed);
+    c.rx_bytes.store(s.rx_bytes, Ordering::Relaxed);
+    c.rx_dropped.store(s.rx_dropped, Ordering::Relaxed);
+    c.tx_packets.store(s.tx_packets, Ordering::Relaxed);
+    c.tx_bytes.store(s.tx_bytes, Ordering::Relaxed);
+    c.tx_dropped.store(s.tx_dropped, Ordering::Relaxed);
 }
 
 /// The control side of a [`DummyPort`]: queues frames for it to receive.
@@ -354,7 +339,7 @@ impl Port for DummyPort {
         }
         drop(q);
         if n > 0 {
-            self.counters.publish(&self.stats);
+            publish(&self.counters, &self.stats);
         }
         n
     }
@@ -377,7 +362,7 @@ impl Port for DummyPort {
         if let Some(s) = sink.as_mut() {
             s.flush();
         }
-        self.counters.publish(&self.stats);
+        publish(&self.counters, &self.stats);
         n
     }
 
