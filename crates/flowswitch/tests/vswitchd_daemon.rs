@@ -12,32 +12,6 @@ use std::time::{Duration, Instant};
 
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 
-fn tool(name: &str) -> PathBuf {
-    let sbin = Path::new("/usr/sbin").join(name);
-    if sbin.exists() {
-        sbin
-    } else {
-        PathBuf::from(name)
-    }
-}
-
-fn missing() -> Option<String> {
-    for t in ["ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-appctl"] {
-        if Command::new(tool(t))
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_err()
-        {
-            return Some(format!(
-                "{t} is not installed (apt-get install openvswitch-switch)"
-            ));
-        }
-    }
-    (!Path::new(SCHEMA).exists()).then(|| format!("{SCHEMA} is missing"))
-}
-
 struct Env {
     dir: PathBuf,
     ovsdb: Option<Child>,
@@ -52,7 +26,7 @@ impl Env {
         if with_db {
             let db = env.dir.join("conf.db");
             assert!(
-                Command::new(tool("ovsdb-tool"))
+                Command::new(testutil::ovs::tool_path("ovsdb-tool"))
                     .arg("create")
                     .arg(&db)
                     .arg(SCHEMA)
@@ -62,7 +36,7 @@ impl Env {
             );
             let sock = env.dir.join("db.sock");
             env.ovsdb = Some(
-                Command::new(tool("ovsdb-server"))
+                Command::new(testutil::ovs::tool_path("ovsdb-server"))
                     .arg("--no-chdir")
                     .arg(format!("--remote=punix:{}", sock.display()))
                     .arg(format!("--unixctl={}", env.dir.join("ovsdb.ctl").display()))
@@ -88,7 +62,7 @@ impl Env {
         let mut c = if *p == "flowswitch" {
             Command::new(env!("CARGO_BIN_EXE_flowswitch"))
         } else {
-            Command::new(tool(p))
+            Command::new(testutil::ovs::tool_path(p))
         };
         if *p == "ovs-vsctl" {
             c.arg("--timeout=20");
@@ -175,7 +149,7 @@ impl Drop for Env {
 
 #[test]
 fn stock_tools_find_and_stop_the_daemon() {
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }
@@ -265,7 +239,7 @@ fn stock_tools_find_and_stop_the_daemon() {
 
 #[test]
 fn embedded_default_serves_ovs_schema_privately() {
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }
@@ -360,7 +334,7 @@ fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
 
 #[test]
 fn packets_flow_through_ports_configured_with_ovs_tools() {
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }

@@ -19,39 +19,6 @@ use testutil::rng::TestRng;
 
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 
-fn missing() -> Option<String> {
-    for tool in [
-        "ovsdb-server",
-        "ovsdb-tool",
-        "ovs-vsctl",
-        "ovs-ofctl",
-        "ovs-vswitchd",
-    ] {
-        let found = Command::new(tool)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok()
-            || Path::new("/usr/sbin").join(tool).exists();
-        if !found {
-            return Some(format!(
-                "{tool} is not installed (apt-get install openvswitch-switch)"
-            ));
-        }
-    }
-    (!Path::new(SCHEMA).exists()).then(|| format!("{SCHEMA} is missing"))
-}
-
-fn tool(name: &str) -> PathBuf {
-    let sbin = Path::new("/usr/sbin").join(name);
-    if sbin.exists() {
-        sbin
-    } else {
-        PathBuf::from(name)
-    }
-}
-
 /// One switch under test: its run directory, `ovsdb-server` and daemon.
 struct Side {
     name: &'static str,
@@ -65,7 +32,7 @@ impl Side {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let db = dir.join("conf.db");
-        let st = Command::new(tool("ovsdb-tool"))
+        let st = Command::new(testutil::ovs::tool_path("ovsdb-tool"))
             .arg("create")
             .arg(&db)
             .arg(SCHEMA)
@@ -73,7 +40,7 @@ impl Side {
             .unwrap();
         assert!(st.success(), "ovsdb-tool create");
         let sock = dir.join("db.sock");
-        let ovsdb = Command::new(tool("ovsdb-server"))
+        let ovsdb = Command::new(testutil::ovs::tool_path("ovsdb-server"))
             .arg("--no-chdir")
             .arg(format!("--remote=punix:{}", sock.display()))
             .arg(format!(
@@ -134,7 +101,7 @@ impl Side {
 
     fn cmd(&self, args: &[&str]) -> Command {
         let (prog, rest) = args.split_first().unwrap();
-        let mut c = Command::new(tool(prog));
+        let mut c = Command::new(testutil::ovs::tool_path(prog));
         if *prog == "ovs-vsctl" {
             c.arg("--timeout=20");
         }
@@ -283,7 +250,7 @@ fn flows(rng: &mut TestRng, n: usize) -> Vec<String> {
             // rule that prints like the catch-all beside the catch-all itself (two rules,
             // one text): a quirk of the client and OVS's classifier, not a behaviour to
             // copy. ovs-ofctl says when it normalizes; such flows are left out.
-            let normalized = Command::new(tool("ovs-ofctl"))
+            let normalized = Command::new(testutil::ovs::tool_path("ovs-ofctl"))
                 .args(["parse-flow", &f])
                 .output()
                 .is_ok_and(|o| {
@@ -420,7 +387,12 @@ fn next_command(rng: &mut TestRng, m: &mut Model, dir_file: &Path) -> Vec<String
 }
 
 fn run_seed(seed: u64, steps: usize, ours: &[String]) -> Result<(), String> {
-    let ovs = Side::start("ovs", &[tool("ovs-vswitchd").display().to_string()]);
+    let ovs = Side::start(
+        "ovs",
+        &[testutil::ovs::tool_path("ovs-vswitchd")
+            .display()
+            .to_string()],
+    );
     let fs = Side::start("flowswitch", ours);
     let mut rng = TestRng::new(seed);
     let mut model = Model::default();
@@ -473,7 +445,7 @@ fn run_seed(seed: u64, steps: usize, ours: &[String]) -> Result<(), String> {
 
 #[test]
 fn random_vsctl_and_ofctl_commands_answer_as_ovs() {
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }
@@ -528,7 +500,7 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
     use testutil::pipelines::{
         PipelineMix, flow_protocol, normalize_recirc_ids, random_packets_for, random_pipeline,
     };
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }
@@ -536,7 +508,12 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
         env!("CARGO_BIN_EXE_flowswitch").to_owned(),
         "vswitchd".to_owned(),
     ];
-    let ovs = Side::start("trace-ovs", &[tool("ovs-vswitchd").display().to_string()]);
+    let ovs = Side::start(
+        "trace-ovs",
+        &[testutil::ovs::tool_path("ovs-vswitchd")
+            .display()
+            .to_string()],
+    );
     let fs = Side::start("trace-flowswitch", &ours);
     let mut setup: Vec<String> = vec![
         "ovs-vsctl",

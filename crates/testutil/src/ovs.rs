@@ -254,6 +254,12 @@ pub fn ofctl_available() -> bool {
     find_in_path(OVS_OFCTL).is_some()
 }
 
+/// An OVS program's path (`PATH`, then Debian's `/usr/sbin` and `/usr/bin`), or the bare name
+/// when it is nowhere (running it then fails with a clear "not found").
+pub fn tool_path(bin: &str) -> PathBuf {
+    find_in_path(bin).unwrap_or_else(|| PathBuf::from(bin))
+}
+
 fn find_in_path(bin: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();

@@ -2,7 +2,7 @@
 //! returns, `ofport`/`datapath_id`/`error` are written back as OVS writes them, and
 //! restarting `ovsdb-server` under the running daemon loses nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,23 +14,6 @@ use vswitchd::bridges::DummyMode;
 use vswitchd::daemon::{Daemon, Options};
 
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
-
-fn missing() -> Option<String> {
-    for tool in ["ovsdb-server", "ovsdb-tool", "ovs-vsctl"] {
-        if Command::new(tool)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_err()
-        {
-            return Some(format!(
-                "{tool} is not installed (apt-get install openvswitch-switch)"
-            ));
-        }
-    }
-    (!Path::new(SCHEMA).exists()).then(|| format!("{SCHEMA} is missing"))
-}
 
 struct Db {
     dir: PathBuf,
@@ -150,7 +133,7 @@ impl Running {
 
 #[test]
 fn vsctl_wait_returns_and_ofports_are_written_back() {
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }
@@ -244,7 +227,7 @@ fn vsctl_wait_returns_and_ofports_are_written_back() {
 
 #[test]
 fn restarting_ovsdb_server_loses_nothing() {
-    if let Some(why) = missing() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
         testutil::skip::skip(&why);
         return;
     }
