@@ -13,6 +13,8 @@
 //!   conntrack (dummy ports' `tx_pcap`), the `flowswitch receive` output parser and the
 //!   comparison for `crates/flowswitch/tests/ct_vs_ovs.rs`; OVS's answers are recorded in
 //!   `data/ct_oracle_answers.txt`, observed facts in `data/ct_oracle_notes.md`.
+//! - [`netns`]: network namespaces and veth pairs for tests of real ports (root only),
+//!   removed on drop; [`netns::netns_missing_reason`] says why they cannot run here.
 //! - [`rng`]: a small self-contained seeded PRNG so corpora never change with a dependency.
 //! - [`skip()`]: how a test that cannot run here says so — counted by `scripts/test-all.sh`,
 //!   a failure in CI (`FLOWSWITCH_NO_SKIP`).
@@ -24,6 +26,7 @@ pub mod skip;
 pub use skip::skip;
 pub mod flow_corpus;
 pub mod golden;
+pub mod netns;
 pub mod ovn;
 pub mod ovs;
 pub mod packets;
