@@ -12,7 +12,9 @@
 //!   forever (module [`replay`]); [`GeneratorPort`], synthetic traffic for N flows (module
 //!   [`generator`]; the benchmark connections' frames in [`conn_frames`]); [`NullPort`], a
 //!   sink (module [`null`]); [`MemPort`], injected rx and captured tx for tests (module
-//!   [`mem`]).
+//!   [`mem`]); real Linux interfaces: [`AfPacketPort`] (module [`afpacket`], a `TPACKET_V3`
+//!   ring and batched `sendmmsg`) and [`TapPort`] (module [`tap`], an interface the switch
+//!   creates for the host), with interface helpers in [`netif`].
 //!
 //! It does not parse packets beyond what building generator frames needs (that is `wire` and
 //! `flow`), and it does not decide anything about forwarding.
@@ -30,23 +32,27 @@
 //!
 //! # Unsafe
 //!
-//! This crate is where the I/O `unsafe` of flowswitch will live (AF_PACKET rings, AF_XDP
-//! UMEM, tap), each block with a `// SAFETY:` comment. The port kinds present today are safe
-//! code; the CPU helpers [`tsc`] (cycle counter) and [`prefetch`] (cache hint) each wrap one
+//! This crate is where the I/O `unsafe` of flowswitch lives, each block with a `// SAFETY:`
+//! comment: [`afpacket`] (socket options, the mapped ring, `sendmmsg`), [`tap`] and
+//! [`netif`] (`ioctl`s). The other port kinds are safe code; the CPU helpers [`tsc`] (cycle counter) and [`prefetch`] (cache hint) each wrap one
 //! intrinsic.
 
+pub mod afpacket;
 pub mod batch;
 pub mod conn_frames;
 pub mod generator;
 pub mod mem;
+pub mod netif;
 pub mod null;
 pub mod packet;
 pub mod pcap;
 pub mod port;
 pub mod prefetch;
 pub mod replay;
+pub mod tap;
 pub mod tsc;
 
+pub use afpacket::{AfPacketOptions, AfPacketPort};
 pub use batch::{BATCH_MAX, Batch};
 pub use generator::{
     FlowSpec, FrameSize, GeneratorConfig, GeneratorPort, L4Spec, Order, ProtocolMix,
@@ -60,3 +66,4 @@ pub use pcap::{
 };
 pub use port::{Port, PortError, PortStats};
 pub use replay::{FrameSet, ReplayPort};
+pub use tap::TapPort;

@@ -12,7 +12,7 @@
 //! * Frames that cannot be received are dropped and counted per reason, never a panic:
 //!   `rx_nobuf` when the pool is exhausted, `rx_too_large` when the frame exceeds
 //!   [`MAX_FRAME`](crate::MAX_FRAME).
-//! * Counters: `rx_dropped == rx_nobuf + rx_too_large`, `tx_dropped == tx_errors`.
+//! * Counters: `rx_dropped == rx_nobuf + rx_too_large + rx_overrun`, `tx_dropped == tx_errors`.
 //!   `rx_errors` counts malformed input records (e.g. a corrupt pcap record), which are not
 //!   packets and so not in `rx_dropped`.
 //!
@@ -36,6 +36,9 @@ pub struct PortStats {
     pub rx_nobuf: u64,
     /// Rx drops: the frame was larger than a packet buffer holds.
     pub rx_too_large: u64,
+    /// Rx drops before the port saw the frame: the device's receive ring was full (a packet
+    /// socket's ring, as the kernel counts it).
+    pub rx_overrun: u64,
     /// Malformed input records (not counted as packets).
     pub rx_errors: u64,
     /// Packets sent by tx.
@@ -53,7 +56,8 @@ pub struct PortStats {
 impl PortStats {
     /// Whether the drop totals equal the sum of their reasons.
     pub fn is_consistent(&self) -> bool {
-        self.rx_dropped == self.rx_nobuf + self.rx_too_large && self.tx_dropped == self.tx_errors
+        self.rx_dropped == self.rx_nobuf + self.rx_too_large + self.rx_overrun
+            && self.tx_dropped == self.tx_errors
     }
 
     /// Counts one successfully received packet of `len` bytes.
@@ -115,6 +119,18 @@ pub enum PortError {
         len: usize,
         /// The limit.
         max: usize,
+    },
+    /// A Linux interface refused an operation (it does not exist, is taken, or we lack the
+    /// permission).
+    #[error("{name}: {op}: {source}")]
+    Interface {
+        /// The interface.
+        name: String,
+        /// What was being done.
+        op: &'static str,
+        /// The kernel's answer.
+        #[source]
+        source: std::io::Error,
     },
     /// An invalid port configuration.
     #[error("invalid port configuration: {0}")]
