@@ -57,6 +57,9 @@ enum Command {
     /// Run as a drop-in `ovs-vswitchd`: configured from OVS's database, driven by `ovs-vsctl`,
     /// `ovs-ofctl` and `ovs-appctl`.
     Vswitchd(cmd::vswitchd::Args),
+    /// Forward between real Linux interfaces in the foreground (AF_PACKET, tap) until
+    /// SIGINT/SIGTERM: a learning switch, or the flows of `--flows FILE`.
+    Switch(cmd::switch::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone (EPIPE).
@@ -106,6 +109,7 @@ fn main() -> std::process::ExitCode {
         Command::GenNb(a) => cmd::gen_nb::run(a),
         Command::GenFlows(a) => cmd::gen_flows::run(a),
         Command::Vswitchd(a) => cmd::vswitchd::run(a),
+        Command::Switch(a) => cmd::switch::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

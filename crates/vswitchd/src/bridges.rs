@@ -12,10 +12,13 @@
 //! Datapath port numbers are allocated per daemon (one userspace datapath serves every
 //! bridge, as OVS's `ovs-netdev`), lowest free from 1, reused after a port goes.
 //!
-//! Interface kinds: `internal` and `dummy` are backed by nothing yet (they exist as OpenFlow
-//! ports; packets reach them once the datapath is wired to the daemon); with
-//! `--enable-dummy=override` every kind is treated as `dummy`, as OVS's test suite runs it.
-//! Other kinds (`system`, `afxdp`, tunnels) get an `error` and `ofport` −1, as OVS gives an
+//! Interface kinds ([`IfaceBackend`]): `dummy` is OVS's dummy netdev; `system` (or no type)
+//! is the Linux interface of that name through AF_PACKET, and an interface that does not
+//! exist gets OVS's `could not open network device NAME (No such device)`; `internal` is a
+//! tap interface the daemon creates for the host, except the bridge's own port, which is a
+//! dummy (not a host interface yet), and except on a `datapath_type=dummy` bridge; with
+//! `--enable-dummy=override` every kind is a dummy, as OVS's test suite runs it. Other kinds
+//! (`afxdp` until it is built, tunnels) get an `error` and `ofport` −1, as OVS gives an
 //! interface it cannot open.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,12 +54,28 @@ pub struct RunningIface {
     pub uuid: Uuid,
     /// `type` as configured.
     pub kind: String,
+    /// What it is opened as.
+    pub backend: IfaceBackend,
     /// OpenFlow port number.
     pub ofport: OfPort,
     /// Datapath port number.
     pub dp_port: u32,
     /// Hardware address.
     pub mac: [u8; 6],
+}
+
+/// What an interface is opened as in the datapath.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfaceBackend {
+    /// OVS's `dummy` netdev: frames injected with `netdev-dummy/receive`.
+    Dummy,
+    /// A dummy standing for an internal port (the bridge's own port; every internal port on
+    /// a `dummy` datapath or under `--enable-dummy=override`).
+    DummyInternal,
+    /// A Linux interface through AF_PACKET (`type=system` or no type).
+    AfPacket,
+    /// A tap interface the daemon creates for the host (`type=internal`).
+    Tap,
 }
 
 /// An interface that could not be opened, and why (written to its `error` column).
@@ -250,17 +269,37 @@ impl Bridges {
         n
     }
 
-    /// Whether an interface of `kind` can be opened, or why not.
-    fn can_open(&self, bridge: &str, i: &IfaceCfg) -> Result<(), String> {
+    /// What interface `i` of bridge `bridge` (datapath type `dp_type`) is opened as, or why
+    /// it cannot be (module doc).
+    fn backend(&self, bridge: &str, dp_type: &str, i: &IfaceCfg) -> Result<IfaceBackend, String> {
+        let internal = i.name == bridge || matches!(i.kind.as_str(), "internal" | "dummy-internal");
         if self.dummy == DummyMode::Override {
-            return Ok(());
+            return Ok(if internal {
+                IfaceBackend::DummyInternal
+            } else {
+                IfaceBackend::Dummy
+            });
         }
+        let exists = |b: IfaceBackend| match netdev::netif::ifindex(&i.name) {
+            Ok(_) => Ok(b),
+            Err(e) => Err(format!(
+                "could not open network device {} ({})",
+                i.name,
+                match &e {
+                    netdev::PortError::Interface { source, .. } => source.to_string(),
+                    other => other.to_string(),
+                }
+            )),
+        };
         match i.kind.as_str() {
-            "dummy" | "dummy-internal" => Ok(()),
-            "internal" => Ok(()),
-            "" | "system" if i.name == bridge => Ok(()),
-            "" | "system" => Err(format!(
-                "could not open network device {} (system interfaces need the AF_PACKET/AF_XDP ports, not built yet; use type=dummy or --enable-dummy=override)",
+            "dummy" => Ok(IfaceBackend::Dummy),
+            "dummy-internal" => Ok(IfaceBackend::DummyInternal),
+            _ if i.name == bridge => Ok(IfaceBackend::DummyInternal),
+            "internal" if dp_type == "dummy" => Ok(IfaceBackend::DummyInternal),
+            "internal" => Ok(IfaceBackend::Tap),
+            "" | "system" => exists(IfaceBackend::AfPacket),
+            "afxdp" => Err(format!(
+                "could not open network device {} (Address family not supported by protocol: AF_XDP ports are not built yet; use type=system)",
                 i.name
             )),
             other => Err(format!(
@@ -345,6 +384,24 @@ impl Bridges {
         } else if rb.cfg.datapath_id_request.is_some() || rb.cfg.hwaddr != bcfg.hwaddr {
             rb.mac = bcfg.hwaddr.unwrap_or_else(|| mac_from_uuid(bcfg.uuid));
             rb.dpid = dpid_from_mac(rb.mac);
+        }
+        // Fail mode (OVS `connmgr_set_fail_mode`, and `connmgr_flushed` at creation): a
+        // standalone bridge without controllers gets `priority=0,actions=NORMAL`; a change of
+        // mode without controllers flushes the flow table first.
+        let standalone = |c: &BridgeCfg| c.fail_mode.as_deref() != Some("secure");
+        let is_new = events.contains(&Event::BridgeAdded(name.into()));
+        if is_new || standalone(&rb.cfg) != standalone(bcfg) {
+            use ofproto::bridge::FlowModCommand;
+            if bcfg.controllers.is_empty() {
+                if !is_new {
+                    let _ = rb.shared.flow_mod_text(FlowModCommand::Delete, "");
+                }
+                if standalone(bcfg) {
+                    let _ = rb
+                        .shared
+                        .flow_mod_text(FlowModCommand::Add, "priority=0,actions=NORMAL");
+                }
+            }
         }
         rb.cfg = bcfg.clone();
         // An interface whose `ofport_request` differs from the number it has is taken down
@@ -433,20 +490,23 @@ impl Bridges {
                 }
                 continue;
             }
-            let open = self.can_open(name, icfg);
+            let open = self.backend(name, &bcfg.datapath_type, icfg);
             let Some(rb) = self.map.get_mut(name) else {
                 return;
             };
-            if let Err(error) = open {
-                rb.failed.insert(
-                    iname.to_owned(),
-                    FailedIface {
-                        uuid: icfg.uuid,
-                        error,
-                    },
-                );
-                continue;
-            }
+            let backend = match open {
+                Ok(b) => b,
+                Err(error) => {
+                    rb.failed.insert(
+                        iname.to_owned(),
+                        FailedIface {
+                            uuid: icfg.uuid,
+                            error,
+                        },
+                    );
+                    continue;
+                }
+            };
             rb.failed.remove(iname);
             // OVS asks for ofport_request, else the number the database records.
             let requested = icfg.ofport_request.or_else(|| {
@@ -498,6 +558,7 @@ impl Bridges {
                     port: pcfg.name.clone(),
                     uuid: icfg.uuid,
                     kind: icfg.kind.clone(),
+                    backend,
                     ofport,
                     dp_port,
                     mac,

@@ -46,14 +46,26 @@ pub struct ServeOptions {
     pub config: Option<PathBuf>,
     /// `--metrics=ADDR`: serve Prometheus text on this (loopback) address.
     pub metrics: Option<std::net::SocketAddr>,
+    /// A TOML configuration given as text (`flowswitch switch` builds one).
+    pub config_toml: Option<String>,
+    /// The run directory instead of `$OVS_RUNDIR`.
+    pub rundir: Option<PathBuf>,
+    /// Flows (`ovs-ofctl add-flows` text) added to a bridge once it exists: `(bridge,
+    /// text)`; a flow that does not parse stops the daemon with the error.
+    pub flows: Option<(String, String)>,
 }
 
 impl ServeOptions {
+    /// The run directory: [`ServeOptions::rundir`] or OVS's (`$OVS_RUNDIR`).
+    pub fn run_dir(&self) -> PathBuf {
+        self.rundir.clone().unwrap_or_else(rundir::rundir)
+    }
+
     /// The pidfile path, if one is wanted.
     pub fn pidfile_path(&self) -> Option<PathBuf> {
         self.pidfile.as_ref().map(|p| {
             p.clone()
-                .unwrap_or_else(|| rundir::rundir().join("ovs-vswitchd.pid"))
+                .unwrap_or_else(|| self.run_dir().join("ovs-vswitchd.pid"))
         })
     }
 }
@@ -81,6 +93,8 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
 /// first, the private database, the pidfile last.
 struct Running {
     daemon: Daemon,
+    /// Flows still to add once their bridge exists ([`ServeOptions::flows`]).
+    flows: Option<(String, String)>,
     switch: Arc<Switch>,
     dps: Arc<Mutex<Datapaths>>,
     unixctl: Server,
@@ -197,7 +211,7 @@ fn embedded(dir: &std::path::Path) -> anyhow::Result<Embedded> {
 }
 
 fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
-    let dir = rundir::rundir();
+    let dir = opts.run_dir();
     rundir::ensure_dir(&dir).with_context(|| format!("run directory {}", dir.display()))?;
     let mut specs = Vec::new();
     if opts.detach {
@@ -217,7 +231,7 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         log_file,
         specs,
         modules: [
-            "vswitchd", "bridge", "unixctl", "metrics", "ofconn", "ofserver", "dpif",
+            "vswitchd", "bridge", "unixctl", "metrics", "ofconn", "ofserver", "dpif", "netdev",
         ]
         .map(String::from)
         .to_vec(),
@@ -230,7 +244,14 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     }
     dopts.dummy = opts.dummy;
     let mut private_db = None;
-    let daemon = if let Some(file) = &opts.config {
+    let daemon = if let Some(text) = &opts.config_toml {
+        let (cfg, problems) = crate::static_config::parse(text)
+            .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        for p in problems {
+            tracing::warn!(target: "bridge", "{p}");
+        }
+        Daemon::with_static_config(dopts, cfg)
+    } else if let Some(file) = &opts.config {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let (cfg, problems) = crate::static_config::parse(&text)
@@ -294,7 +315,15 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         None => None,
     };
     info!(target: "vswitchd", "flowswitch vswitchd started (database {})", daemon.options().db);
+    if let Some((_, text)) = &opts.flows {
+        // Checked before anything runs: a typo stops the start, not the running switch.
+        let mut scratch = ofproto::Bridge::new("check", ofproto::table::Backend::TupleSpace);
+        scratch
+            .add_flows_text(text, 0)
+            .map_err(|e| anyhow::anyhow!("flows: {e}"))?;
+    }
     Ok(Running {
+        flows: opts.flows.clone(),
         daemon,
         switch,
         dps,
@@ -315,11 +344,29 @@ impl Running {
         let switch = self.switch.clone();
         let dps = self.dps.clone();
         let stats_switch = self.switch.clone();
+        let mut flows = self.flows.take();
         self.daemon.run_with(
             |d, _| {
+                if let Some((bridge, text)) = flows.take() {
+                    match d.bridges().map.get(&bridge) {
+                        Some(rb) => {
+                            let now = rb.shared.now_ms();
+                            let t = text.clone();
+                            match rb.shared.write(move |b| b.add_flows_text(&t, now)) {
+                                Ok(n) => info!(target: "bridge", "{bridge}: {n} flows added"),
+                                Err(e) => warn!(target: "bridge", "{bridge}: flows: {e}"),
+                            }
+                            rb.shared.notify();
+                        }
+                        None => flows = Some((bridge, text)),
+                    }
+                }
                 let problems = lock(&dps).sync(d.bridges(), &d.config().knobs);
                 for (bridge, iface, text) in problems {
                     warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
+                }
+                for (bridge, text) in lock(&dps).take_attached() {
+                    info!(target: "netdev", "bridge {bridge}: {text}");
                 }
                 switch.sync(d.bridges());
                 let dps = lock(&dps);

@@ -14,5 +14,6 @@ pub mod northd;
 pub mod parse_flow;
 pub mod pcap_flows;
 pub mod receive;
+pub mod switch;
 pub mod trace;
 pub mod vswitchd;

@@ -70,5 +70,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         dummy,
         config: a.config,
         metrics: a.metrics,
+        ..ServeOptions::default()
     })
 }

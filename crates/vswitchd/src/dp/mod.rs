@@ -71,7 +71,7 @@ use upcall::revalidate::{DEFAULT_PERIOD_MS, RevalidatorConfig, RevalidatorPool};
 
 use crate::bridges::{Bridges, RunningBridge};
 use crate::config::DpKnobs;
-use port::{DummyHandle, DummyPort, MIN_FRAME, PortSpec};
+use port::{DummyHandle, MIN_FRAME, PortSpec};
 
 /// How long control verbs wait for a thread (a clear, a drain).
 const VERB_WAIT: Duration = Duration::from_secs(5);
@@ -111,7 +111,9 @@ pub fn mask_cpus(mask: u128) -> Vec<usize> {
 struct DpPort {
     no: u32,
     spec: PortSpec,
-    handle: DummyHandle,
+    counters: Arc<port::SharedCounters>,
+    /// Dummy ports only.
+    dummy: Option<DummyHandle>,
 }
 
 /// The datapath of one bridge (module doc).
@@ -127,6 +129,8 @@ pub struct Datapath {
     ports: BTreeMap<String, DpPort>,
     /// Reloads done (port changes while running).
     reloads: u64,
+    /// What real ports attached, how, since last taken ([`Datapath::take_attached`]).
+    attached: Vec<String>,
 }
 
 impl std::fmt::Debug for Datapath {
@@ -205,6 +209,7 @@ impl Datapath {
             core,
             ports: BTreeMap::new(),
             reloads: 0,
+            attached: Vec::new(),
         };
         let problems = dp.apply_ports(&mut pmd, rb);
         dp.thread = Some(dp.spawn(pmd)?);
@@ -246,7 +251,9 @@ impl Datapath {
                 && want.get(name.as_str()).is_some_and(|(no, _)| *no == p.no)
             {
                 drop(old);
-                queues.insert(name, p.handle);
+                if let Some(h) = p.dummy {
+                    queues.insert(name, h);
+                }
             }
         }
         for (name, (no, spec)) in want {
@@ -254,9 +261,18 @@ impl Datapath {
                 continue;
             }
             let rx = queues.remove(name).map(|h| h.rx_queue());
-            let opened = DummyPort::open(name, &spec, rx);
+            let opened = match port::open_port(name, &spec, rx) {
+                Ok(o) => o,
+                Err(e) => {
+                    problems.push((name.to_owned(), e));
+                    continue;
+                }
+            };
             problems.extend(opened.problems.into_iter().map(|e| (name.to_owned(), e)));
-            if let Err(e) = pmd.add_port(no, Box::new(opened.port), true) {
+            if let Some(info) = &opened.info {
+                self.attached.push(info.clone());
+            }
+            if let Err(e) = pmd.add_port(no, opened.port, true) {
                 problems.push((name.to_owned(), format!("{name}: {e}")));
                 continue;
             }
@@ -265,7 +281,8 @@ impl Datapath {
                 DpPort {
                     no,
                     spec,
-                    handle: opened.handle,
+                    counters: opened.counters,
+                    dummy: opened.dummy,
                 },
             );
         }
@@ -300,6 +317,11 @@ impl Datapath {
             .take()
             .ok_or_else(|| format!("bridge {}: the datapath thread is down", self.bridge))?;
         t.join().map_err(|e| format!("bridge {}: {e}", self.bridge))
+    }
+
+    /// What real ports attached since the last call, and how (for the log).
+    pub fn take_attached(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.attached)
     }
 
     /// The bridge.
@@ -348,7 +370,7 @@ impl Datapath {
     pub fn port_counters(&self) -> BTreeMap<String, Arc<port::SharedCounters>> {
         self.ports
             .iter()
-            .map(|(n, p)| (n.clone(), p.handle.counters().clone()))
+            .map(|(n, p)| (n.clone(), p.counters.clone()))
             .collect()
     }
 
@@ -362,12 +384,13 @@ impl Datapath {
     /// text), a frame shorter than an Ethernet header or longer than a packet buffer, a
     /// full queue.
     pub fn receive_frames(&self, name: &str, frames: &[Vec<u8>]) -> Result<(), String> {
-        let p = self
+        let h = self
             .ports
             .get(name)
+            .and_then(|p| p.dummy.as_ref())
             .ok_or_else(|| format!("no such dummy netdev {name:?}"))?;
         check_frames(frames)?;
-        p.handle.receive(frames)?;
+        h.receive(frames)?;
         if let Some(t) = &self.thread {
             t.wake();
         }
@@ -386,7 +409,11 @@ impl Datapath {
         let Some(t) = &self.thread else {
             return false;
         };
-        while self.ports.values().any(|p| p.handle.pending() > 0) {
+        while self
+            .ports
+            .values()
+            .any(|p| p.dummy.as_ref().is_some_and(|h| h.pending() > 0))
+        {
             if Instant::now() >= deadline {
                 return false;
             }
@@ -629,7 +656,7 @@ fn wanted_ports(rb: &RunningBridge) -> BTreeMap<&str, (u32, PortSpec)> {
                 i.name.as_str(),
                 (
                     i.dp_port,
-                    PortSpec::from_iface(&rb.name, &i.name, &i.kind, options),
+                    PortSpec::from_iface(i.backend, options),
                 ),
             )
         })
@@ -767,6 +794,14 @@ impl Datapaths {
             }
         }
         problems
+    }
+
+    /// What real ports attached since the last call, and how: `(bridge, text)`.
+    pub fn take_attached(&mut self) -> Vec<(String, String)> {
+        self.map
+            .iter_mut()
+            .flat_map(|(b, dp)| dp.take_attached().into_iter().map(|t| (b.clone(), t)))
+            .collect()
     }
 
     /// The datapath of `bridge`.

@@ -31,6 +31,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use crate::bridges::IfaceBackend;
 use crate::ofconn::PortCounters;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
@@ -153,22 +154,131 @@ pub struct PortSpec {
 }
 
 impl PortSpec {
-    /// The spec of interface `name` of type `kind` with `options`, on bridge `bridge`.
+    /// The spec of an interface opened as `backend`, with `options`.
     pub fn from_iface(
-        bridge: &str,
-        name: &str,
-        kind: &str,
+        backend: IfaceBackend,
         options: &std::collections::BTreeMap<String, String>,
     ) -> PortSpec {
         let path = |k: &str| options.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let internal = name == bridge || kind == "internal" || kind == "dummy-internal";
         PortSpec {
-            kind: if internal { "dummy-internal" } else { "dummy" }.into(),
+            kind: match backend {
+                IfaceBackend::Dummy => "dummy",
+                IfaceBackend::DummyInternal => "dummy-internal",
+                IfaceBackend::AfPacket => "system",
+                IfaceBackend::Tap => "tap",
+            }
+            .into(),
             tx_pcap: path("tx_pcap"),
             rxq_pcap: path("rxq_pcap"),
             pcap: path("pcap"),
             rx_pcap_input: path("flowswitch-rx-pcap"),
         }
+    }
+
+    /// Whether this is a dummy port (frames injected by `netdev-dummy/receive`).
+    pub fn is_dummy(&self) -> bool {
+        self.kind.starts_with("dummy")
+    }
+}
+
+/// A port opened for the datapath, of any kind.
+pub struct OpenedPort {
+    /// The port, for the datapath thread.
+    pub port: Box<dyn Port>,
+    /// Its counters, published after each burst.
+    pub counters: Arc<SharedCounters>,
+    /// The injection side, for dummy ports.
+    pub dummy: Option<DummyHandle>,
+    /// What was attached and how (real ports), for the log.
+    pub info: Option<String>,
+    /// Problems (the port works without what failed).
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Debug for OpenedPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedPort")
+            .field("port", &self.port.name())
+            .field("info", &self.info)
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens interface `name` per `spec`; `rx` keeps the queue of a dummy port this one
+/// replaces. A real port that cannot be opened is an error naming the interface.
+pub fn open_port(name: &str, spec: &PortSpec, rx: Option<RxQueue>) -> Result<OpenedPort, String> {
+    let linux = |port: Box<dyn Port>, info: String| {
+        let counters: Arc<SharedCounters> = Arc::default();
+        OpenedPort {
+            port: Box::new(LinuxPort {
+                inner: port,
+                counters: counters.clone(),
+            }),
+            counters,
+            dummy: None,
+            info: Some(info),
+            problems: Vec::new(),
+        }
+    };
+    match spec.kind.as_str() {
+        "system" => {
+            let p = netdev::AfPacketPort::open(name, &netdev::AfPacketOptions::default())
+                .map_err(|e| format!("could not open network device {name} ({e})"))?;
+            let info = p.info().to_owned();
+            Ok(linux(Box::new(p), info))
+        }
+        "tap" => {
+            let p = netdev::TapPort::open(name)
+                .map_err(|e| format!("could not open network device {name} ({e})"))?;
+            let info = p.info();
+            Ok(linux(Box::new(p), info))
+        }
+        _ => {
+            let o = DummyPort::open(name, spec, rx);
+            Ok(OpenedPort {
+                counters: o.handle.counters.clone(),
+                port: Box::new(o.port),
+                dummy: Some(o.handle),
+                info: None,
+                problems: o.problems,
+            })
+        }
+    }
+}
+
+/// A Linux port with its counters published for other threads after every burst that
+/// moved something.
+struct LinuxPort {
+    inner: Box<dyn Port>,
+    counters: Arc<SharedCounters>,
+}
+
+impl Port for LinuxPort {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn rx_burst(&mut self, pool: &mut PacketPool, batch: &mut Batch) -> usize {
+        let n = self.inner.rx_burst(pool, batch);
+        if n > 0 {
+            publish(&self.counters, &self.inner.stats());
+        }
+        n
+    }
+
+    fn tx_burst(&mut self, batch: &mut Batch, pool: &mut PacketPool) -> usize {
+        let n = self.inner.tx_burst(batch, pool);
+        publish(&self.counters, &self.inner.stats());
+        n
+    }
+
+    fn stats(&self) -> PortStats {
+        self.inner.stats()
+    }
+
+    fn flush(&mut self) -> Result<(), netdev::PortError> {
+        self.inner.flush()
     }
 }
 
