@@ -12,7 +12,8 @@
 //!   forever (module [`replay`]); [`GeneratorPort`], synthetic traffic for N flows (module
 //!   [`generator`]; the benchmark connections' frames in [`conn_frames`]); [`NullPort`], a
 //!   sink (module [`null`]); [`MemPort`], injected rx and captured tx for tests (module
-//!   [`mem`]).
+//!   [`mem`]); [`AfXdpPort`], a Linux interface through AF_XDP sockets and an XDP redirect
+//!   program flowswitch loads itself (module [`afxdp`], Linux, root).
 //!
 //! It does not parse packets beyond what building generator frames needs (that is `wire` and
 //! `flow`), and it does not decide anything about forwarding.
@@ -30,11 +31,13 @@
 //!
 //! # Unsafe
 //!
-//! This crate is where the I/O `unsafe` of flowswitch will live (AF_PACKET rings, AF_XDP
-//! UMEM, tap), each block with a `// SAFETY:` comment. The port kinds present today are safe
-//! code; the CPU helpers [`tsc`] (cycle counter) and [`prefetch`] (cache hint) each wrap one
+//! This crate is where the I/O `unsafe` of flowswitch lives (AF_XDP today: the `bpf(2)`
+//! syscall, UMEM, rings and sockets in [`afxdp`]'s submodules; AF_PACKET rings and tap to
+//! come), each block with a `// SAFETY:` comment. The other port kinds are safe code; the CPU
+//! helpers [`tsc`] (cycle counter) and [`prefetch`] (cache hint) each wrap one
 //! intrinsic.
 
+pub mod afxdp;
 pub mod batch;
 pub mod conn_frames;
 pub mod generator;
@@ -47,6 +50,7 @@ pub mod prefetch;
 pub mod replay;
 pub mod tsc;
 
+pub use afxdp::{AfXdpOptions, AfXdpPort, AfXdpStats, XdpMode, afxdp_missing_reason};
 pub use batch::{BATCH_MAX, Batch};
 pub use generator::{
     FlowSpec, FrameSize, GeneratorConfig, GeneratorPort, L4Spec, Order, ProtocolMix,
