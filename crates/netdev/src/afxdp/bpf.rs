@@ -21,6 +21,9 @@
 //! process dies by a signal or a panic. No XDP program is ever left on an interface by a
 //! flowswitch that went away. A link also refuses (`EBUSY`/`EEXIST`) to replace a program
 //! someone else attached, which is how [`attach`] detects an interface already taken.
+//! Dropping the [`Link`] also detaches explicitly (`BPF_LINK_DETACH`) before closing: a child
+//! process between fork and exec holds copies of all descriptors for a moment, which would
+//! otherwise delay the detach past the drop.
 
 use std::ffi::CStr;
 use std::io;
@@ -30,6 +33,7 @@ const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_LINK_DETACH: libc::c_long = 34;
 
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
@@ -129,6 +133,12 @@ struct LinkCreateAttr {
     flags: u32,
 }
 
+#[repr(C)]
+#[derive(Default)]
+struct LinkDetachAttr {
+    link_fd: u32,
+}
+
 /// `bpf(cmd, attr, size_of::<A>())`, returning the new file descriptor.
 fn bpf_fd<A>(cmd: libc::c_long, attr: &mut A) -> io::Result<OwnedFd> {
     let r = bpf(cmd, attr)?;
@@ -193,7 +203,11 @@ pub(crate) fn xskmap_set(map: &OwnedFd, key: u32, sock: RawFd) -> io::Result<()>
 
 /// Loads the redirect program for `map`. On failure the error carries the verifier's log.
 pub(crate) fn load_redirect_program(map: &OwnedFd) -> io::Result<OwnedFd> {
-    let prog = redirect_program(map.as_raw_fd());
+    load_xdp(&redirect_program(map.as_raw_fd()))
+}
+
+/// Loads the XDP program `prog`. On failure the error carries the verifier's log.
+fn load_xdp(prog: &[Insn]) -> io::Result<OwnedFd> {
     let license: &CStr = c"Apache-2.0";
     let mut attr = ProgLoadAttr {
         prog_type: BPF_PROG_TYPE_XDP,
@@ -220,7 +234,7 @@ pub(crate) fn load_redirect_program(map: &OwnedFd) -> io::Result<OwnedFd> {
                     Err(io::Error::new(
                         e.kind(),
                         format!(
-                            "loading the XDP redirect program failed: {first}; verifier log: {}",
+                            "loading the XDP program failed: {first}; verifier log: {}",
                             text.trim()
                         ),
                     ))
@@ -230,16 +244,36 @@ pub(crate) fn load_redirect_program(map: &OwnedFd) -> io::Result<OwnedFd> {
     }
 }
 
+/// An XDP program attached to an interface through a BPF link; detached on drop.
+#[derive(Debug)]
+pub(crate) struct Link {
+    fd: OwnedFd,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // Closing the last descriptor of the link detaches the program. A child process
+        // between fork and exec (any `Command` spawned by another thread) briefly holds a copy
+        // of every descriptor, which would delay that close; detaching explicitly first
+        // (`BPF_LINK_DETACH`, kernel 5.9+) removes the program now. If it fails, the close
+        // below still detaches it, at the latest when such a copy goes away.
+        let mut attr = LinkDetachAttr {
+            link_fd: self.fd.as_raw_fd() as u32,
+        };
+        let _ = bpf(BPF_LINK_DETACH, &mut attr);
+    }
+}
+
 /// Attaches `prog` to interface `ifindex` through a BPF link with XDP `flags` (a mode flag).
-/// The link's descriptor owns the attachment: closing it detaches the program.
-pub(crate) fn attach(prog: &OwnedFd, ifindex: u32, flags: u32) -> io::Result<OwnedFd> {
+/// The link owns the attachment: dropping it (or the process dying) detaches the program.
+pub(crate) fn attach(prog: &OwnedFd, ifindex: u32, flags: u32) -> io::Result<Link> {
     let mut attr = LinkCreateAttr {
         prog_fd: prog.as_raw_fd() as u32,
         target_ifindex: ifindex,
         attach_type: BPF_XDP,
         flags,
     };
-    bpf_fd(BPF_LINK_CREATE, &mut attr)
+    bpf_fd(BPF_LINK_CREATE, &mut attr).map(|fd| Link { fd })
 }
 
 #[cfg(test)]
@@ -266,5 +300,18 @@ mod tests {
         assert_eq!((p[0].code, p[0].regs, p[0].off), (0x61, 0x12, 16));
         assert_eq!(p[4].imm, BPF_FUNC_REDIRECT_MAP);
         assert_eq!(p[5].code, 0x95);
+    }
+
+    #[test]
+    fn a_refused_program_carries_the_verifier_log() {
+        if let Some(r) = crate::afxdp::afxdp_missing_reason() {
+            testutil::skip(&r);
+            return;
+        }
+        // `exit` with r0 never written: the verifier refuses it.
+        let err = load_xdp(&[insn(0x95, 0, 0, 0, 0)]).unwrap_err().to_string();
+        assert!(err.contains("verifier log") && err.contains("R0"), "{err}");
+        let map = create_xskmap(1).unwrap();
+        drop(load_redirect_program(&map).unwrap());
     }
 }

@@ -298,8 +298,8 @@ pub struct AfXdpPort {
     ifindex: u32,
     /// The sockets, queue `i` at index `i`. Dropped first: sockets closed, UMEMs unmapped.
     queues: Vec<Xsk>,
-    /// The BPF link: closing it detaches the program.
-    _link: OwnedFd,
+    /// The BPF link: dropping it detaches the program.
+    _link: bpf::Link,
     _prog: OwnedFd,
     _map: OwnedFd,
     /// The promiscuous membership, when asked for.
