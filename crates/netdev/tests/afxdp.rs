@@ -489,6 +489,40 @@ fn full_tx_ring_is_a_counted_drop_and_frames_are_reused() {
     assert!(!xdp_attached(&v.outside));
 }
 
+#[test]
+fn interface_deleted_under_the_port() {
+    require_root!();
+    let (ns, v) = host("10.208.0.1/24");
+    let mut p = open(&v.outside);
+    let mut pool = PacketPool::new(64);
+    let mut batch = Batch::new();
+    ip(&["link", "del", &v.outside]).expect("link del");
+    // No crash, no hang: rx finds nothing, tx is counted (sent into the dead ring or
+    // dropped), flush and drop succeed.
+    let t0 = Instant::now();
+    for _ in 0..8 {
+        assert_eq!(p.rx_burst(&mut pool, &mut batch), 0);
+        for _ in 0..32 {
+            let mut pk = pool.alloc().expect("packet");
+            pk.set_data(&[0u8; 60]).unwrap();
+            batch.push(pk).unwrap();
+        }
+        p.tx_burst(&mut batch, &mut pool);
+        assert!(batch.is_empty());
+        p.flush().unwrap();
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "a dead interface blocked the port"
+    );
+    let s = p.stats();
+    assert!(s.is_consistent());
+    assert_eq!(s.tx_packets + s.tx_dropped, 8 * 32, "{s:?}");
+    assert_eq!(pool.available(), pool.capacity());
+    drop(p);
+    drop(ns);
+}
+
 /// Run by `a_killed_process_leaves_nothing_behind` in a child process (does nothing when run
 /// directly): opens a port on the interface the environment names and waits to be killed.
 #[test]

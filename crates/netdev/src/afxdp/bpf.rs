@@ -20,8 +20,8 @@
 //! program when the last descriptor closes — when the port is dropped, and also when the
 //! process dies by a signal or a panic. No XDP program is ever left on an interface by a
 //! flowswitch that went away. A link also refuses (`EBUSY`/`EEXIST`) to replace a program
-//! someone else attached, which is how [`attach`] detects an interface already taken.
-//! Dropping the [`Link`] also detaches explicitly (`BPF_LINK_DETACH`) before closing: a child
+//! someone else attached, which is how `attach` detects an interface already taken.
+//! Dropping the `Link` also detaches explicitly (`BPF_LINK_DETACH`) before closing: a child
 //! process between fork and exec holds copies of all descriptors for a moment, which would
 //! otherwise delay the detach past the drop.
 
