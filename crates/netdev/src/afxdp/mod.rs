@@ -553,6 +553,40 @@ mod tests {
         assert_eq!(small.max_mtu(), 2048 - 256 - 18);
     }
 
+    /// A program attached by someone else (the old netlink way, as `ip link set … xdp` does):
+    /// the port refuses the interface and the program stays.
+    #[test]
+    fn someone_elses_program_is_refused_and_left_attached() {
+        use testutil::netns::{Netns, Veth, ip, netns_missing_reason};
+        if let Some(r) = netns_missing_reason().or_else(afxdp_missing_reason) {
+            testutil::skip(&r);
+            return;
+        }
+        let ns = Netns::new("e").expect("netns");
+        let v = Veth::new(&ns, &["10.209.0.1/24"], None).expect("veth");
+        let ifindex = sys::ifindex(&v.outside).expect("ifindex");
+        let map = bpf::create_xskmap(1).unwrap();
+        let prog = bpf::load_redirect_program(&map).unwrap();
+        use std::os::fd::AsRawFd;
+        sys::netlink_set_xdp(ifindex, prog.as_raw_fd(), bpf::XDP_FLAGS_SKB_MODE)
+            .expect("netlink attach");
+        drop(prog);
+        let shown = || ip(&["-o", "link", "show", &v.outside]).unwrap();
+        let before = shown();
+        assert!(before.contains("xdpgeneric"), "{before}");
+        for mode in [XdpMode::Copy, XdpMode::Auto] {
+            let opts = AfXdpOptions {
+                mode,
+                ..AfXdpOptions::default()
+            };
+            let text = AfXdpPort::open(&v.outside, &opts).unwrap_err().to_string();
+            assert!(text.contains("already has an XDP program"), "{text}");
+        }
+        assert_eq!(shown(), before, "the refusal changed the interface");
+        sys::netlink_set_xdp(ifindex, -1, bpf::XDP_FLAGS_SKB_MODE).expect("netlink detach");
+        assert!(!shown().contains("xdp"), "{}", shown());
+    }
+
     #[test]
     fn modes_parse() {
         assert_eq!("copy".parse::<XdpMode>().unwrap(), XdpMode::Copy);

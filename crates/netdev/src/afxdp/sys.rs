@@ -267,3 +267,55 @@ pub(crate) fn promisc_guard(ifindex: u32) -> io::Result<OwnedFd> {
     setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)?;
     Ok(fd)
 }
+
+/// Attaches (`prog` a program fd) or detaches (`-1`) an XDP program the old way, through
+/// netlink (`RTM_SETLINK` with `IFLA_XDP`), as another tool would: tests use it to play
+/// "someone else's program".
+#[cfg(test)]
+pub(crate) fn netlink_set_xdp(ifindex: u32, prog: RawFd, flags: u32) -> io::Result<()> {
+    const IFLA_XDP: u16 = 43;
+    const IFLA_XDP_FD: u16 = 1;
+    const IFLA_XDP_FLAGS: u16 = 3;
+    const NLA_F_NESTED: u16 = 1 << 15;
+    let nl = socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE)?;
+    let mut m: Vec<u8> = Vec::new();
+    let total: u32 = 16 + 16 + 4 + 8 + 8;
+    m.extend(total.to_ne_bytes());
+    m.extend((libc::RTM_SETLINK).to_ne_bytes());
+    m.extend(((libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16).to_ne_bytes());
+    m.extend(1u32.to_ne_bytes()); // seq
+    m.extend(0u32.to_ne_bytes()); // pid
+    // ifinfomsg: family, pad, type, index, flags, change
+    m.extend([libc::AF_UNSPEC as u8, 0]);
+    m.extend(0u16.to_ne_bytes());
+    m.extend((ifindex as i32).to_ne_bytes());
+    m.extend(0u32.to_ne_bytes());
+    m.extend(0u32.to_ne_bytes());
+    m.extend(20u16.to_ne_bytes());
+    m.extend((IFLA_XDP | NLA_F_NESTED).to_ne_bytes());
+    m.extend(8u16.to_ne_bytes());
+    m.extend(IFLA_XDP_FD.to_ne_bytes());
+    m.extend(prog.to_ne_bytes());
+    m.extend(8u16.to_ne_bytes());
+    m.extend(IFLA_XDP_FLAGS.to_ne_bytes());
+    m.extend(flags.to_ne_bytes());
+    assert_eq!(m.len(), total as usize);
+    // SAFETY: `m` is a live buffer of `m.len()` bytes; no address (the kernel is the default
+    // destination of a netlink socket).
+    let r = unsafe { libc::send(nl.as_raw_fd(), m.as_ptr().cast(), m.len(), 0) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut ack = [0u8; 1024];
+    // SAFETY: `ack` is a live, writable buffer of its length.
+    let r = unsafe { libc::recv(nl.as_raw_fd(), ack.as_mut_ptr().cast(), ack.len(), 0) };
+    if r < 20 {
+        return Err(io::Error::last_os_error());
+    }
+    // nlmsgerr: the error code follows the 16-byte header.
+    let err = i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]);
+    if err != 0 {
+        return Err(io::Error::from_raw_os_error(-err));
+    }
+    Ok(())
+}
