@@ -260,6 +260,7 @@ fn second_open_is_refused_and_first_port_keeps_working() {
     let mut a = open(&v.outside);
     let err = AfXdpPort::open(&v.outside, &AfXdpOptions::default()).unwrap_err();
     let text = err.to_string();
+    eprintln!("{text}");
     assert!(
         text.contains(&v.outside) && text.contains("already has an XDP program"),
         "{text}"
@@ -301,6 +302,7 @@ fn zero_copy_on_veth_is_refused_and_auto_falls_back() {
         ..AfXdpOptions::default()
     };
     let text = AfXdpPort::open(&v.outside, &zc).unwrap_err().to_string();
+    eprintln!("{text}");
     assert!(text.contains("zero-copy"), "{text}");
     assert!(!xdp_attached(&v.outside), "failed open left a program");
     let auto = AfXdpOptions {
@@ -309,6 +311,7 @@ fn zero_copy_on_veth_is_refused_and_auto_falls_back() {
     };
     let p = AfXdpPort::open(&v.outside, &auto).expect("auto mode");
     assert!(!p.is_zero_copy());
+    eprintln!("{}", p.describe());
     assert!(
         p.describe().contains("copy mode (zero-copy refused"),
         "{}",
@@ -326,6 +329,7 @@ fn interface_checks_mtu_and_queues() {
     let err = AfXdpPort::open(&big.outside, &AfXdpOptions::default()).unwrap_err();
     assert!(matches!(err, PortError::Config(_)), "{err:?}");
     let text = err.to_string();
+    eprintln!("{text}");
     assert!(text.contains("MTU 3000") && text.contains("1902"), "{text}");
     assert!(!xdp_attached(&big.outside));
     // 2048-byte frames hold MTU 1774 at most: 1500 fits.

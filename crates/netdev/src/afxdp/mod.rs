@@ -17,6 +17,10 @@
 //! 5. creates one AF_XDP socket per queue (module `xsk`: a UMEM, fill/completion/rx/tx
 //!    rings) bound in copy or zero-copy mode with need-wakeup, and puts it in the map.
 //!
+//! Frames arriving on a queue the port did not open find no socket in the map and go on to
+//! the kernel's stack (`XDP_PASS`): on a NIC with RSS over more queues, open them all (or
+//! reduce them with `ethtool -L IF combined N`), or the switch sees only part of the traffic.
+//!
 //! [`AfXdpPort::describe`] says what was attached (XDP mode, socket mode and why, queues,
 //! sizes, MTU, promiscuity), for the caller to log.
 //!
