@@ -527,6 +527,43 @@ fn interface_deleted_under_the_port() {
     drop(ns);
 }
 
+/// An interface made by `ip link add NAME type …` in the test's namespace, deleted on drop.
+struct Link(String);
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.0]);
+    }
+}
+
+#[test]
+fn generic_xdp_on_a_driver_without_native_xdp() {
+    require_root!();
+    // The bridge driver has no native XDP: the program goes on in generic (skb) mode.
+    let d = Link(testutil::netns::unique_name("b"));
+    ip(&["link", "add", &d.0, "type", "bridge"]).expect("bridge");
+    ip(&["link", "set", &d.0, "up"]).expect("up");
+    let mut p = open(&d.0);
+    assert!(
+        p.describe().contains("generic (skb) mode"),
+        "{}",
+        p.describe()
+    );
+    assert!(xdp_attached(&d.0));
+    let mut pool = PacketPool::new(64);
+    let mut batch = Batch::new();
+    for _ in 0..4 {
+        let mut pk = pool.alloc().expect("packet");
+        pk.set_data(&[0xffu8; 60]).unwrap();
+        batch.push(pk).unwrap();
+    }
+    assert_eq!(p.tx_burst(&mut batch, &mut pool), 4);
+    p.flush().unwrap();
+    assert!(p.stats().is_consistent());
+    drop(p);
+    assert!(!xdp_attached(&d.0));
+}
+
 /// Run by `a_killed_process_leaves_nothing_behind` in a child process (does nothing when run
 /// directly): opens a port on the interface the environment names and waits to be killed.
 #[test]
