@@ -38,7 +38,9 @@
 //!   packet buffer ([`MAX_FRAME`]) and a UMEM frame less the kernel's 256-byte XDP headroom;
 //!   a larger MTU is a [`PortError::Config`] naming the largest MTU that fits (1902 with the
 //!   default 4096-byte frames, 1774 with 2048-byte frames). Jumbo frames wait for issue #16
-//!   item 0 (packets longer than 2 KiB).
+//!   item 0 (packets longer than 2 KiB). If the MTU is raised after open, longer frames are
+//!   counted drops: `rx_too_large` when they fit a UMEM frame, the kernel's `rx_dropped`
+//!   ([`AfXdpStats::kernel_rx_dropped`]) when they do not.
 //! * **Promiscuous mode** (default on): a switch port must receive frames for every MAC.
 //!   The port takes a `PACKET_MR_PROMISC` membership on an AF_PACKET socket, which the kernel
 //!   counts and drops when the socket closes, so the interface's own setting comes back.
@@ -64,7 +66,8 @@
 //! drop, whose reasons [`AfXdpPort::xdp_stats`] splits (tx ring full, no free tx frame), with
 //! the kernel's own counters of each socket (`XDP_STATISTICS`: frames the kernel dropped
 //! because the rx ring was full or the fill ring empty never reached the port, so they are
-//! not in [`PortStats`]).
+//! not in [`PortStats`]). `tx_packets` counts frames handed to the kernel on a tx ring, as a
+//! NIC driver counts descriptors queued.
 //!
 //! # Unsafe
 //!

@@ -37,7 +37,7 @@ pub(crate) struct Ring<T> {
 
 // SAFETY: the pointers point into `map`, which the ring owns; the ring is moved between
 // threads only together with its port and is never shared, so one thread at a time uses it.
-unsafe impl<T> Send for Ring<T> {}
+unsafe impl<T: Send> Send for Ring<T> {}
 
 impl<T: Copy> Ring<T> {
     /// Maps the ring of socket `fd` at page offset `pgoff` with `size` entries laid out as
