@@ -13,8 +13,9 @@
 //!   [`generator`]; the benchmark connections' frames in [`conn_frames`]); [`NullPort`], a
 //!   sink (module [`null`]); [`MemPort`], injected rx and captured tx for tests (module
 //!   [`mem`]); real Linux interfaces: [`AfPacketPort`] (module [`afpacket`], a `TPACKET_V3`
-//!   ring and batched `sendmmsg`) and [`TapPort`] (module [`tap`], an interface the switch
-//!   creates for the host), with interface helpers in [`netif`].
+//!   ring and batched `sendmmsg`), [`AfXdpPort`] (module [`afxdp`], AF_XDP sockets and an XDP
+//!   redirect program flowswitch loads itself) and [`TapPort`] (module [`tap`], an interface
+//!   the switch creates for the host), with interface helpers in [`netif`].
 //!
 //! It does not parse packets beyond what building generator frames needs (that is `wire` and
 //! `flow`), and it does not decide anything about forwarding.
@@ -33,11 +34,13 @@
 //! # Unsafe
 //!
 //! This crate is where the I/O `unsafe` of flowswitch lives, each block with a `// SAFETY:`
-//! comment: [`afpacket`] (socket options, the mapped ring, `sendmmsg`), [`tap`] and
-//! [`netif`] (`ioctl`s). The other port kinds are safe code; the CPU helpers [`tsc`] (cycle counter) and [`prefetch`] (cache hint) each wrap one
-//! intrinsic.
+//! comment: [`afpacket`] (socket options, the mapped ring, `sendmmsg`), [`afxdp`]'s submodules
+//! (the `bpf(2)` syscall, UMEM, rings and sockets), [`tap`] and [`netif`] (`ioctl`s). The
+//! other port kinds are safe code; the CPU helpers [`tsc`] (cycle counter) and [`prefetch`]
+//! (cache hint) each wrap one intrinsic.
 
 pub mod afpacket;
+pub mod afxdp;
 pub mod batch;
 pub mod conn_frames;
 pub mod generator;
@@ -53,6 +56,7 @@ pub mod tap;
 pub mod tsc;
 
 pub use afpacket::{AfPacketOptions, AfPacketPort};
+pub use afxdp::{AfXdpOptions, AfXdpPort, AfXdpStats, XdpMode, afxdp_missing_reason};
 pub use batch::{BATCH_MAX, Batch};
 pub use generator::{
     FlowSpec, FrameSize, GeneratorConfig, GeneratorPort, L4Spec, Order, ProtocolMix,
