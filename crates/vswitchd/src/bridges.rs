@@ -16,10 +16,10 @@
 //! is the Linux interface of that name through AF_PACKET, and an interface that does not
 //! exist gets OVS's `could not open network device NAME (No such device)`; `internal` is a
 //! tap interface the daemon creates for the host, except the bridge's own port, which is a
-//! dummy (not a host interface yet), and except on a `datapath_type=dummy` bridge; with
-//! `--enable-dummy=override` every kind is a dummy, as OVS's test suite runs it. Other kinds
-//! (`afxdp` until it is built, tunnels) get an `error` and `ofport` −1, as OVS gives an
-//! interface it cannot open.
+//! dummy (not a host interface yet), and except on a `datapath_type=dummy` bridge; `afxdp`
+//! is the Linux interface through AF_XDP; with `--enable-dummy=override` every kind is a
+//! dummy, as OVS's test suite runs it. Other kinds (tunnels) get an `error` and `ofport` −1,
+//! as OVS gives an interface it cannot open.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -76,6 +76,8 @@ pub enum IfaceBackend {
     AfPacket,
     /// A tap interface the daemon creates for the host (`type=internal`).
     Tap,
+    /// A Linux interface through AF_XDP (`type=afxdp`).
+    AfXdp,
 }
 
 /// An interface that could not be opened, and why (written to its `error` column).
@@ -298,10 +300,7 @@ impl Bridges {
             "internal" if dp_type == "dummy" => Ok(IfaceBackend::DummyInternal),
             "internal" => Ok(IfaceBackend::Tap),
             "" | "system" => exists(IfaceBackend::AfPacket),
-            "afxdp" => Err(format!(
-                "could not open network device {} (Address family not supported by protocol: AF_XDP ports are not built yet; use type=system)",
-                i.name
-            )),
+            "afxdp" => exists(IfaceBackend::AfXdp),
             other => Err(format!(
                 "could not open network device {} (Address family not supported by protocol: interface type {other:?} is not supported by flowswitch)",
                 i.name

@@ -245,8 +245,8 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     dopts.dummy = opts.dummy;
     let mut private_db = None;
     let daemon = if let Some(text) = &opts.config_toml {
-        let (cfg, problems) = crate::static_config::parse(text)
-            .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        let (cfg, problems) =
+            crate::static_config::parse(text).map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
         for p in problems {
             tracing::warn!(target: "bridge", "{p}");
         }

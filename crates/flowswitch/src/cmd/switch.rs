@@ -1,6 +1,7 @@
 //! `switch`: forward between real Linux interfaces in the foreground.
 //!
-//! `flowswitch switch --port afpacket:IF --port tap:NAME … [--flows FILE]` runs one bridge
+//! `flowswitch switch --port afpacket:IF --port afxdp:IF --port tap:NAME … [--flows FILE]`
+//! runs one bridge
 //! (`br0` unless `--bridge`) whose ports are the interfaces given, OpenFlow port numbers 1,
 //! 2, … in the order given, until SIGINT or SIGTERM. Without `--flows` the bridge is a
 //! learning switch (fail mode standalone: `priority=0,actions=NORMAL`); with it, the bridge
@@ -22,7 +23,8 @@ use vswitchd::service::{ServeOptions, serve};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A port, `KIND:INTERFACE`: `afpacket:IF` (a Linux interface through AF_PACKET),
-    /// `tap:NAME` (a tap interface created for the host). Repeat for each port.
+    /// `afxdp:IF` (through AF_XDP), `tap:NAME` (a tap interface created for the host).
+    /// Repeat for each port.
     #[arg(long = "port", value_name = "KIND:IF", required = true)]
     pub ports: Vec<String>,
     /// Flows in `ovs-ofctl add-flows` syntax (default: a learning switch, NORMAL).
@@ -52,7 +54,7 @@ fn iface_type(kind: &str) -> anyhow::Result<&'static str> {
         "afpacket" | "system" => "system",
         "tap" | "internal" => "internal",
         "afxdp" => "afxdp",
-        other => bail!("port kind {other:?}: use afpacket:IF or tap:NAME"),
+        other => bail!("port kind {other:?}: use afpacket:IF, afxdp:IF or tap:NAME"),
     })
 }
 

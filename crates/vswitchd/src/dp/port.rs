@@ -151,6 +151,11 @@ pub struct PortSpec {
     pub pcap: Option<PathBuf>,
     /// `flowswitch-rx-pcap`.
     pub rx_pcap_input: Option<PathBuf>,
+    /// `n_rxq` (AF_XDP: queues to open).
+    pub n_rxq: Option<String>,
+    /// `xdp-mode` (AF_XDP, OVS's values: `best-effort`, `native-with-zerocopy`, `native`,
+    /// `generic`).
+    pub xdp_mode: Option<String>,
 }
 
 impl PortSpec {
@@ -166,8 +171,11 @@ impl PortSpec {
                 IfaceBackend::DummyInternal => "dummy-internal",
                 IfaceBackend::AfPacket => "system",
                 IfaceBackend::Tap => "tap",
+                IfaceBackend::AfXdp => "afxdp",
             }
             .into(),
+            n_rxq: options.get("n_rxq").cloned(),
+            xdp_mode: options.get("xdp-mode").cloned(),
             tx_pcap: path("tx_pcap"),
             rxq_pcap: path("rxq_pcap"),
             pcap: path("pcap"),
@@ -228,6 +236,13 @@ pub fn open_port(name: &str, spec: &PortSpec, rx: Option<RxQueue>) -> Result<Ope
             let info = p.info().to_owned();
             Ok(linux(Box::new(p), info))
         }
+        "afxdp" => {
+            let o = afxdp_options(spec).map_err(|e| format!("{name}: {e}"))?;
+            let p = netdev::AfXdpPort::open(name, &o)
+                .map_err(|e| format!("could not open network device {name} ({e})"))?;
+            let info = p.describe().to_owned();
+            Ok(linux(Box::new(p), info))
+        }
         "tap" => {
             let p = netdev::TapPort::open(name)
                 .map_err(|e| format!("could not open network device {name} ({e})"))?;
@@ -245,6 +260,31 @@ pub fn open_port(name: &str, spec: &PortSpec, rx: Option<RxQueue>) -> Result<Ope
             })
         }
     }
+}
+
+/// AF_XDP options from OVS's `Interface:options`: `n_rxq` queues; `xdp-mode`
+/// `best-effort` (default: zero-copy where the driver can, else copy),
+/// `native-with-zerocopy` (zero-copy or fail), `native`/`generic` (copy; the XDP attach
+/// mode itself is chosen by the port: driver mode where the driver has XDP, else generic).
+pub fn afxdp_options(spec: &PortSpec) -> Result<netdev::AfXdpOptions, String> {
+    let mut o = netdev::AfXdpOptions::default();
+    if let Some(n) = &spec.n_rxq {
+        o.queues = n
+            .parse()
+            .map_err(|_| format!("n_rxq {n:?}: a number of queues"))?;
+    }
+    o.mode = match spec.xdp_mode.as_deref() {
+        None | Some("") | Some("best-effort") => netdev::XdpMode::Auto,
+        Some("native-with-zerocopy") => netdev::XdpMode::ZeroCopy,
+        Some("native") | Some("generic") => netdev::XdpMode::Copy,
+        Some(other) => {
+            return Err(format!(
+                "xdp-mode {other:?}: best-effort, native-with-zerocopy, native or generic"
+            ));
+        }
+    };
+    o.validate().map_err(|e| e.to_string())?;
+    Ok(o)
 }
 
 /// A Linux port with its counters published for other threads after every burst that
