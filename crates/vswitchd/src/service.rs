@@ -53,6 +53,10 @@ pub struct ServeOptions {
     /// Flows (`ovs-ofctl add-flows` text) added to a bridge once it exists: `(bridge,
     /// text)`; a flow that does not parse stops the daemon with the error.
     pub flows: Option<(String, String)>,
+    /// Every configured interface must open at the first configuration, or the daemon
+    /// exits with the reasons (`flowswitch switch`; OVS's daemon keeps running instead and
+    /// reports them in `Interface:error`).
+    pub strict_ports: bool,
 }
 
 impl ServeOptions {
@@ -80,7 +84,10 @@ pub fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     match start(&opts) {
         Ok(mut running) => {
             running.run(detached);
-            Ok(())
+            match running.failure.take() {
+                Some(e) => Err(anyhow::anyhow!(e)),
+                None => Ok(()),
+            }
         }
         Err(e) => {
             detached.failed(&format!("{e:#}"));
@@ -95,6 +102,10 @@ struct Running {
     daemon: Daemon,
     /// Flows still to add once their bridge exists ([`ServeOptions::flows`]).
     flows: Option<(String, String)>,
+    /// [`ServeOptions::strict_ports`].
+    strict_ports: bool,
+    /// Why the daemon stopped itself (strict ports), returned by [`serve`].
+    failure: Option<String>,
     switch: Arc<Switch>,
     dps: Arc<Mutex<Datapaths>>,
     unixctl: Server,
@@ -314,7 +325,14 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         }
         None => None,
     };
-    info!(target: "vswitchd", "flowswitch vswitchd started (database {})", daemon.options().db);
+    let source = if opts.config_toml.is_some() {
+        "configuration from the command line".to_owned()
+    } else if let Some(f) = &opts.config {
+        format!("configuration {}", f.display())
+    } else {
+        format!("database {}", daemon.options().db)
+    };
+    info!(target: "vswitchd", "flowswitch vswitchd started ({source})");
     if let Some((_, text)) = &opts.flows {
         // Checked before anything runs: a typo stops the start, not the running switch.
         let mut scratch = ofproto::Bridge::new("check", ofproto::table::Backend::TupleSpace);
@@ -324,6 +342,8 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     }
     Ok(Running {
         flows: opts.flows.clone(),
+        strict_ports: opts.strict_ports,
+        failure: None,
         daemon,
         switch,
         dps,
@@ -345,6 +365,9 @@ impl Running {
         let dps = self.dps.clone();
         let stats_switch = self.switch.clone();
         let mut flows = self.flows.take();
+        let mut strict = self.strict_ports;
+        let mut failure = None;
+        let exit_flag = self.daemon.exit_flag();
         self.daemon.run_with(
             |d, _| {
                 if let Some((bridge, text)) = flows.take() {
@@ -362,6 +385,20 @@ impl Running {
                     }
                 }
                 let problems = lock(&dps).sync(d.bridges(), &d.config().knobs);
+                if strict {
+                    strict = false;
+                    let mut why: Vec<String> = problems
+                        .iter()
+                        .map(|(_, iface, text)| format!("{iface}: {text}"))
+                        .collect();
+                    for rb in d.bridges().map.values() {
+                        why.extend(rb.failed.values().map(|f| f.error.clone()));
+                    }
+                    if !why.is_empty() {
+                        failure = Some(why.join("; "));
+                        exit_flag.store(true, Ordering::Relaxed);
+                    }
+                }
                 for (bridge, iface, text) in problems {
                     warn!(target: "dpif", "bridge {bridge}: {iface}: {text}");
                 }
@@ -381,6 +418,7 @@ impl Running {
             },
             |d| crate::writeback::statistics_ops(d.config(), &stats_switch),
         );
+        self.failure = failure;
         // Told to exit before any configuration arrived: release the parent anyway.
         detached.ready();
         let exit = self.daemon.exit_flag();

@@ -5,7 +5,9 @@
 //! (`br0` unless `--bridge`) whose ports are the interfaces given, OpenFlow port numbers 1,
 //! 2, … in the order given, until SIGINT or SIGTERM. Without `--flows` the bridge is a
 //! learning switch (fail mode standalone: `priority=0,actions=NORMAL`); with it, the bridge
-//! is `secure` and runs exactly the flows of FILE (`ovs-ofctl add-flows` syntax).
+//! is `secure` and runs exactly the flows of FILE (`ovs-ofctl add-flows` syntax). A port
+//! that cannot be opened (no such interface, no permission, an XDP program already there)
+//! stops the command with the reason and leaves every interface as it was.
 //!
 //! It is the vswitchd daemon with a configuration made from the command line, so everything
 //! the daemon serves is there: `ovs-appctl -t RUNDIR/ovs-vswitchd.PID.ctl dpctl/show`,
@@ -125,6 +127,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         config_toml: Some(toml),
         rundir: Some(rundir.clone()),
         flows,
+        strict_ports: true,
         ..ServeOptions::default()
     });
     if a.rundir.is_none() && std::env::var_os("OVS_RUNDIR").is_none() {
