@@ -56,6 +56,14 @@ fi
 if ! command -v ovn-northd >/dev/null || ! command -v ovn-nbctl >/dev/null; then
   need_root_install ovn-central
 fi
+# The real-port tests (network namespaces, issue 16) talk through the switch with these.
+missing_net=""
+for t in ip:iproute2 ping:iputils-ping nc:netcat-openbsd ethtool:ethtool python3:python3; do
+  command -v "${t%%:*}" >/dev/null || missing_net="$missing_net ${t#*:}"
+done
+if [ -n "$missing_net" ]; then
+  need_root_install $missing_net
+fi
 # Never let the package's own service run: our tests start private instances.
 if [ "$(id -u)" = 0 ] && command -v ovs-ctl >/dev/null && pgrep -x ovs-vswitchd >/dev/null 2>&1; then
   echo "note: a system ovs-vswitchd is running; tests use private sockets and do not touch it"
