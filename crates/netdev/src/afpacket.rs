@@ -602,7 +602,8 @@ impl Port for AfPacketPort {
             let frame = self.bytes(self.cur_block, off + mac, snap);
             let vlan = st & TP_STATUS_VLAN_VALID != 0;
             let out_len = snap + if vlan { 4 } else { 0 };
-            if st & TP_STATUS_COPY != 0 || wire_len > snap || out_len > MAX_FRAME || snap < 14 {
+            // Runts go on: the datapath counts them (`lost`, reason `runt`).
+            if st & TP_STATUS_COPY != 0 || wire_len > snap || out_len > MAX_FRAME {
                 self.stats.rx_too_large += 1;
                 self.stats.rx_dropped += 1;
                 if last {
