@@ -471,3 +471,122 @@ fn hex_bytes(h: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
         .collect()
 }
+
+/// Real ports from `Interface` rows (issue 16): `system` → AF_PACKET, `afxdp` → AF_XDP,
+/// `internal` → a tap the daemon creates and removes; interfaces that cannot be opened get
+/// `ofport` −1 and OVS's `error`.
+#[test]
+fn real_ports_from_interface_rows() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason()
+        .or_else(testutil::netns::netns_missing_reason)
+        .or_else(|| testutil::netns::tool_missing_reason("ping"))
+        .or_else(|| testutil::netns::tool_missing_reason("ethtool"))
+        .or_else(netdev::afxdp_missing_reason)
+    {
+        testutil::skip(&why);
+        return;
+    }
+    use testutil::netns::{Netns, Veth};
+    let hosts: Vec<(Netns, Veth)> = (1..=2)
+        .map(|i| {
+            let ns = Netns::new(&format!("r{i}")).unwrap();
+            let v = Veth::new(&ns, &[&format!("10.81.0.{i}/24")], None).unwrap();
+            ns.exec(&["ethtool", "-K", &v.inside, "tx", "off"]).unwrap();
+            (ns, v)
+        })
+        .collect();
+    let big_ns = Netns::new("rb").unwrap();
+    let big = Veth::new(&big_ns, &[], Some(4000)).unwrap();
+    let env = Env::new("real", true);
+    let db = format!("unix:{}", env.dir.join("db.sock").display());
+    env.ok(&[
+        "flowswitch",
+        "vswitchd",
+        &db,
+        "--pidfile",
+        "--detach",
+        "--log-file",
+    ]);
+    let (o1, o2) = (&hosts[0].1.outside, &hosts[1].1.outside);
+    let tap = testutil::netns::unique_name("t");
+    env.ok(&[
+        "ovs-vsctl",
+        "add-br",
+        "br0",
+        "--",
+        "set",
+        "bridge",
+        "br0",
+        "datapath_type=netdev",
+        "--",
+        "add-port",
+        "br0",
+        o1,
+        "--",
+        "add-port",
+        "br0",
+        o2,
+        "--",
+        "set",
+        "interface",
+        o2,
+        "type=afxdp",
+        "--",
+        "add-port",
+        "br0",
+        &big.outside,
+        "--",
+        "add-port",
+        "br0",
+        "fsnosuchif7",
+        "--",
+        "add-port",
+        "br0",
+        &tap,
+        "--",
+        "set",
+        "interface",
+        &tap,
+        "type=internal",
+    ]);
+    let get = |i: &str, col: &str| env.ok(&["ovs-vsctl", "get", "interface", i, col]);
+    assert_eq!(get(o1, "ofport").trim(), "1");
+    assert_eq!(get(o2, "ofport").trim(), "2");
+    hosts[0]
+        .0
+        .exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.81.0.2"])
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", env.log()));
+    // Cannot be opened: OVS's error text and ofport -1 (the datapath's refusal is written
+    // back after the port was numbered, so wait for it).
+    let t0 = Instant::now();
+    while get(&big.outside, "ofport").trim() != "-1" && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(get(&big.outside, "ofport").trim(), "-1", "{}", env.log());
+    assert!(
+        get(&big.outside, "error").contains("MTU 4000"),
+        "{}",
+        get(&big.outside, "error")
+    );
+    assert_eq!(get("fsnosuchif7", "ofport").trim(), "-1");
+    assert!(get("fsnosuchif7", "error").contains("No such device"));
+    // The internal port is a tap on the host while it exists.
+    assert!(
+        testutil::netns::ip(&["link", "show", &tap]).is_ok(),
+        "{}",
+        env.log()
+    );
+    let show = env.ok(&["ovs-appctl", "dpctl/show"]);
+    assert!(show.contains(&format!("{o2} (afxdp)")), "{show}");
+    assert!(show.contains(&format!("{tap} (tap)")), "{show}");
+    env.ok(&["ovs-vsctl", "del-port", "br0", &tap]);
+    assert!(
+        testutil::netns::ip(&["link", "show", &tap]).is_err(),
+        "tap removed with its port"
+    );
+    let pid = env.pid().unwrap();
+    env.ok(&["ovs-appctl", "exit"]);
+    env.wait_gone(pid);
+    let link = testutil::netns::ip(&["link", "show", o2]).unwrap();
+    assert!(!link.contains("xdp"), "{link}");
+}

@@ -80,6 +80,10 @@ pub struct Daemon {
     writebacks: u64,
     /// Configurations applied so far.
     applied: u64,
+    /// Interfaces the datapath could not open, with why ([`Daemon::set_datapath_errors`]).
+    dp_errors: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    /// `dp_errors` changed since the last write-back.
+    dp_errors_dirty: AtomicBool,
 }
 
 impl Daemon {
@@ -96,6 +100,8 @@ impl Daemon {
             dirty: true,
             writebacks: 0,
             applied: 0,
+            dp_errors: Default::default(),
+            dp_errors_dirty: AtomicBool::new(false),
         }
     }
 
@@ -206,16 +212,35 @@ impl Daemon {
         events
     }
 
+    /// Records the interfaces the datapath could not open (name → why): written back as
+    /// `ofport` −1 and `error`, as OVS reports an interface it cannot open. Replaces the
+    /// previous set.
+    pub fn set_datapath_errors(&self, errors: std::collections::BTreeMap<String, String>) {
+        let mut cur = self.dp_errors.lock().unwrap_or_else(|e| e.into_inner());
+        if *cur != errors {
+            *cur = errors;
+            self.dp_errors_dirty.store(true, Ordering::Release);
+        }
+    }
+
     /// Writes back what the last [`Daemon::poll`] applied (nothing when the database
     /// already says it). A failure is logged and retried on the next turn.
     pub fn write_back(&mut self) {
         let Source::Db(session) = &mut self.source else {
             return;
         };
+        if self.dp_errors_dirty.swap(false, Ordering::AcqRel) {
+            self.dirty = true;
+        }
         if !self.dirty || !session.is_connected() {
             return;
         }
-        let ops = writeback::ops(&self.cfg, &self.bridges);
+        let errors = self
+            .dp_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let ops = writeback::ops(&self.cfg, &self.bridges, &errors);
         if ops.is_empty() {
             self.dirty = false;
             return;

@@ -405,6 +405,7 @@ impl Running {
                 for (bridge, text) in lock(&dps).take_attached() {
                     info!(target: "netdev", "bridge {bridge}: {text}");
                 }
+                d.set_datapath_errors(lock(&dps).failed_ports());
                 switch.sync(d.bridges());
                 let dps = lock(&dps);
                 for b in switch.bridges() {

@@ -30,7 +30,14 @@ fn opt_str(v: Option<&str>) -> Value {
 
 /// The operations that bring the database's write-back columns to `bridges`' state for
 /// `cfg` (empty when they already agree). `cur_cfg` comes last in the same transaction.
-pub fn ops(cfg: &Config, bridges: &Bridges) -> Vec<Value> {
+///
+/// `dp_errors` names interfaces the datapath could not open (they have OpenFlow ports but
+/// no datapath port): written as `ofport` −1 with the error, as OVS does.
+pub fn ops(
+    cfg: &Config,
+    bridges: &Bridges,
+    dp_errors: &std::collections::BTreeMap<String, String>,
+) -> Vec<Value> {
     let mut ops = Vec::new();
     for (bname, bcfg) in &cfg.bridges {
         let Some(rb) = bridges.map.get(bname) else {
@@ -43,7 +50,10 @@ pub fn ops(cfg: &Config, bridges: &Bridges) -> Vec<Value> {
         for pcfg in bcfg.ports.values() {
             for icfg in &pcfg.interfaces {
                 let (ofport, error) = match (rb.ifaces.get(&icfg.name), rb.failed.get(&icfg.name)) {
-                    (Some(ri), _) if ri.uuid == icfg.uuid => (i64::from(ri.ofport.0), None),
+                    (Some(ri), _) if ri.uuid == icfg.uuid => match dp_errors.get(&icfg.name) {
+                        Some(e) => (-1, Some(e.as_str())),
+                        None => (i64::from(ri.ofport.0), None),
+                    },
                     (_, Some(f)) if f.uuid == icfg.uuid => (-1, Some(f.error.as_str())),
                     _ => continue,
                 };

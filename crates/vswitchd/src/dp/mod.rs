@@ -136,6 +136,8 @@ pub struct Datapath {
     reloads: u64,
     /// What real ports attached, how, since last taken ([`Datapath::take_attached`]).
     attached: Vec<String>,
+    /// Interfaces that could not be opened, with why (retried at each port change).
+    failed: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for Datapath {
@@ -215,6 +217,7 @@ impl Datapath {
             ports: BTreeMap::new(),
             reloads: 0,
             attached: Vec::new(),
+            failed: BTreeMap::new(),
         };
         let problems = dp.apply_ports(&mut pmd, rb);
         dp.thread = Some(dp.spawn(pmd)?);
@@ -242,6 +245,7 @@ impl Datapath {
     fn apply_ports(&mut self, pmd: &mut Pmd, rb: &RunningBridge) -> Vec<PortProblem> {
         let mut problems = Vec::new();
         let want = wanted_ports(rb);
+        self.failed.retain(|n, _| want.contains_key(n.as_str()));
         let gone: Vec<String> = self
             .ports
             .iter()
@@ -274,10 +278,12 @@ impl Datapath {
             let opened = match port::open_port(name, &spec, rx) {
                 Ok(o) => o,
                 Err(e) => {
+                    self.failed.insert(name.to_owned(), e.clone());
                     problems.push((name.to_owned(), e));
                     continue;
                 }
             };
+            self.failed.remove(name);
             problems.extend(opened.problems.into_iter().map(|e| (name.to_owned(), e)));
             if let Some(info) = &opened.info {
                 self.attached.push(info.clone());
@@ -327,6 +333,11 @@ impl Datapath {
             .take()
             .ok_or_else(|| format!("bridge {}: the datapath thread is down", self.bridge))?;
         t.join().map_err(|e| format!("bridge {}: {e}", self.bridge))
+    }
+
+    /// Interfaces that could not be opened, with why.
+    pub fn failed_ports(&self) -> &BTreeMap<String, String> {
+        &self.failed
     }
 
     /// What real ports attached since the last call, and how (for the log).
@@ -801,6 +812,14 @@ impl Datapaths {
             }
         }
         problems
+    }
+
+    /// Interfaces that could not be opened, on every datapath: name → why.
+    pub fn failed_ports(&self) -> BTreeMap<String, String> {
+        self.map
+            .values()
+            .flat_map(|dp| dp.failed_ports().clone())
+            .collect()
     }
 
     /// What real ports attached since the last call, and how: `(bridge, text)`.
