@@ -984,6 +984,13 @@ impl Pmd {
         Ok(())
     }
 
+    /// The descriptors of the polled ports that signal input ([`Port::rx_fds`]).
+    pub fn rx_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        for s in self.ports.iter().filter(|s| s.poll) {
+            s.port.rx_fds(out);
+        }
+    }
+
     /// Detaches port `no` and gives it back (`None` if no such port). Output still batched
     /// for it is sent first (between two polls there is none: every burst ends by sending its
     /// output batches); flows that output to `no` count an output error from now on, as

@@ -195,6 +195,8 @@ struct Shared {
     stop: AtomicBool,
     clear_requests: AtomicU64,
     snapshot: ArcSwap<PmdSnapshot>,
+    /// Wakes the thread when it sleeps on its ports' descriptors.
+    waker: Option<netdev::wait::Waker>,
 }
 
 /// Handle of a running PMD thread. See the module doc.
@@ -256,6 +258,9 @@ struct Runner {
     clear_generation: u64,
     since: Instant,
     parks: u64,
+    /// Sleeps on the ports' descriptors, when they have some (else a timed park).
+    waiter: Option<netdev::wait::Waiter>,
+    fds: Vec<std::os::fd::RawFd>,
 }
 
 impl Runner {
@@ -302,7 +307,14 @@ impl Runner {
                 idle = 0;
                 // A wake between the last poll and here leaves the token set: no lost
                 // wake-up.
-                std::thread::park_timeout(max);
+                self.fds.clear();
+                self.pmd.rx_fds(&mut self.fds);
+                match &mut self.waiter {
+                    Some(w) if !self.fds.is_empty() => {
+                        w.wait(&self.fds, max);
+                    }
+                    _ => std::thread::park_timeout(max),
+                }
                 continue;
             }
             let requested = self.shared.clear_requests.load(Ordering::Acquire);
@@ -342,10 +354,16 @@ impl PmdThread {
             last: false,
             parks: 0,
         };
+        // Without a waiter (no eventfd) the thread parks on a timer, as without real ports.
+        let (waiter, waker) = match cfg.idle_park.map(|_| netdev::wait::Waiter::new()) {
+            Some(Ok((w, k))) => (Some(w), Some(k)),
+            _ => (None, None),
+        };
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             clear_requests: AtomicU64::new(0),
             snapshot: ArcSwap::from_pointee(first),
+            waker,
         });
         let name = cfg.name.clone().unwrap_or_else(|| match cfg.core {
             Some(c) => format!("pmd-c{c:02}"),
@@ -370,6 +388,8 @@ impl PmdThread {
                     clear_generation: 0,
                     since: Instant::now(),
                     parks: 0,
+                    waiter,
+                    fds: Vec::new(),
                 };
                 runner.run(&cfg)
             })
@@ -431,6 +451,9 @@ impl PmdThread {
     pub fn wake(&self) {
         if let Some(j) = &self.join {
             j.thread().unpark();
+        }
+        if let Some(w) = &self.shared.waker {
+            w.wake();
         }
     }
 
@@ -497,6 +520,9 @@ impl Drop for PmdThread {
         if let Some(j) = self.join.take() {
             self.shared.stop.store(true, Ordering::Relaxed);
             j.thread().unpark();
+            if let Some(w) = &self.shared.waker {
+                w.wake();
+            }
             let _ = j.join();
         }
     }

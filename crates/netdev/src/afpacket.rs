@@ -730,6 +730,10 @@ impl Port for AfPacketPort {
         sent
     }
 
+    fn rx_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        out.push(self.fd.as_raw_fd());
+    }
+
     fn stats(&self) -> PortStats {
         let mut s = self.stats;
         let total = self.poll_overrun();

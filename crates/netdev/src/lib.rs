@@ -54,6 +54,7 @@ pub mod prefetch;
 pub mod replay;
 pub mod tap;
 pub mod tsc;
+pub mod wait;
 
 pub use afpacket::{AfPacketOptions, AfPacketPort};
 pub use afxdp::{AfXdpOptions, AfXdpPort, AfXdpStats, XdpMode, afxdp_missing_reason};

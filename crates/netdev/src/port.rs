@@ -164,6 +164,11 @@ pub trait Port: Send {
     fn flush(&mut self) -> Result<(), PortError> {
         Ok(())
     }
+
+    /// Appends the descriptors that become readable when this port has input (a real
+    /// port's sockets), for a thread with nothing to do to sleep on ([`crate::wait`]).
+    /// Ports whose input comes from memory have none.
+    fn rx_fds(&self, _out: &mut Vec<std::os::fd::RawFd>) {}
 }
 
 impl<P: Port + ?Sized> Port for Box<P> {
@@ -184,6 +189,9 @@ impl<P: Port + ?Sized> Port for Box<P> {
     }
     fn flush(&mut self) -> Result<(), PortError> {
         (**self).flush()
+    }
+    fn rx_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        (**self).rx_fds(out)
     }
 }
 

@@ -148,6 +148,10 @@ impl Port for TapPort {
     fn stats(&self) -> PortStats {
         self.stats
     }
+
+    fn rx_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        out.push(self.fd.as_raw_fd());
+    }
 }
 
 /// Why tap ports cannot be created here, or `None`.

@@ -530,6 +530,10 @@ impl Port for AfXdpPort {
         sent
     }
 
+    fn rx_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        out.extend(self.queues.iter().map(|q| q.raw_fd()));
+    }
+
     fn stats(&self) -> PortStats {
         self.stats
     }

@@ -79,11 +79,6 @@ const VERB_WAIT: Duration = Duration::from_secs(5);
 /// Longest an idle, unpinned datapath thread sleeps before it looks at its ports again.
 const IDLE_PARK: Duration = Duration::from_millis(100);
 
-/// The same when the datapath has real ports, whose input wakes nobody: the latency a
-/// packet arriving at an idle switch sees (a sleeping thread costs ~1 % of a CPU at this
-/// rate). Waiting in `poll(2)` on the ports' descriptors would cost nothing; not built yet.
-const IDLE_PARK_REAL_PORTS: Duration = Duration::from_micros(100);
-
 /// What the datapaths of every bridge share: the connection tracker and its fragment
 /// reassembler (OVS: one per datapath, and one datapath serves every bridge).
 #[derive(Debug, Clone)]
@@ -225,14 +220,11 @@ impl Datapath {
     }
 
     fn thread_cfg(&self) -> PmdThreadConfig {
-        let real = self.ports.values().any(|p| p.dummy.is_none());
         PmdThreadConfig {
             core: self.core,
-            idle_park: self.core.is_none().then_some(if real {
-                IDLE_PARK_REAL_PORTS
-            } else {
-                IDLE_PARK
-            }),
+            // Real ports wake the sleeping thread through their descriptors
+            // (`netdev::wait`); dummy ports through the injection's wake.
+            idle_park: self.core.is_none().then_some(IDLE_PARK),
             ..PmdThreadConfig::default()
         }
     }

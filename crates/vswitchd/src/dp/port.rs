@@ -320,6 +320,10 @@ impl Port for LinuxPort {
     fn flush(&mut self) -> Result<(), netdev::PortError> {
         self.inner.flush()
     }
+
+    fn rx_fds(&self, out: &mut Vec<std::os::fd::RawFd>) {
+        self.inner.rx_fds(out)
+    }
 }
 
 /// A port's rx queue, shared by the port and its handles.
