@@ -457,20 +457,28 @@ fn port_removed_under_traffic_afxdp() {
     port_removed_under_traffic("afxdp");
 }
 
-/// Access ports through the daemon's configuration (`tag`): hosts on VLAN 10 reach each
-/// other; the host on VLAN 20 reaches neither.
+/// Access and trunk ports through the daemon's configuration (`tag`, `trunks`): hosts on
+/// VLAN 10 reach each other, the host on VLAN 20 reaches neither; a trunk carrying VLAN 10
+/// gets their frames tagged and its tagged frames reach them untagged. (The trunk host has
+/// no VLAN interfaces — this kernel may lack 8021q — so it speaks through a packet socket
+/// and reads the tag the kernel strips from `PACKET_AUXDATA`.)
 #[test]
-fn vlan_access_ports_isolate() {
-    if !skip_unless(&["ping", "ethtool"]) {
+fn vlan_access_and_trunk_ports() {
+    if !skip_unless(&["ping", "ethtool", "python3"]) {
         return;
     }
-    let (h1, h2, h3) = (host(1), host(2), host(3));
+    let (h1, h2, h3, h4) = (host(1), host(2), host(3), host(4));
     let dir = temp_dir("vlan");
     let cfg = dir.join("switch.toml");
     let mut t = String::from("[[bridge]]\nname = \"br0\"\n");
-    for (h, tag) in [(&h1, 10), (&h2, 10), (&h3, 20)] {
+    for (h, vlan) in [
+        (&h1, "tag = 10"),
+        (&h2, "tag = 10"),
+        (&h3, "tag = 20"),
+        (&h4, "trunks = [10]"),
+    ] {
         t.push_str(&format!(
-            "\n[[bridge.port]]\nname = \"{}\"\ntype = \"system\"\ntag = {tag}\n",
+            "\n[[bridge.port]]\nname = \"{}\"\ntype = \"system\"\n{vlan}\n",
             h.veth.outside
         ));
     }
@@ -483,6 +491,70 @@ fn vlan_access_ports_isolate() {
         h1.ping(&h3.ip, &["-c", "1", "-W", "1"]).is_err(),
         "VLAN 10 must not reach VLAN 20"
     );
+    // The trunk host: a made-up station 10.80.0.44 (MAC 02:00:00:00:00:44) that h1 knows
+    // statically. It sends h1 an ICMP echo request tagged VLAN 10 and waits for the reply,
+    // which must come back tagged VLAN 10.
+    h1.ns
+        .exec(&[
+            "ip",
+            "neigh",
+            "replace",
+            "10.80.0.44",
+            "lladdr",
+            "02:00:00:00:00:44",
+            "dev",
+            &h1.veth.inside,
+        ])
+        .expect("static neighbour");
+    let mac1: String = h1.veth.inside_mac.split(':').collect();
+    let script = format!(
+        r#"
+import socket, struct, time, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("{ifname}", 0))
+s.setsockopt(263, 8, 1)  # SOL_PACKET, PACKET_AUXDATA
+s.settimeout(0.5)
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    v = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while v >> 16: v = (v & 0xffff) + (v >> 16)
+    return (~v) & 0xffff
+icmp = struct.pack("!BBHHH", 8, 0, 0, 0x77, 1) + b"trunk-test"
+icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), 1, 0, 64, 1, 0,
+                 socket.inet_aton("10.80.0.44"), socket.inet_aton("{dst}"))
+ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+frame = bytes.fromhex("{mac1}") + bytes.fromhex("020000000044") + struct.pack("!HHH", 0x8100, 10, 0x0800) + ip + icmp
+deadline = time.time() + 5
+while time.time() < deadline:
+    s.send(frame)
+    end = time.time() + 0.5
+    while time.time() < end:
+        try:
+            data, anc, flags, addr = s.recvmsg(2048, socket.CMSG_SPACE(64))
+        except socket.timeout:
+            break
+        if data[0:6] != bytes.fromhex("020000000044") or data[12:14] != b"\x08\x00":
+            continue
+        if data[14 + 9] != 1 or data[14 + 20] != 0:
+            continue
+        for level, typ, d in anc:
+            if level == 263 and typ == 8:
+                status, length, snaplen, mac, net, tci, tpid = struct.unpack("IIIHHHH", d[:20])
+                print("reply vlan", tci & 0xfff, "valid", bool(status & 16))
+                sys.exit(0)
+        print("reply without a tag")
+        sys.exit(1)
+print("no reply")
+sys.exit(1)
+"#,
+        ifname = h4.veth.inside,
+        dst = h1.ip,
+        mac1 = mac1,
+    );
+    let out = h4.ns.exec(&["python3", "-c", &script]);
+    let out = out.unwrap_or_else(|e| panic!("trunk host: {e}"));
+    assert!(out.contains("reply vlan 10 valid True"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
