@@ -10,8 +10,8 @@
 //! into a pool packet as a NIC's DMA would, and gives a block back to the kernel only once
 //! every frame of it is taken. No system call on this path: a burst with nothing ready reads
 //! one status word. What the kernel had to drop because the ring was full is read with
-//! `PACKET_STATISTICS` (every 1024 bursts and on [`Port::stats`]) and counted as
-//! `rx_overrun`.
+//! `PACKET_STATISTICS` every 1024 bursts (a system call; [`Port::stats`] makes none, as the
+//! datapath reads counters after every burst) and counted as `rx_overrun`.
 //!
 //! The kernel hands frames to a packet socket as its stack holds them, so three repairs
 //! make each frame what was on the wire:
@@ -182,13 +182,12 @@ pub struct AfPacketPort {
     bursts: u32,
     stats: PortStats,
     extra: AfPacketStats,
-    overrun_seen: std::cell::Cell<u64>,
+    overrun_seen: u64,
     info: String,
 }
 
 // SAFETY: the ring pointer is owned by this port alone (mapped for it, unmapped on its
-// drop); moving the port to another thread moves that ownership with it. The `Cell` is only
-// touched through `&self` on the thread that holds the port.
+// drop); moving the port to another thread moves that ownership with it.
 unsafe impl Send for AfPacketPort {}
 
 impl std::fmt::Debug for AfPacketPort {
@@ -388,7 +387,7 @@ impl AfPacketPort {
             bursts: 0,
             stats: PortStats::default(),
             extra: AfPacketStats::default(),
-            overrun_seen: std::cell::Cell::new(0),
+            overrun_seen: 0,
             info,
         })
     }
@@ -438,8 +437,8 @@ impl AfPacketPort {
         self.cur_off = 0;
     }
 
-    /// Adds what the kernel dropped since the last read to `rx_overrun`.
-    fn poll_overrun(&self) -> u64 {
+    /// The kernel's running total of frames dropped for a full ring.
+    fn poll_overrun(&mut self) -> u64 {
         let mut st = libc::tpacket_stats_v3 {
             tp_packets: 0,
             tp_drops: 0,
@@ -458,10 +457,9 @@ impl AfPacketPort {
         };
         if r == 0 {
             // Reading clears the kernel's counters: keep the running total.
-            self.overrun_seen
-                .set(self.overrun_seen.get() + u64::from(st.tp_drops));
+            self.overrun_seen += u64::from(st.tp_drops);
         }
-        self.overrun_seen.get()
+        self.overrun_seen
     }
 }
 
@@ -735,11 +733,9 @@ impl Port for AfPacketPort {
     }
 
     fn stats(&self) -> PortStats {
-        let mut s = self.stats;
-        let total = self.poll_overrun();
-        s.rx_dropped += total - s.rx_overrun;
-        s.rx_overrun = total;
-        s
+        // No system call here: callers read counters after every burst. The kernel's drop
+        // count is folded in by `rx_burst` every OVERRUN_POLL_BURSTS bursts.
+        self.stats
     }
 }
 
