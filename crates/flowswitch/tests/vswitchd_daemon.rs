@@ -556,6 +556,25 @@ fn real_ports_from_interface_rows() {
         .0
         .exec(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.81.0.2"])
         .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", env.log()));
+    // State columns as OVS keeps them, refreshed with the statistics.
+    let wait_for = |i: &str, col: &str, want: &str| {
+        let t0 = Instant::now();
+        while get(i, col).trim() != want && t0.elapsed() < Duration::from_secs(12) {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert_eq!(get(i, col).trim(), want, "{i} {col}");
+    };
+    wait_for(o1, "link_state", "up");
+    wait_for(o1, "admin_state", "up");
+    wait_for(o1, "mtu", "1500");
+    let ifindex = std::fs::read_to_string(format!("/sys/class/net/{o1}/ifindex")).unwrap();
+    wait_for(o1, "ifindex", ifindex.trim());
+    let mac = std::fs::read_to_string(format!("/sys/class/net/{o1}/address")).unwrap();
+    wait_for(o1, "mac_in_use", &format!("\"{}\"", mac.trim()));
+    testutil::netns::ip(&["link", "set", o1, "down"]).unwrap();
+    wait_for(o1, "admin_state", "down");
+    wait_for(o1, "link_state", "down");
+    testutil::netns::ip(&["link", "set", o1, "up"]).unwrap();
     // Cannot be opened: OVS's error text and ofport -1 (the datapath's refusal is written
     // back after the port was numbered, so wait for it).
     let t0 = Instant::now();

@@ -278,6 +278,9 @@ impl Daemon {
             let events = self.poll(Duration::from_millis(100));
             if self.applied != before {
                 on_applied(self, &events);
+                // New interfaces get their statistics and state columns soon, not in 5 s.
+                let soon = std::time::Instant::now() + Duration::from_millis(200);
+                next_stats = next_stats.min(soon);
             }
             self.write_back();
             if std::time::Instant::now() >= next_stats {

@@ -417,7 +417,7 @@ impl Running {
                 drop(dps);
                 detached.ready();
             },
-            |d| crate::writeback::statistics_ops(d.config(), &stats_switch),
+            |d| crate::writeback::statistics_ops(d.config(), d.bridges(), &stats_switch),
         );
         self.failure = failure;
         // Told to exit before any configuration arrived: release the parent anyway.

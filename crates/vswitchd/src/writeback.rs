@@ -134,10 +134,65 @@ pub fn initial_ops(cfg: &Config) -> Vec<Value> {
     ops
 }
 
+/// The state columns OVS keeps on an `Interface` row: `admin_state`, `link_state`, `mtu`,
+/// `mac_in_use`, `ifindex`, `link_resets`. A dummy port is up, MTU 1500, index 0, as OVS's
+/// dummy netdev; a real port reports its Linux interface (flags `IFF_UP` and `IFF_RUNNING`,
+/// MTU, address, index); one that has gone reports down.
+pub fn state_columns(ri: &crate::bridges::RunningIface) -> Vec<(&'static str, Value)> {
+    use crate::bridges::IfaceBackend;
+    let fmt_mac = |m: [u8; 6]| {
+        format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    };
+    let updown = |b: bool| if b { "up" } else { "down" };
+    match ri.backend {
+        IfaceBackend::Dummy | IfaceBackend::DummyInternal => vec![
+            ("admin_state", json!("up")),
+            ("link_state", json!("up")),
+            ("mtu", json!(1500)),
+            ("mac_in_use", json!(fmt_mac(ri.mac))),
+            ("ifindex", json!(0)),
+            ("link_resets", json!(0)),
+        ],
+        IfaceBackend::AfPacket | IfaceBackend::AfXdp | IfaceBackend::Tap => {
+            use netdev::netif;
+            let flags = netif::flags(&ri.name).unwrap_or(0);
+            let mut cols = vec![
+                (
+                    "admin_state",
+                    json!(updown(flags & libc::IFF_UP as u32 != 0)),
+                ),
+                (
+                    "link_state",
+                    json!(updown(flags & libc::IFF_RUNNING as u32 != 0)),
+                ),
+                ("link_resets", json!(0)),
+            ];
+            if let Ok(m) = netif::mtu(&ri.name) {
+                cols.push(("mtu", json!(m)));
+            }
+            if let Ok(m) = netif::mac(&ri.name) {
+                cols.push(("mac_in_use", json!(fmt_mac(m))));
+            }
+            if let Ok(i) = netif::ifindex(&ri.name) {
+                cols.push(("ifindex", json!(i)));
+            }
+            cols
+        }
+    }
+}
+
 /// `Interface:statistics` of every running interface, as OVS writes them (`rx_packets`,
 /// `rx_bytes`, `rx_dropped`, `tx_packets`, `tx_bytes`, `tx_dropped`; counters a port does not
-/// keep are left out, as OVS leaves out its unsupported ones).
-pub fn statistics_ops(cfg: &Config, switch: &crate::switch::Switch) -> Vec<Value> {
+/// keep are left out, as OVS leaves out its unsupported ones), with the interface's state
+/// columns ([`state_columns`]).
+pub fn statistics_ops(
+    cfg: &Config,
+    bridges: &Bridges,
+    switch: &crate::switch::Switch,
+) -> Vec<Value> {
     use crate::ofconn::OfBridge;
     let mut ops = Vec::new();
     for b in switch.bridges() {
@@ -170,11 +225,13 @@ pub fn statistics_ops(cfg: &Config, switch: &crate::switch::Switch) -> Vec<Value
                 }
             }
             pairs.sort_by(|a, b| a[0].as_str().cmp(&b[0].as_str()));
-            ops.push(update(
-                "Interface",
-                icfg.uuid,
-                json!({ "statistics": ["map", pairs] }),
-            ));
+            let mut row = json!({ "statistics": ["map", pairs] });
+            if let Some(ri) = bridges.map.get(b.name()).and_then(|rb| rb.ifaces.get(name)) {
+                for (k, v) in state_columns(ri) {
+                    row[k] = v;
+                }
+            }
+            ops.push(update("Interface", icfg.uuid, row));
         }
     }
     ops
