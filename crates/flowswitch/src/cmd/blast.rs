@@ -368,7 +368,7 @@ mod tests {
             (&["--size", "100000"][..], "frame size"),
             (&["--size", "big"][..], "frame size in bytes"),
             (&["--seconds", "0"][..], "more than 0"),
-            (&["--seconds", "-1"][..], "more than 0"),
+            (&["--seconds=-1"][..], "more than 0"),
             (&["--seconds", "nan"][..], "more than 0"),
             (&["--seconds", "x"][..], "number of seconds"),
             (&["--flows", "0"][..], "flows"),
