@@ -185,6 +185,7 @@ EOF
 # ---- switches: start_X sets SW_PID (0 for none) and APPCTL (pmd-stats command or "") ----
 SW_PID=0
 APPCTL=()
+MGMT=""
 OVS_AFXDP_NOTE=""
 
 start_fs() {  # start_fs KIND
@@ -196,6 +197,7 @@ start_fs() {  # start_fs KIND
   SW_PID=$!
   PIDS+=("$SW_PID")
   APPCTL=(ovs-appctl -t "$rd/ovs-vswitchd.$SW_PID.ctl")
+  MGMT=unix:$rd/${P}fs.mgmt
 }
 
 start_ovs() {  # start_ovs TYPE ("" for system ports)
@@ -215,6 +217,7 @@ start_ovs() {  # start_ovs TYPE ("" for system ports)
     2>>"$d/stderr.log"
   SW_PID=$(cat "$d/ovs-vswitchd.pid")
   APPCTL=(ovs-appctl -t "$d/ovs-vswitchd.ctl")
+  MGMT=unix:$d/${P}ovs.mgmt
   "${vs[@]}" add-br "${P}ovs" -- set bridge "${P}ovs" datapath_type=netdev
   local i
   for i in 1 2; do
@@ -310,6 +313,7 @@ far_side() {
   c01=$(cputicks "$SENDER_CPU"); c11=$(cputicks "$SWITCH_CPU")
   if [ ${#APPCTL[@]} -gt 0 ]; then
     "${APPCTL[@]}" dpif-netdev/pmd-stats-show >"$W/$sw.r$r.$sender.pmd" 2>&1 || true
+    ovs-ofctl dump-ports "$MGMT" >"$W/$sw.r$r.$sender.ports" 2>&1 || true
   fi
   if [ "$sender" = tcpreplay ]; then stop_pid "$pid" INT; fi
   wait "$pid" 2>/dev/null || true
