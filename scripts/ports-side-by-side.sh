@@ -390,9 +390,9 @@ END_LOAD=$(load)
 
 [ "$HAVE_TCPREPLAY" = 1 ] || note "tcpreplay not installed (apt-get install -y tcpreplay): no tcpreplay figures"
 python3 - "$RES" "$COMMIT" "$START_LOAD" "$END_LOAD" "$OVS_AFXDP_NOTE" "$SWITCHES" \
-  "$T" "$IPERF_T" "$SIZE" "$FLOWS" "$BLAST_KIND" "$REPS" <<'EOF'
+  "$T" "$IPERF_T" "$SIZE" "$FLOWS" "$BLAST_KIND" "$REPS" "$SENDER_CPU" "$SWITCH_CPU" <<'EOF'
 import sys, statistics, collections, platform, os, datetime
-res, commit, l0, l1, afxdp_note, switches, T, IT, size, flows, kind, reps = sys.argv[1:]
+res, commit, l0, l1, afxdp_note, switches, T, IT, size, flows, kind, reps, scpu, wcpu = sys.argv[1:]
 d = collections.defaultdict(list)
 for line in open(res):
     r, sw, k, v = line.rstrip('\n').split('\t')
@@ -408,7 +408,7 @@ cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.start
 print(f'ports side by side — {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit}, '
       f'kernel {platform.release()}, {os.cpu_count()} CPUs ({cpu})')
 print(f'medians of {reps} interleaved rounds; sender `flowswitch blast --port {kind}:v1 --size {size} '
-      f'--flows {flows}` on CPU 0, switch on CPU 1; far side = ns2 v2 rx_packets over {T} s; '
+      f'--flows {flows}` on CPU {scpu}, switch on CPU {wcpu}; far side = ns2 v2 rx_packets over {T} s; '
       f'TCP = iperf3 -t {IT}, 1 stream')
 print(f'load average (1/5/15 min) at start {l0}, at end {l1}')
 print()
@@ -440,13 +440,13 @@ for sw in sws:
     print(f'  {sw}: {fs or "-"} / {ts or "-"}')
 print()
 print('CPU during the far-side interval (% of one CPU; per round): switch process, sender process;')
-print('sender CPU and switch CPU as busy/softirq/steal (busy includes softirq):')
+print(f'sender CPU {scpu} and switch CPU {wcpu} as busy/softirq/steal (busy includes softirq):')
 for sw in sws:
     if not d.get((sw, 'swcpu_blast')):
         continue
     c = lambda k: ' '.join(f'{v:.0f}' if isinstance(v, float) else v for v in d.get((sw, k), []))
     print(f'  {sw}: switch {c("swcpu_blast")}; sender {c("sndcpu_blast")}; '
-          f'CPU0 {c("cpu0_blast")}; CPU1 {c("cpu1_blast")}')
+          f'CPU{scpu} {c("cpu0_blast")}; CPU{wcpu} {c("cpu1_blast")}')
 if 'ovs-afxdp' in sws:
     if afxdp_note:
         print(afxdp_note)
