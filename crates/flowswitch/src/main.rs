@@ -60,6 +60,9 @@ enum Command {
     /// Forward between real Linux interfaces in the foreground (AF_PACKET, tap) until
     /// SIGINT/SIGTERM: a learning switch, or the flows of `--flows FILE`.
     Switch(cmd::switch::Args),
+    /// Send UDP frames on a real interface (AF_PACKET or AF_XDP) as fast as it takes them,
+    /// or at a rate, and print the packets per second sent.
+    Blast(cmd::blast::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone (EPIPE).
@@ -110,6 +113,7 @@ fn main() -> std::process::ExitCode {
         Command::GenFlows(a) => cmd::gen_flows::run(a),
         Command::Vswitchd(a) => cmd::vswitchd::run(a),
         Command::Switch(a) => cmd::switch::run(a),
+        Command::Blast(a) => cmd::blast::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ pub mod bench_control;
 pub mod bench_firewall;
 pub mod bench_flowmods;
 pub mod bench_northd;
+pub mod blast;
 pub mod classbench;
 pub mod demo;
 pub mod gen_flows;
