@@ -28,7 +28,11 @@
 //! - Optional ([`Config::prefix_tries`]; the OpenFlow tables of `ofproto` turn it on): OVS-style
 //!   prefix tries on `nw_dst`/`nw_src`/`ipv6_dst`/`ipv6_src` over all rules (values
 //!   left-aligned in 128 bits, lengths 0–128), used only by `lookup_wc` (see below), and for
-//!   the IPv6 fields only on IPv6 packets. Not built: subtable splitting that *moves* rules (TupleMerge splits; here a full bucket only steers new rules elsewhere).
+//!   the IPv6 fields only on IPv6 packets. By default a full bucket only steers new rules
+//!   elsewhere; [`Config::split_limit`] turns on a bounded TupleMerge-style split that moves
+//!   an over-long list's rules into an existing finer subtable (off: it did not pay on
+//!   ClassBench, see docs/BENCHMARKS.md; making *new* subtables for split lists, as
+//!   TupleMerge does, measured worse still).
 //! - Layout for the lookup's sake: subtables live *inline* in the vector that orders them (their
 //!   hashed word indices and mask words inline too), and each subtable keeps its rules' check
 //!   data in one flat `u64` array, `2 + cw` words per entry: priority and a subtable-local mask
@@ -392,8 +396,9 @@ pub struct Config {
     /// on acl1 10k it saves ~3.5 of ~99 megaflow bits per packet but halves the `lookup_wc`
     /// and insert rates (the trie walk is pointer chasing). `ofproto`'s tables turn it on.
     pub prefix_tries: bool,
-    /// TupleMerge's split: when an insert makes a bucket list longer than this, the list's
-    /// rules that fit a finer mask move to that mask's subtable (0 = never split).
+    /// A bounded TupleMerge-style split: when an insert makes a bucket list longer than
+    /// this, the list's rules that fit an existing finer subtable move into the one that
+    /// spreads them best without passing `collision_limit` there (0 = never; the default).
     pub split_limit: u32,
 }
 
