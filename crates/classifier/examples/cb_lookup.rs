@@ -34,7 +34,23 @@ fn main() {
     };
     let passes: u32 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
     let n = rules.len() as u32;
-    let mut table: OfTable<u32> = OfTable::new();
+    // Optional `CFG` (env): comma list of `key=value` overrides, as the `classbench` example.
+    let mut cfg = classifier::oftable::Config::default();
+    for kv in std::env::var("CFG").unwrap_or_default().split(',') {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, "1"));
+        let n: u32 = v.parse().unwrap_or(1);
+        match k {
+            "limit" => cfg.collision_limit = n,
+            "wide" => cfg.wide_prefix_step = n,
+            "narrow" => cfg.narrow_prefix_step = n,
+            "staged" => cfg.staged = n != 0,
+            "band" => cfg.band_priorities = n != 0,
+            "exact" => cfg.relax_exact_narrow = n != 0,
+            "split" => cfg.split_limit = n,
+            _ => {}
+        }
+    }
+    let mut table: OfTable<u32> = OfTable::with_config(cfg);
     let t0 = Instant::now();
     for (line, r) in rules.iter().enumerate() {
         for (k, m) in r.expand() {
@@ -60,4 +76,9 @@ fn main() {
         build * 1e3,
         table.memory_bytes()
     );
+    // With `LEAK_TABLE` set the table is never freed, so a heap profiler's end-of-run
+    // figure (`valgrind --tool=dhat`, "At t-end") is what the table allocated.
+    if std::env::var_os("LEAK_TABLE").is_some() {
+        std::mem::forget(table);
+    }
 }

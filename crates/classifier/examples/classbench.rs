@@ -27,6 +27,7 @@ fn parse_cfg(s: &str) -> Config {
             "tries" => c.prefix_tries = n != 0,
             "band" => c.band_priorities = n != 0,
             "exact" => c.relax_exact_narrow = n != 0,
+            "split" => c.split_limit = n,
             "default" => {}
             _ => eprintln!("unknown config key {k}"),
         }

@@ -28,7 +28,11 @@
 //! - Optional ([`Config::prefix_tries`]; the OpenFlow tables of `ofproto` turn it on): OVS-style
 //!   prefix tries on `nw_dst`/`nw_src`/`ipv6_dst`/`ipv6_src` over all rules (values
 //!   left-aligned in 128 bits, lengths 0–128), used only by `lookup_wc` (see below), and for
-//!   the IPv6 fields only on IPv6 packets. Not built: subtable splitting that *moves* rules (TupleMerge splits; here a full bucket only steers new rules elsewhere).
+//!   the IPv6 fields only on IPv6 packets. By default a full bucket only steers new rules
+//!   elsewhere; [`Config::split_limit`] turns on a bounded TupleMerge-style split that moves
+//!   an over-long list's rules into an existing finer subtable (off: it did not pay on
+//!   ClassBench, see docs/BENCHMARKS.md; making *new* subtables for split lists, as
+//!   TupleMerge does, measured worse still).
 //! - Layout for the lookup's sake: subtables live *inline* in the vector that orders them (their
 //!   hashed word indices and mask words inline too), and each subtable keeps its rules' check
 //!   data in one flat `u64` array, `2 + cw` words per entry: priority and a subtable-local mask
@@ -392,6 +396,10 @@ pub struct Config {
     /// on acl1 10k it saves ~3.5 of ~99 megaflow bits per packet but halves the `lookup_wc`
     /// and insert rates (the trie walk is pointer chasing). `ofproto`'s tables turn it on.
     pub prefix_tries: bool,
+    /// A bounded TupleMerge-style split: when an insert makes a bucket list longer than
+    /// this, the list's rules that fit an existing finer subtable move into the one that
+    /// spreads them best without passing `collision_limit` there (0 = never; the default).
+    pub split_limit: u32,
 }
 
 impl Default for Config {
@@ -404,6 +412,7 @@ impl Default for Config {
             band_priorities: false,
             relax_exact_narrow: true,
             prefix_tries: false,
+            split_limit: 0,
         }
     }
 }
@@ -955,7 +964,7 @@ impl Subtable {
         let sets: usize = self
             .stage_sets
             .iter()
-            .map(|s| s.capacity() * (std::mem::size_of::<(u64, u32)>() + 1))
+            .map(|s| map_bytes(s.capacity(), std::mem::size_of::<(u64, u32)>()))
             .sum();
         self.buckets.capacity() * std::mem::size_of::<Bucket>()
             + self.ents.capacity() * 8
@@ -964,7 +973,7 @@ impl Subtable {
                 + self.lmask_refs.capacity()
                 + self.lmask_free.capacity())
                 * 4
-            + self.lmask_of_class.capacity() * 9
+            + map_bytes(self.lmask_of_class.capacity(), 8)
             + self.stage_ends.len()
             + sets
     }
@@ -1107,8 +1116,9 @@ impl<T> OfTable<T> {
         }
         n += self.classes.capacity() * std::mem::size_of::<Option<MaskClass>>();
         // HashMap entries: key + value + one control byte.
-        let hm = std::mem::size_of::<FlowMask>() + 4 + 1;
-        n += (self.class_index.capacity() + self.table_index.capacity()) * hm;
+        let hm = std::mem::size_of::<(FlowMask, u32)>();
+        n +=
+            map_bytes(self.class_index.capacity(), hm) + map_bytes(self.table_index.capacity(), hm);
         n
     }
 
@@ -1313,16 +1323,6 @@ impl<T> OfTable<T> {
                 ((self.slots.len() - 1) as u32, 1)
             }
         };
-
-        // Add the entry.
-        let my_rank = rank(priority, seq);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let p_tab = self.pos[tid as usize] as usize;
-        let st = &mut self.order[p_tab];
-        st.widen(mask.map());
-        let l = st.local_mask(c, mask);
-        st.filter_add(&key, mask);
-        st.count_plens(mask, true);
         if self.cfg.prefix_tries {
             for (t, &f) in TRIE_FIELDS.iter().enumerate() {
                 if let Some(len) = prefix_len(f, mask) {
@@ -1330,7 +1330,41 @@ impl<T> OfTable<T> {
                 }
             }
         }
+        let id = make_id(r, generation);
+        self.slots[r as usize] = Some(Rule {
+            id,
+            priority,
+            value,
+            seq,
+            table: tid,
+            ent: NONE,
+            class: c,
+        });
+        let h = self.attach(r, tid, &key);
+        self.n_rules += 1;
+        if self.cfg.split_limit > 0 {
+            self.maybe_split(tid, h);
+        }
+        id
+    }
+
+    /// Links rule slot `r` (its priority, sequence number and class set; `key` its masked
+    /// key) into subtable `tid`: a new entry, its bucket list (by rank), the stage sets and
+    /// the subtable's max rank and place in `order`. Returns the bucket hash.
+    fn attach(&mut self, r: u32, tid: u32, key: &FlowKey) -> u32 {
+        let (priority, seq, c) = {
+            let rule = self.rule_at(r);
+            (rule.priority, rule.seq, rule.class)
+        };
+        let mask = self.class(c).mask;
+        let my_rank = rank(priority, seq);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let p_tab = self.pos[tid as usize] as usize;
         let st = &mut self.order[p_tab];
+        st.widen(mask.map());
+        let l = st.local_mask(c, &mask);
+        st.filter_add(key, &mask);
+        st.count_plens(&mask, true);
         let e = st.n_ents;
         st.n_ents += 1;
         reserve_slack(&mut st.ents, META + usize::from(st.cw));
@@ -1339,7 +1373,7 @@ impl<T> OfTable<T> {
         for j in 0..usize::from(st.cw) {
             st.ents.push(key.w[usize::from(st.cidx[j]) % FLOW_WORDS]);
         }
-        let h = st.stage_hashes(&key, &mut scratch);
+        let h = st.stage_hashes(key, &mut scratch);
         st.stage_add(&scratch);
         self.scratch = scratch;
         let p = st.slot_for(h);
@@ -1371,22 +1405,104 @@ impl<T> OfTable<T> {
         if raise {
             st.max_rank = my_rank;
         }
-
-        let id = make_id(r, generation);
-        self.slots[r as usize] = Some(Rule {
-            id,
-            priority,
-            value,
-            seq,
-            table: tid,
-            ent: e,
-            class: c,
-        });
+        if let Some(rule) = &mut self.slots[r as usize] {
+            rule.table = tid;
+            rule.ent = e;
+        }
         if raise {
             self.reorder(tid);
         }
-        self.n_rules += 1;
-        id
+        h
+    }
+
+    /// A bounded form of TupleMerge's table split: when an insert makes the bucket list of
+    /// subtable `tid` for hash `h` longer than `split_limit` (checked each time the length
+    /// passes a multiple of it, so the work is amortised), the list's rules that fit an
+    /// existing finer subtable move there — the finer subtable that spreads them best (the
+    /// longer of what stays and its longest new list, shortest wins; ties: fewer mask
+    /// bits). No subtable is made: a new one would cost every lookup a probe (measured:
+    /// splitting into new subtables, as TupleMerge does, doubled the subtables probed on
+    /// fw1 and lost more than the shorter lists saved). Nothing moves unless the longest
+    /// list gets shorter.
+    fn maybe_split(&mut self, tid: u32, h: u32) {
+        let limit = self.cfg.split_limit as usize;
+        let st = self.table(tid);
+        let Some(p) = st.find(h) else {
+            return;
+        };
+        let mut n = 0;
+        let mut e = st.buckets[p].head;
+        while e != NONE {
+            n += 1;
+            e = st.ent_next(e);
+        }
+        if n <= limit || !(n - 1).is_multiple_of(limit) {
+            return;
+        }
+        let mut list: Vec<(u32, FlowKey, FlowMask)> = Vec::with_capacity(n);
+        let mut e = st.buckets[p].head;
+        while e != NONE {
+            let r = st.ent_rule(e);
+            let rule = self.rule_at(r);
+            list.push((r, st.ent_key(e), self.class(rule.class).mask));
+            e = st.ent_next(e);
+        }
+        let base = st.mask;
+        let cap = self.cfg.collision_limit as usize;
+        let mut best: Option<(usize, u32, u32)> = None;
+        let mut hs: Vec<u64> = Vec::with_capacity(n);
+        for o in &self.order {
+            if o.mask == base || !base.is_subset_of(&o.mask) {
+                continue;
+            }
+            hs.clear();
+            for (_, k, m) in &list {
+                if o.mask.is_subset_of(m) {
+                    hs.push(u64::from(o.hash(k)));
+                }
+            }
+            if hs.is_empty() {
+                continue;
+            }
+            hs.sort_unstable();
+            // The new list lengths there, counting the rules already in those lists.
+            let mut longest = 0;
+            let mut i = 0;
+            while i < hs.len() {
+                let j = hs[i..].iter().take_while(|&&x| x == hs[i]).count();
+                let have = o.find(hs[i] as u32).map_or(0, |q| {
+                    let mut c = 0;
+                    let mut e = o.buckets[q].head;
+                    while e != NONE && c < cap {
+                        c += 1;
+                        e = o.ent_next(e);
+                    }
+                    c
+                });
+                longest = longest.max(have + j);
+                i += j;
+            }
+            if longest > cap {
+                continue;
+            }
+            let key = ((n - hs.len()).max(longest), o.bits);
+            if best.is_none_or(|(c, b, _)| key < (c, b)) {
+                best = Some((key.0, key.1, o.tid));
+            }
+        }
+        let Some((cost, _, target)) = best else {
+            return;
+        };
+        if cost >= n {
+            return;
+        }
+        let cm = self.table(target).mask;
+        for (r, k, m) in &list {
+            if cm.is_subset_of(m) {
+                self.detach(*r);
+                self.attach(*r, target, k);
+            }
+        }
     }
 
     /// Moves subtable `tid` to its place in `order` for its (changed) max rank.
@@ -1422,6 +1538,41 @@ impl<T> OfTable<T> {
     pub fn remove(&mut self, id: RuleId) -> Option<T> {
         let (r, generation) = split_id(id);
         self.get(id)?;
+        let c = self.rule_at(r).class;
+        let key = self.detach(r)?;
+        let rmask = self.class(c).mask;
+        if self.cfg.prefix_tries {
+            for (t, &f) in TRIE_FIELDS.iter().enumerate() {
+                if let Some(len) = prefix_len(f, &rmask) {
+                    self.tries[t].remove(aligned(f, f.get(&key)), len);
+                }
+            }
+        }
+
+        // Free the rule slot and the class.
+        let rule = self.slots[r as usize].take()?;
+        self.free_slots.push((r, generation));
+        let class_empty = match &mut self.classes[c as usize] {
+            Some(cl) => {
+                cl.live -= 1;
+                cl.live == 0
+            }
+            None => false,
+        };
+        if class_empty {
+            if let Some(cl) = self.classes[c as usize].take() {
+                self.class_index.remove(&cl.mask);
+            }
+            self.free_classes.push(c);
+        }
+        self.n_rules -= 1;
+        Some(rule.value)
+    }
+
+    /// Unlinks rule slot `r` from its subtable (entry, bucket list, stage sets, max rank;
+    /// the subtable is dropped when it empties). The slot itself stays. Returns the rule's
+    /// masked key.
+    fn detach(&mut self, r: u32) -> Option<FlowKey> {
         let (tid, e, c, my_rank) = {
             let rule = self.rule_at(r);
             (
@@ -1455,15 +1606,8 @@ impl<T> OfTable<T> {
             Some(cl) => cl.mask,
             None => unreachable_rule(),
         };
-        st.count_plens(&rmask, false);
-        if self.cfg.prefix_tries {
-            for (t, &f) in TRIE_FIELDS.iter().enumerate() {
-                if let Some(len) = prefix_len(f, &rmask) {
-                    self.tries[t].remove(aligned(f, f.get(&key)), len);
-                }
-            }
-        }
         let st = &mut self.order[p_tab];
+        st.count_plens(&rmask, false);
         let l = (st.ents[e as usize * st.stride()]) as u32;
         st.release_mask(l);
 
@@ -1491,24 +1635,9 @@ impl<T> OfTable<T> {
         st.ents.truncate(st.n_ents as usize * stride);
         let empty = st.n_ents == 0;
         let was_max = st.max_rank == my_rank;
-
-        // Free the rule slot and the class.
-        let rule = self.slots[r as usize].take()?;
-        self.free_slots.push((r, generation));
-        let class_empty = match &mut self.classes[c as usize] {
-            Some(cl) => {
-                cl.live -= 1;
-                cl.live == 0
-            }
-            None => false,
-        };
-        if class_empty {
-            if let Some(cl) = self.classes[c as usize].take() {
-                self.class_index.remove(&cl.mask);
-            }
-            self.free_classes.push(c);
+        if let Some(rule) = &mut self.slots[r as usize] {
+            rule.ent = NONE;
         }
-        self.n_rules -= 1;
 
         if empty {
             self.drop_table(tid);
@@ -1531,7 +1660,7 @@ impl<T> OfTable<T> {
                 self.reorder(tid);
             }
         }
-        Some(rule.value)
+        Some(key)
     }
 
     fn drop_table(&mut self, tid: u32) {
@@ -1791,19 +1920,32 @@ impl<T> OfTable<T> {
 
     /// Work counters of one lookup of `pkt`: (subtables probed, bucket hits, entries compared).
     pub fn probe_counts(&self, pkt: &FlowKey) -> (usize, usize, usize) {
+        self.probe_detail(pkt, &mut [])
+    }
+
+    /// [`Self::probe_counts`], also adding per subtable (lookup order, if `per` is long
+    /// enough) the probes, hits and entries compared.
+    pub fn probe_detail(&self, pkt: &FlowKey, per: &mut [[usize; 3]]) -> (usize, usize, usize) {
         let mut best: Option<(u32, u64)> = None;
         let mut best_rank = 0u128;
         let (mut probed, mut hits, mut compared) = (0, 0, 0);
-        for st in &self.order {
+        for (q, st) in self.order.iter().enumerate() {
             if best.is_some() && st.max_rank <= best_rank {
                 break;
             }
             // Like `lookup`: no prefilter, every subtable visited is probed.
             probed += 1;
+            let c0 = compared;
+            if let Some(x) = per.get_mut(q) {
+                x[0] += 1;
+            }
             let Some(p) = st.find(st.hash(pkt)) else {
                 continue;
             };
             hits += 1;
+            if let Some(x) = per.get_mut(q) {
+                x[1] += 1;
+            }
             let mut e = st.buckets[p].head;
             while e != NONE {
                 if let Some((bp, bs)) = best {
@@ -1820,6 +1962,9 @@ impl<T> OfTable<T> {
                     break;
                 }
                 e = st.ent_next(e);
+            }
+            if let Some(x) = per.get_mut(q) {
+                x[2] += compared - c0;
             }
         }
         (probed, hits, compared)
@@ -1913,6 +2058,24 @@ fn reserve_slack<X>(v: &mut Vec<X>, extra: usize) {
     if v.len() + extra > v.capacity() {
         v.reserve_exact((v.capacity() / 4).max(extra).max(8));
     }
+}
+
+/// Heap bytes of a std `HashMap` (hashbrown) of capacity `cap` with `entry`-byte entries:
+/// a power-of-two bucket count holding `cap` at 7/8 load (4 or 8 below 8), one control
+/// byte per bucket plus a 16-byte group tail. Checked against a heap profiler (DHAT, see
+/// the `cb_lookup` example's `LEAK_TABLE`).
+fn map_bytes(cap: usize, entry: usize) -> usize {
+    if cap == 0 {
+        return 0;
+    }
+    let buckets = if cap < 4 {
+        4
+    } else if cap < 8 {
+        8
+    } else {
+        (cap * 8 / 7).next_power_of_two()
+    };
+    buckets * (entry + 1) + 16
 }
 
 /// `v.push(x)` with [`reserve_slack`]'s growth.

@@ -257,16 +257,20 @@ fn config() -> impl Strategy<Value = Config> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        prop_oneof![Just(0u32), 1u32..5],
     )
-        .prop_map(|(c, w, n, staged, band_priorities, prefix_tries)| Config {
-            collision_limit: c,
-            wide_prefix_step: w,
-            narrow_prefix_step: n,
-            staged,
-            band_priorities,
-            relax_exact_narrow: staged ^ band_priorities,
-            prefix_tries,
-        })
+        .prop_map(
+            |(c, w, n, staged, band_priorities, prefix_tries, split_limit)| Config {
+                collision_limit: c,
+                wide_prefix_step: w,
+                narrow_prefix_step: n,
+                staged,
+                band_priorities,
+                relax_exact_narrow: staged ^ band_priorities,
+                prefix_tries,
+                split_limit,
+            },
+        )
 }
 
 proptest! {
