@@ -19,9 +19,36 @@ const BIN: &str = env!("CARGO_BIN_EXE_flowswitch");
 fn cannot_run(tools: &[&str]) -> Option<String> {
     netns_missing_reason()
         .or_else(netdev::afpacket::afpacket_missing_reason)
-        .or_else(|| tools.iter().find_map(|t| tool_missing_reason(t)))
+        .or_else(|| {
+            tools.iter().find_map(|t| match *t {
+                "ovs" => testutil::ovs::ovs_missing_reason(),
+                t => tool_missing_reason(t),
+            })
+        })
 }
 
+/// A test per port kind for scenario `$scenario(kind)`; the AF_XDP one says `SKIP:` where
+/// AF_XDP sockets cannot be made.
+macro_rules! per_kind {
+    ($scenario:ident, $afpacket:ident, $afxdp:ident) => {
+        #[test]
+        fn $afpacket() {
+            $scenario("afpacket");
+        }
+
+        #[test]
+        fn $afxdp() {
+            if let Some(r) = netdev::afxdp_missing_reason() {
+                testutil::skip(&r);
+                return;
+            }
+            $scenario("afxdp");
+        }
+    };
+}
+
+/// Skips (and returns false) when the scenario cannot run here: no namespaces, a missing
+/// tool, or — `"ovs"` among `tools` — no Open vSwitch tools.
 fn skip_unless(tools: &[&str]) -> bool {
     match cannot_run(tools) {
         Some(r) => {
@@ -270,19 +297,11 @@ fn normal_forwarding(kind: &str) {
     }
 }
 
-#[test]
-fn normal_forwarding_afpacket() {
-    normal_forwarding("afpacket");
-}
-
-#[test]
-fn normal_forwarding_afxdp() {
-    if let Some(r) = netdev::afxdp_missing_reason() {
-        testutil::skip(&r);
-        return;
-    }
-    normal_forwarding("afxdp");
-}
+per_kind!(
+    normal_forwarding,
+    normal_forwarding_afpacket,
+    normal_forwarding_afxdp
+);
 
 /// A stateful firewall: ns1 may open connections to ns2; ns2 may not open any to ns1;
 /// replies pass.
@@ -335,27 +354,11 @@ fn firewall(kind: &str) {
     let _ = std::fs::remove_dir_all(&dir2);
 }
 
-#[test]
-fn firewall_afpacket() {
-    firewall("afpacket");
-}
-
-#[test]
-fn firewall_afxdp() {
-    if let Some(r) = netdev::afxdp_missing_reason() {
-        testutil::skip(&r);
-        return;
-    }
-    firewall("afxdp");
-}
+per_kind!(firewall, firewall_afpacket, firewall_afxdp);
 
 /// A flow mod through the management socket takes effect while the switch forwards.
 fn flow_mod_during_traffic(kind: &str) {
-    if !skip_unless(&["ping", "ethtool"]) {
-        return;
-    }
-    if let Some(r) = testutil::ovs::ovs_missing_reason() {
-        testutil::skip(&r);
+    if !skip_unless(&["ping", "ethtool", "ovs"]) {
         return;
     }
     let (h1, h2) = (host(1), host(2));
@@ -392,19 +395,11 @@ fn flow_mod_during_traffic(kind: &str) {
     let _ = bg.wait();
 }
 
-#[test]
-fn flow_mod_during_traffic_afpacket() {
-    flow_mod_during_traffic("afpacket");
-}
-
-#[test]
-fn flow_mod_during_traffic_afxdp() {
-    if let Some(r) = netdev::afxdp_missing_reason() {
-        testutil::skip(&r);
-        return;
-    }
-    flow_mod_during_traffic("afxdp");
-}
+per_kind!(
+    flow_mod_during_traffic,
+    flow_mod_during_traffic_afpacket,
+    flow_mod_during_traffic_afxdp
+);
 
 /// An interface deleted under the switch while traffic flows: the switch keeps forwarding
 /// between the others, answers its control socket, and exits cleanly.
@@ -443,19 +438,11 @@ fn port_removed_under_traffic(kind: &str) {
     }
 }
 
-#[test]
-fn port_removed_under_traffic_afpacket() {
-    port_removed_under_traffic("afpacket");
-}
-
-#[test]
-fn port_removed_under_traffic_afxdp() {
-    if let Some(r) = netdev::afxdp_missing_reason() {
-        testutil::skip(&r);
-        return;
-    }
-    port_removed_under_traffic("afxdp");
-}
+per_kind!(
+    port_removed_under_traffic,
+    port_removed_under_traffic_afpacket,
+    port_removed_under_traffic_afxdp
+);
 
 /// Access and trunk ports through the daemon's configuration (`tag`, `trunks`): hosts on
 /// VLAN 10 reach each other, the host on VLAN 20 reaches neither; a trunk carrying VLAN 10
@@ -597,11 +584,7 @@ fn bad_ports_are_clear_errors() {
 /// shorter than an Ethernet header at the sender; the datapath counts any that arrive as
 /// `lost`, reason `runt`, tested in the `datapath` crate.)
 fn wire_garbage(kind: &str) {
-    if !skip_unless(&["ping", "ethtool", "python3"]) {
-        return;
-    }
-    if let Some(r) = testutil::ovs::ovs_missing_reason() {
-        testutil::skip(&r);
+    if !skip_unless(&["ping", "ethtool", "python3", "ovs"]) {
         return;
     }
     let (h1, h2) = (host(1), host(2));
@@ -642,16 +625,4 @@ fn wire_garbage(kind: &str) {
     );
 }
 
-#[test]
-fn wire_garbage_afpacket() {
-    wire_garbage("afpacket");
-}
-
-#[test]
-fn wire_garbage_afxdp() {
-    if let Some(r) = netdev::afxdp_missing_reason() {
-        testutil::skip(&r);
-        return;
-    }
-    wire_garbage("afxdp");
-}
+per_kind!(wire_garbage, wire_garbage_afpacket, wire_garbage_afxdp);

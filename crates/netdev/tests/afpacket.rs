@@ -13,15 +13,26 @@ use netdev::{AfPacketOptions, AfPacketPort, Batch, PacketPool, Port, PortError, 
 use testutil::netns::{Netns, Veth, netns_missing_reason};
 
 fn can_run() -> bool {
-    if let Some(r) = netns_missing_reason().or_else(afpacket_missing_reason) {
-        testutil::skip(&r);
-        return false;
+    can_run_with(&[])
+}
+
+/// Skips (and returns false) without namespaces, AF_PACKET, `ping` or one of `tools`.
+fn can_run_with(tools: &[&str]) -> bool {
+    let why = netns_missing_reason()
+        .or_else(afpacket_missing_reason)
+        .or_else(|| {
+            ["ping"]
+                .iter()
+                .chain(tools)
+                .find_map(|t| testutil::netns::tool_missing_reason(t))
+        });
+    match why {
+        Some(r) => {
+            testutil::skip(&r);
+            false
+        }
+        None => true,
     }
-    if let Some(r) = testutil::netns::tool_missing_reason("ping") {
-        testutil::skip(&r);
-        return false;
-    }
-    true
 }
 
 /// Two namespaces, each with a veth whose outside end the test opens.
@@ -117,11 +128,7 @@ fn ping_v4_and_v6_across_two_afpacket_ports() {
 
 #[test]
 fn vlan_tags_survive_receive_offload() {
-    if !can_run() {
-        return;
-    }
-    if let Some(r) = testutil::netns::tool_missing_reason("python3") {
-        testutil::skip(&r);
+    if !can_run_with(&["python3"]) {
         return;
     }
     let p = pair(None);
@@ -287,11 +294,7 @@ unsafe fn libc_setns(fd: i32) -> i32 {
 
 #[test]
 fn a_full_ring_is_counted_as_overrun() {
-    if !can_run() {
-        return;
-    }
-    if let Some(r) = testutil::netns::tool_missing_reason("python3") {
-        testutil::skip(&r);
+    if !can_run_with(&["python3"]) {
         return;
     }
     let p = pair(None);
