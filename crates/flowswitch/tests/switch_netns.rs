@@ -626,3 +626,28 @@ fn wire_garbage(kind: &str) {
 }
 
 per_kind!(wire_garbage, wire_garbage_afpacket, wire_garbage_afxdp);
+
+/// A flow file that does not parse stops `switch` before anything starts (no root needed:
+/// the flows are checked before any port is opened).
+#[test]
+fn bad_flows_are_a_clear_error() {
+    let dir = temp_dir("badflows");
+    let flows = dir.join("flows.txt");
+    std::fs::write(
+        &flows,
+        "in_port=1,actions=output:2\nin_port=2,actions=outptu:1\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["switch", "--port", "afpacket:lo", "--rundir"])
+        .arg(dir.join("run"))
+        .arg("--flows")
+        .arg(&flows)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("line 2") && err.contains("outptu"), "{err}");
+    assert!(!dir.join("run").join("br0.mgmt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -222,6 +222,13 @@ fn embedded(dir: &std::path::Path) -> anyhow::Result<Embedded> {
 }
 
 fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
+    if let Some((_, text)) = &opts.flows {
+        // Checked before anything starts: a typo stops the start, not the running switch.
+        let mut scratch = ofproto::Bridge::new("check", ofproto::table::Backend::TupleSpace);
+        scratch
+            .add_flows_text(text, 0)
+            .map_err(|e| anyhow::anyhow!("flows: {e}"))?;
+    }
     let dir = opts.run_dir();
     rundir::ensure_dir(&dir).with_context(|| format!("run directory {}", dir.display()))?;
     let mut specs = Vec::new();
@@ -333,13 +340,6 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         format!("database {}", daemon.options().db)
     };
     info!(target: "vswitchd", "flowswitch vswitchd started ({source})");
-    if let Some((_, text)) = &opts.flows {
-        // Checked before anything runs: a typo stops the start, not the running switch.
-        let mut scratch = ofproto::Bridge::new("check", ofproto::table::Backend::TupleSpace);
-        scratch
-            .add_flows_text(text, 0)
-            .map_err(|e| anyhow::anyhow!("flows: {e}"))?;
-    }
     Ok(Running {
         flows: opts.flows.clone(),
         strict_ports: opts.strict_ports,
