@@ -395,8 +395,10 @@ impl Running {
                         why.extend(rb.failed.values().map(|f| f.error.clone()));
                     }
                     if !why.is_empty() {
+                        // Stop before the OpenFlow listeners open: nothing was served.
                         failure = Some(why.join("; "));
                         exit_flag.store(true, Ordering::Relaxed);
+                        return;
                     }
                 }
                 for (bridge, iface, text) in problems {
