@@ -67,13 +67,22 @@ fn docs_claim_nothing_that_does_not_exist_yet() {
                 .is_file()
         );
     }
+    // Real ports are claimed only with the port kinds that implement them and the namespace
+    // tests that hold them to real traffic.
     let arch = read("ARCHITECTURE.md");
-    assert!(!arch.contains("AF_PACKET\nor AF_XDP sockets on real Linux interfaces)"));
-    for line in arch.lines().filter(|l| l.contains("AF_XDP")) {
-        assert!(
-            line.contains("planned") || line.contains("(*planned:*"),
-            "{line}"
-        );
+    if arch.contains("AF_XDP") || readme.contains("AF_XDP") {
+        for f in [
+            "crates/netdev/src/afxdp/mod.rs",
+            "crates/netdev/src/afpacket.rs",
+            "crates/netdev/src/tap.rs",
+            "crates/flowswitch/tests/switch_netns.rs",
+            "docs/design/ports.md",
+        ] {
+            assert!(
+                repo().join(f).is_file(),
+                "docs claim real ports but {f} is missing"
+            );
+        }
     }
 }
 
