@@ -187,33 +187,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let keys: Vec<_> = trace.iter().map(|h| h.key()).collect();
 
     // Timed passes.
-    let mut best = f64::INFINITY;
-    let mut answers: Vec<i64> = vec![-1; keys.len()];
-    for pass in 0..args.passes {
-        let t = Instant::now();
+    let best = best_pass(args.passes, keys.len(), "", || {
         let mut sum = 0u64;
         for k in &keys {
             if let Some(r) = table.lookup(black_box(k)) {
                 sum = sum.wrapping_add(u64::from(r.value));
             }
         }
-        black_box(sum);
-        let dt = t.elapsed().as_secs_f64();
-        note!(
-            "pass {pass}: {:.3} ms, {:.3} Mpps",
-            dt * 1e3,
-            keys.len() as f64 / dt / 1e6
-        );
-        best = best.min(dt);
-    }
+        sum
+    });
+    let mut answers: Vec<i64> = vec![-1; keys.len()];
     for (a, k) in answers.iter_mut().zip(&keys) {
         *a = table.lookup(k).map_or(-1, |r| i64::from(r.value));
     }
 
     // `lookup_wc`, timed the same way.
-    let mut best_wc = f64::INFINITY;
-    for pass in 0..args.passes {
-        let t = Instant::now();
+    let best_wc = best_pass(args.passes, keys.len(), "lookup_wc ", || {
         let mut sum = 0u64;
         for k in &keys {
             let mut wc = flow::FlowMask::CATCHALL;
@@ -222,15 +211,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             sum = sum.wrapping_add(wc.w[0]);
         }
-        black_box(sum);
-        let dt = t.elapsed().as_secs_f64();
-        note!(
-            "lookup_wc pass {pass}: {:.3} ms, {:.3} Mpps",
-            dt * 1e3,
-            keys.len() as f64 / dt / 1e6
-        );
-        best_wc = best_wc.min(dt);
-    }
+        sum
+    });
     let mut wc_answers: Vec<i64> = vec![-1; keys.len()];
     let mut wc_bits = 0u64;
     for (a, k) in wc_answers.iter_mut().zip(&keys) {
@@ -357,4 +339,23 @@ fn reference_answers(scan: &RangeScan, trace: &[classbench::CbHeader]) -> Vec<i6
         Err(_) => res.extend(run(b)),
     }
     idx.into_iter().map(|i| res[i]).collect()
+}
+
+/// Runs `lookups` (one pass over `n` keys, returning a checksum kept alive with `black_box`)
+/// `passes` times, prints each pass as `{label}pass N: … ms, … Mpps`, and returns the best
+/// pass's seconds (infinity for no pass).
+fn best_pass(passes: u32, n: usize, label: &str, mut lookups: impl FnMut() -> u64) -> f64 {
+    let mut best = f64::INFINITY;
+    for pass in 0..passes {
+        let t = Instant::now();
+        black_box(lookups());
+        let dt = t.elapsed().as_secs_f64();
+        note!(
+            "{label}pass {pass}: {:.3} ms, {:.3} Mpps",
+            dt * 1e3,
+            n as f64 / dt / 1e6
+        );
+        best = best.min(dt);
+    }
+    best
 }
