@@ -89,6 +89,15 @@ impl Env {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// `flowswitch vswitchd ARGS --pidfile --detach --log-file`, as OVS's daemon is started;
+    /// panics (with the log) if it fails.
+    fn start_daemon(&self, args: &[&str]) -> String {
+        let mut all = vec!["flowswitch", "vswitchd"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--pidfile", "--detach", "--log-file"]);
+        self.ok(&all)
+    }
+
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("ovs-vswitchd.log")).unwrap_or_default()
     }
@@ -155,15 +164,7 @@ fn stock_tools_find_and_stop_the_daemon() {
     }
     let env = Env::new("life", true);
     let db = format!("unix:{}", env.dir.join("db.sock").display());
-    env.ok(&[
-        "flowswitch",
-        "vswitchd",
-        &db,
-        "--pidfile",
-        "--detach",
-        "--log-file",
-        "--enable-dummy=override",
-    ]);
+    env.start_daemon(&[&db, "--enable-dummy=override"]);
     let pid = env.pid().expect("pidfile written before --detach returns");
     // ovs-vsctl --wait returns once the daemon applied the change.
     env.ok(&["ovs-vsctl", "add-br", "br0", "--", "add-port", "br0", "p1"]);
@@ -203,15 +204,7 @@ fn stock_tools_find_and_stop_the_daemon() {
     assert_eq!(env.leftovers(), Vec::<String>::new(), "log:\n{}", env.log());
 
     // SIGTERM does the same.
-    env.ok(&[
-        "flowswitch",
-        "vswitchd",
-        &db,
-        "--pidfile",
-        "--detach",
-        "--log-file",
-        "--enable-dummy=override",
-    ]);
+    env.start_daemon(&[&db, "--enable-dummy=override"]);
     let pid = env.pid().unwrap();
     // The configuration made before is still there: the new daemon applies it.
     env.ok(&["ovs-vsctl", "add-port", "br0", "p2"]);
@@ -244,13 +237,7 @@ fn embedded_default_serves_ovs_schema_privately() {
         return;
     }
     let env = Env::new("embedded", false);
-    env.ok(&[
-        "flowswitch",
-        "vswitchd",
-        "--pidfile",
-        "--detach",
-        "--log-file",
-    ]);
+    env.start_daemon(&[]);
     let pid = env.pid().unwrap();
     let ports = env.ok(&["ovs-vsctl", "list-ports", "br0"]);
     assert_eq!(ports.split_whitespace().collect::<Vec<_>>(), ["p1", "p2"]);
@@ -340,14 +327,7 @@ fn packets_flow_through_ports_configured_with_ovs_tools() {
     }
     let env = Env::new("packets", true);
     let db = format!("unix:{}", env.dir.join("db.sock").display());
-    env.ok(&[
-        "flowswitch",
-        "vswitchd",
-        &db,
-        "--pidfile",
-        "--detach",
-        "--log-file",
-    ]);
+    env.start_daemon(&[&db]);
     let tx = |p: &str| env.dir.join(format!("{p}-tx.pcap"));
     let mut add = vec![
         "ovs-vsctl",
@@ -499,14 +479,7 @@ fn real_ports_from_interface_rows() {
     let big = Veth::new(&big_ns, &[], Some(4000)).unwrap();
     let env = Env::new("real", true);
     let db = format!("unix:{}", env.dir.join("db.sock").display());
-    env.ok(&[
-        "flowswitch",
-        "vswitchd",
-        &db,
-        "--pidfile",
-        "--detach",
-        "--log-file",
-    ]);
+    env.start_daemon(&[&db]);
     let (o1, o2) = (&hosts[0].1.outside, &hosts[1].1.outside);
     let tap = testutil::netns::unique_name("t");
     env.ok(&[
