@@ -192,6 +192,9 @@ pub struct PmdConfig {
     /// Bucket size: upcalls a port may make at once after being quiet (at least 1 when the
     /// rate is limited). Default [`DEFAULT_UPCALL_BURST`].
     pub upcall_burst: u32,
+    /// VLAN headers parsed per packet (OVS `other_config:vlan-limit`, whose default is 1):
+    /// 1 = the outer tag only, 0 = every tag the flow key holds (two). Default 0.
+    pub vlan_limit: u8,
 }
 
 /// Default per-port upcall rate (per second). An upcall costs the PMD a few microseconds
@@ -217,6 +220,7 @@ impl Default for PmdConfig {
             recirc_hints: true,
             upcall_rate: DEFAULT_UPCALL_RATE,
             upcall_burst: DEFAULT_UPCALL_BURST,
+            vlan_limit: 0,
         }
     }
 }
@@ -1203,7 +1207,9 @@ impl Pmd {
             return;
         }
         if self.metas_port != Some(in_port) {
-            self.s.metas.fill(PacketMeta::port(in_port));
+            self.s
+                .metas
+                .fill(PacketMeta::port(in_port).with_vlan_limit(self.cfg.vlan_limit));
             self.metas_port = Some(in_port);
         }
         self.s.depth[..n].fill(0);

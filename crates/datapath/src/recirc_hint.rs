@@ -192,8 +192,10 @@ fn same_meta(a: &PacketMeta, b: &PacketMeta) -> bool {
         ct_mark,
         ct_label,
         ct_orig,
+        vlan_limit,
     } = *a;
     recirc_id == b.recirc_id
+        && vlan_limit == b.vlan_limit
         && ct_state == b.ct_state
         && ct_mark == b.ct_mark
         && ct_zone == b.ct_zone
@@ -277,6 +279,7 @@ mod tests {
                 ct_mark: r(2),
                 ct_label: u128::from(r(2)) << 100,
                 ct_orig: orig,
+                vlan_limit: r(2) as u8,
             }
         };
         let (mut eq, mut ne) = (0, 0);
@@ -294,6 +297,7 @@ mod tests {
                 6 => b.ct_mark ^= 1,
                 7 => b.ct_label ^= 1,
                 8 => b.ct_orig = pick(&mut rnd).ct_orig,
+                9 => b.vlan_limit ^= 1,
                 _ => {}
             }
             assert_eq!(same_meta(&a, &b), a == b, "{a:?} {b:?}");

@@ -14,8 +14,10 @@
 //! - **Ethernet**: a frame shorter than 14 bytes yields metadata only (even `dl_type` is 0).
 //!   Up to [`MAX_VLAN_HEADERS`] tags with TPID 0x8100 or 0x88a8 are taken, each only if 6
 //!   bytes (tag + next type) remain; the tag is stored as `tpid:16, tci:16` with the CFI bit
-//!   (0x1000) forced on as "present". (OVS takes `other_config:vlan-limit` tags, default 1;
-//!   an OVS oracle must set `vlan-limit=2` or `0` to match.) A type below 0x600 is an 802.3
+//!   (0x1000) forced on as "present". [`PacketMeta::vlan_limit`] is OVS's
+//!   `other_config:vlan-limit` (OVS's default is 1; ours in `PacketMeta` is 0, both tags): at
+//!   limit 1 a second tag's TPID is the `dl_type` and nothing after it is parsed, as OVS
+//!   does. A type below 0x600 is an 802.3
 //!   length: with an LLC/SNAP header `aa aa 03 00 00 00` whose type is ≥ 0x600 that type is
 //!   `dl_type` (and the 8 bytes are skipped); anything else gives `dl_type = 0x05ff`.
 //! - **IPv4** (also when the version nibble is not 4: OVS does not check it): needs 20 bytes,
@@ -157,6 +159,9 @@ pub struct PacketMeta {
     pub ct_label: u128,
     /// Conntrack original-direction tuple.
     pub ct_orig: CtOrigTuple,
+    /// VLAN headers parsed (OVS `other_config:vlan-limit`): 1 = the outer tag only; 0 (and
+    /// anything ≥ 2) = as many as the key holds ([`MAX_VLAN_HEADERS`]).
+    pub vlan_limit: u8,
 }
 
 impl PacketMeta {
@@ -172,7 +177,14 @@ impl PacketMeta {
             ct_mark: 0,
             ct_label: 0,
             ct_orig: CtOrigTuple::None,
+            vlan_limit: 0,
         }
+    }
+
+    /// The same with VLAN limit `limit` (OVS `vlan-limit`: 0 or ≥ 2 = every tag the key holds).
+    pub const fn with_vlan_limit(mut self, limit: u8) -> PacketMeta {
+        self.vlan_limit = limit;
+        self
     }
 }
 
@@ -478,6 +490,7 @@ fn packet<A: Acc>(p: &[u8], md: &PacketMeta, tracked: bool, ct: &mut Ct, e: &mut
         typ = be16(tag, 2);
         l3 = rest;
         if is_vlan(typ)
+            && md.vlan_limit != 1
             && let Some((tag, rest)) = l3.split_first_chunk::<4>()
         {
             vlans |= u64::from((u32::from(typ) << 16) | u32::from(be16(tag, 0) | VLAN_CFI));

@@ -173,6 +173,49 @@ pub fn format_megaflow(initial: &FlowKey, out: &XlateOut) -> String {
     flow::text::format_match(&m)
 }
 
+/// The flow `ofproto/trace` starts from, and whether the trace may change state (a packet
+/// given as bytes learns MACs, as OVS's does; a flow spec does not).
+///
+/// With `packet`, its bytes extracted with the flow's metadata (`in_port`, `recirc_id`,
+/// `pkt_mark`) and `vlan_limit` (OVS `other_config:vlan-limit`, see
+/// [`flow::extract::PacketMeta::vlan_limit`]). Without, the flow itself, with the TPID 0x8100
+/// filled in for each VLAN tag it names: match syntax cannot name a TPID, while every tagged
+/// packet's key carries one, so without it a flow-spec trace of a tagged packet would be
+/// translated (and its megaflow printed) as if the packet had no tag.
+pub fn trace_start(
+    m: &flow::ofp::Match,
+    packet: Option<&[u8]>,
+    vlan_limit: u8,
+) -> Result<(FlowKey, bool), String> {
+    use flow::FieldId;
+    match packet {
+        Some(bytes) => {
+            if bytes.len() < 14 {
+                return Err("Packet data too short for Ethernet".into());
+            }
+            let mut meta = flow::extract::PacketMeta::port(m.value(FieldId::InPort) as u32)
+                .with_vlan_limit(vlan_limit);
+            meta.recirc_id = m.value(FieldId::RecircId) as u32;
+            meta.pkt_mark = m.value(FieldId::PktMark) as u32;
+            let mut k = FlowKey::ZERO;
+            flow::extract::extract(bytes, &meta, &mut k);
+            Ok((k, true))
+        }
+        None => {
+            let mut k = m.key;
+            for (tpid, tci) in [
+                (FieldId::Vlan0Tpid, FieldId::Vlan0Tci),
+                (FieldId::Vlan1Tpid, FieldId::Vlan1Tci),
+            ] {
+                if tci.get(&k) as u16 & flow::field::VLAN_CFI != 0 && tpid.get(&k) == 0 {
+                    tpid.set(&mut k, 0x8100);
+                }
+            }
+            Ok((k, false))
+        }
+    }
+}
+
 /// Conntrack state flags in OVS's order and names (`ofproto/trace --ct-next`).
 const CT_FLAGS: [(&str, u32); 8] = [
     ("new", flow::field::ct_state::NEW),

@@ -1049,6 +1049,10 @@ impl Ctx<'_> {
         self.unwc_bits(FieldId::Vlan0Tci, u128::from(VLAN_VID_MASK | VLAN_CFI));
         let in_port = self.in_port();
         let Some(inb) = self.br.port(in_port).cloned() else {
+            // OVS `xlate_normal`: the packet's port is not on the bridge.
+            self.report(NodeKind::Error, || {
+                format!("received packet on unknown port {}", in_port.0)
+            });
             self.report(NodeKind::Warn, || "no input bundle, dropping".into());
             return;
         };
@@ -1260,7 +1264,7 @@ impl Ctx<'_> {
                     &[
                         ("sip", FieldId::NwSrc, 0xffff_ffff, Ipv4),
                         ("tip", FieldId::NwDst, 0xffff_ffff, Ipv4),
-                        ("op", FieldId::NwProto, 0xffff, Dec),
+                        ("op", FieldId::NwProto, 0xff, Dec),
                         ("sha", FieldId::ArpSha, E, Eth),
                         ("tha", FieldId::ArpTha, E, Eth),
                     ],

@@ -94,6 +94,19 @@ pub struct DpKnobs {
     pub n_revalidators: Option<usize>,
     /// `n-handler-threads`.
     pub n_handlers: Option<usize>,
+    /// `vlan-limit`: VLAN headers the datapath parses (any integer; ≤ 0 = no limit).
+    pub vlan_limit: Option<i64>,
+}
+
+/// OVS's default `vlan-limit`: one tag.
+pub const DEFAULT_VLAN_LIMIT: i64 = 1;
+
+impl DpKnobs {
+    /// The VLAN limit as the flow key takes it ([`flow::extract::PacketMeta::vlan_limit`]):
+    /// 1, or 0 for "every tag the key holds" (OVS caps any limit at its two flow tags).
+    pub fn effective_vlan_limit(&self) -> u8 {
+        u8::from(self.vlan_limit.unwrap_or(DEFAULT_VLAN_LIMIT) == 1)
+    }
 }
 
 /// One `Interface` row.
@@ -260,6 +273,7 @@ pub fn knobs_from(oc: &BTreeMap<String, String>, problems: &mut Vec<Problem>) ->
             problems,
         ),
         n_handlers: knob(oc, "n-handler-threads", |n| (1..=64).contains(n), problems),
+        vlan_limit: knob(oc, "vlan-limit", |_| true, problems),
     }
 }
 

@@ -409,6 +409,7 @@ impl Running {
                 }
                 d.set_datapath_errors(lock(&dps).failed_ports());
                 switch.sync(d.bridges());
+                switch.set_vlan_limit(d.config().knobs.effective_vlan_limit());
                 let dps = lock(&dps);
                 for b in switch.bridges() {
                     use crate::ofconn::OfBridge;

@@ -70,6 +70,8 @@ pub struct Switch {
     rundir: PathBuf,
     handles: RwLock<BTreeMap<String, Arc<BridgeHandle>>>,
     entries: std::sync::Mutex<BTreeMap<String, Entry>>,
+    /// `other_config:vlan-limit` as the datapaths apply it (for `ofproto/trace`).
+    vlan_limit: std::sync::atomic::AtomicU8,
 }
 
 /// The controller targets a switch listens on (`ptcp:`, `punix:`); active ones (`tcp:`,
@@ -88,7 +90,19 @@ impl Switch {
             rundir,
             handles: RwLock::new(BTreeMap::new()),
             entries: std::sync::Mutex::new(BTreeMap::new()),
+            vlan_limit: std::sync::atomic::AtomicU8::new(1),
         }
+    }
+
+    /// The VLAN limit packets are extracted with (1, or 0 for every tag the key holds).
+    pub fn vlan_limit(&self) -> u8 {
+        self.vlan_limit.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets what [`Switch::vlan_limit`] returns.
+    pub fn set_vlan_limit(&self, limit: u8) {
+        self.vlan_limit
+            .store(limit, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A bridge's handle.

@@ -4,9 +4,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use flow::FieldId;
-use flow::extract::{PacketMeta, extract};
-
 use crate::dp::Datapaths;
 use crate::ofconn::OfBridge;
 use crate::service::lock;
@@ -168,22 +165,13 @@ fn ofproto_trace(switch: &Switch, args: &[String]) -> Result<String, String> {
         .ok_or_else(|| format!("{br_name}: unknown bridge"))?;
     let m =
         flow::text::parse_match(flow_text).map_err(|e| format!("Bad openflow flow syntax: {e}"))?;
-    let (key, side_effects) = match packet {
-        Some(hex) => {
-            let bytes = hex::decode(hex.trim())
-                .map_err(|e| format!("Trailing garbage in packet data ({e})"))?;
-            if bytes.len() < 14 {
-                return Err("Packet data too short for Ethernet".into());
-            }
-            let mut meta = PacketMeta::port(m.value(FieldId::InPort) as u32);
-            meta.recirc_id = m.value(FieldId::RecircId) as u32;
-            meta.pkt_mark = m.value(FieldId::PktMark) as u32;
-            let mut k = flow::FlowKey::ZERO;
-            extract(&bytes, &meta, &mut k);
-            (k, true)
-        }
-        None => (m.key, false),
-    };
+    let bytes = packet
+        .map(|hex| {
+            hex::decode(hex.trim()).map_err(|e| format!("Trailing garbage in packet data ({e})"))
+        })
+        .transpose()?;
+    let (key, side_effects) =
+        ofproto::trace::trace_start(&m, bytes.as_deref(), switch.vlan_limit())?;
     let now = br.shared().now_ms();
     let guard = br.shared().read();
     ofproto::trace::trace_with_resumes(&guard, key, now, side_effects, &ct_next, MAX_TRACE_PASSES)

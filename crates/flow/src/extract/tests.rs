@@ -249,6 +249,24 @@ fn golden_vlans_llc_and_short_frames() {
     );
     assert_key(&ex(&p).0, &want, "three tags");
 
+    // vlan-limit 1 (OVS's default): the outer tag only; the inner TPID is the dl_type and
+    // nothing after it is parsed. A single tag parses as without the limit.
+    let p = hex(&format!("{DST}{SRC} 88a8 a064 8100 10c8 0800 {ip} {udp}"));
+    let one = PacketMeta::port(1).with_vlan_limit(1);
+    let want = with(l2(0x8100), &[(Vlan0Tpid, 0x88a8), (Vlan0Tci, 0xb064)]);
+    assert_key(&ex_meta(&p, &one).0, &want, "double tag, vlan-limit 1");
+    let p = hex(&format!("{DST}{SRC} 8100 0001 0800 {ip} {udp}"));
+    assert_key(&ex_meta(&p, &one).0, &ex(&p).0, "one tag, vlan-limit 1");
+    for limit in [0, 2, 3] {
+        let p = hex(&format!("{DST}{SRC} 8100 0001 8100 0002 0800 {ip} {udp}"));
+        let md = PacketMeta::port(1).with_vlan_limit(limit);
+        assert_key(
+            &ex_meta(&p, &md).0,
+            &ex(&p).0,
+            "vlan-limit 0/2/3: both tags",
+        );
+    }
+
     // A tag cut short (fewer than 6 bytes after the addresses): dl_type is the TPID.
     let p = hex(&format!("{DST}{SRC} 8100 0001 08"));
     assert_key(&ex(&p).0, &key_of(&l2(0x8100)), "short tag");
@@ -555,6 +573,7 @@ fn metadata_and_conntrack() {
         ct_mark: 6,
         ct_label: 1 << 100 | 4,
         ct_orig: orig,
+        vlan_limit: 0,
     };
     // Untracked: ct_* ignored.
     let (k, _) = ex_meta(&p, &md);
@@ -1294,6 +1313,7 @@ proptest! {
                 },
                 ct_label: u128::from(ct) << 70,
                 ct_orig: CtOrigTuple::V4 { src: 1, dst: 2, proto: 6, tp_src: 3, tp_dst: 4 },
+                vlan_limit: (i % 2) as u8,
                 ..PacketMeta::default()
             })
             .collect();

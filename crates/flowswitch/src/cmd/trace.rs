@@ -11,9 +11,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
-use flow::FieldId;
-use flow::extract::{PacketMeta, extract};
+use anyhow::Context;
 use ofproto::{Backend, Bridge};
 
 /// Arguments.
@@ -36,6 +34,10 @@ pub struct Args {
     /// default `trk,new`), as `ofproto/trace --ct-next`.
     #[arg(long = "ct-next")]
     pub ct_next: Vec<String>,
+    /// VLAN headers parsed from `--packet` bytes (OVS `other_config:vlan-limit`: 1, OVS's
+    /// default, parses the outer tag only; 0 or 2 parse both).
+    #[arg(long, default_value_t = 1)]
+    pub vlan_limit: u32,
     /// The flow, in match syntax (`in_port=1,udp,nw_dst=10.1.1.1`).
     pub flow: String,
 }
@@ -54,22 +56,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.flows.display()))?;
     let m = flow::text::parse_match(&args.flow)
         .map_err(|e| anyhow::anyhow!("Bad openflow flow syntax: {e}"))?;
-    let (key, side_effects) = match &args.packet {
-        Some(hex) => {
-            let bytes = super::receive::unhex(hex)?;
-            if bytes.len() < 14 {
-                bail!("Packet data too short for Ethernet");
-            }
-            let in_port = m.value(FieldId::InPort) as u32;
-            let mut meta = PacketMeta::port(in_port);
-            meta.recirc_id = m.value(FieldId::RecircId) as u32;
-            meta.pkt_mark = m.value(FieldId::PktMark) as u32;
-            let mut k = flow::FlowKey::ZERO;
-            extract(&bytes, &meta, &mut k);
-            (k, true)
-        }
-        None => (m.key, false),
-    };
+    let bytes = args
+        .packet
+        .as_deref()
+        .map(super::receive::unhex)
+        .transpose()?;
+    let limit = u8::from(args.vlan_limit == 1);
+    let (key, side_effects) =
+        ofproto::trace::trace_start(&m, bytes.as_deref(), limit).map_err(anyhow::Error::msg)?;
     let ct_next = args
         .ct_next
         .iter()

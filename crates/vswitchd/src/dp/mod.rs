@@ -133,6 +133,8 @@ pub struct Datapath {
     attached: Vec<String>,
     /// Interfaces that could not be opened, with why (retried at each port change).
     failed: BTreeMap<String, String>,
+    /// VLAN headers the PMD parses ([`DpKnobs::effective_vlan_limit`]).
+    vlan_limit: u8,
 }
 
 impl std::fmt::Debug for Datapath {
@@ -187,6 +189,7 @@ impl Datapath {
                 .unwrap_or(datapath::emc::DEFAULT_EMC_INSERT_INV_PROB),
             smc: knobs.smc_enable.unwrap_or(false),
             core_id: core.map_or(0, |c| c as u32),
+            vlan_limit: knobs.effective_vlan_limit(),
             ..PmdConfig::default()
         };
         let mut pmd = Pmd::new(
@@ -213,6 +216,7 @@ impl Datapath {
             reloads: 0,
             attached: Vec::new(),
             failed: BTreeMap::new(),
+            vlan_limit: cfg.vlan_limit,
         };
         let problems = dp.apply_ports(&mut pmd, rb);
         dp.thread = Some(dp.spawn(pmd)?);
@@ -592,7 +596,7 @@ impl Datapath {
         let names: PortNames = self.ports.iter().map(|(n, p)| (p.no, n.clone())).collect();
         let fmt = KeyFormat {
             port_names: more.then_some(&names),
-            ..KeyFormat::default()
+            vlan_limit: usize::from(self.vlan_limit),
         };
         let mut lines: Vec<String> = self
             .dpcls
