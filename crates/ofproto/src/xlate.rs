@@ -209,6 +209,8 @@ struct Ctx<'a> {
     /// Per tag (outer first): the TCI bits and whether the TPID some action wrote, or that
     /// NORMAL left different from the datapath packet (see `commit_vlan`).
     vlan_written: [(u16, bool); 2],
+    /// Issue #17 actions (`xlate::actions_ext`): `exit` was executed (OVS `ctx->exit`).
+    exit: bool,
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -265,6 +267,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         next_recirc: None,
         rule_cookie: 0,
         vlan_written: [(0, false); 2],
+        exit: false,
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -540,7 +543,7 @@ impl Ctx<'_> {
             return;
         }
         for a in actions {
-            if self.error.is_some() {
+            if self.error.is_some() || self.exit {
                 break;
             }
             self.report(NodeKind::Action, || {
@@ -584,6 +587,7 @@ impl Ctx<'_> {
                 }
                 Action::SetField { field, value, mask } => {
                     if self.prereqs_ok(*field) {
+                        self.set_mask_l3_prereqs(*field);
                         self.mask_field(*field, *mask);
                         self.set_field(*field, *value, *mask);
                     } else {
@@ -597,6 +601,7 @@ impl Ctx<'_> {
                 }
                 Action::Load { value, dst } => {
                     if self.prereqs_ok(dst.field) {
+                        self.set_mask_l3_prereqs(dst.field);
                         self.mask_field(dst.field, dst.mask());
                         self.set_field(dst.field, value << dst.ofs, dst.mask());
                     } else {
@@ -735,6 +740,9 @@ impl Ctx<'_> {
                     self.odp.push(OdpAction::CtClear);
                 }
                 Action::Note(_) => {}
+                Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {
+                    self.do_action_ext(a);
+                }
             }
         }
     }
@@ -1574,5 +1582,6 @@ pub fn megaflow_covers(p: &FlowKey, mask: &FlowMask, q: &FlowKey) -> bool {
     p.eq_masked(q, mask)
 }
 
+mod actions_ext;
 #[cfg(test)]
 mod tests;
