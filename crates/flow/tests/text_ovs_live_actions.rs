@@ -55,6 +55,26 @@ const CASES: &[&str] = &[
     "actions=resubmit(,1),exit",
     "actions=exit,goto_table:1",
     "actions=ct(commit,exec(exit))",
+    // clone
+    "actions=clone(output:1)",
+    "actions=clone()",
+    "actions=clone(drop)",
+    "ip,actions=clone(mod_nw_src:1.2.3.4,output:1),output:2",
+    "actions=clone(clone(output:1),output:2)",
+    "actions=clone(mod_vlan_vid:5,output:1),output:2",
+    "dl_vlan=3,actions=clone(mod_vlan_vid:5,output:1),mod_vlan_pcp:2,output:2",
+    "ip,actions=clone(mod_nw_ttl:3,output:1)",
+    "ip,actions=clone(ct(commit),output:1),exit",
+    "actions=clone(exit),output:2",
+    "actions=clone(output:1",
+    "actions=clone(write_metadata:1)",
+    "actions=clone(goto_table:1)",
+    "actions=clone(ct(commit),output:1)",
+    "actions=clone(set_field:1->ct_mark)",
+    "actions=clone(bogus)",
+    "actions=clone(output:1,drop)",
+    "actions=ct(commit,exec(clone(output:1)))",
+    "actions=clone(mod_nw_ttl:1)",
 ];
 
 fn live(of13: bool) {

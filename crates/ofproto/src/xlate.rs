@@ -211,6 +211,9 @@ struct Ctx<'a> {
     vlan_written: [(u16, bool); 2],
     /// Issue #17 actions (`xlate::actions_ext`): `exit` was executed (OVS `ctx->exit`).
     exit: bool,
+    /// The action being translated is the last of the whole translation (OVS
+    /// `is_last_action`: last in its list, and its list last where it was called from).
+    list_last: bool,
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -268,6 +271,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         rule_cookie: 0,
         vlan_written: [(0, false); 2],
         exit: false,
+        list_last: true,
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -542,10 +546,12 @@ impl Ctx<'_> {
             self.report(NodeKind::Action, || "drop".into());
             return;
         }
-        for a in actions {
+        let outer_last = self.list_last;
+        for (i, a) in actions.iter().enumerate() {
             if self.error.is_some() || self.exit {
                 break;
             }
+            self.list_last = outer_last && i + 1 == actions.len();
             self.report(NodeKind::Action, || {
                 flow::text::format_actions(std::slice::from_ref(a))
             });
@@ -731,7 +737,7 @@ impl Ctx<'_> {
                 Action::DecTtl(ids) => {
                     self.unwc(FieldId::NwTtl);
                     if self.dec_ttl(ids) {
-                        return;
+                        break;
                     }
                 }
                 Action::Ct(ct) => self.conntrack(ct),
@@ -740,11 +746,15 @@ impl Ctx<'_> {
                     self.odp.push(OdpAction::CtClear);
                 }
                 Action::Note(_) => {}
-                Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {
+                Action::WriteMetadata { .. }
+                | Action::ModNwTtl(_)
+                | Action::Exit
+                | Action::Clone(_) => {
                     self.do_action_ext(a);
                 }
             }
         }
+        self.list_last = outer_last;
     }
 
     fn dec_ttl(&mut self, ids: &[u16]) -> bool {

@@ -92,8 +92,37 @@ fn packets_all() -> Vec<(u32, Vec<u8>)> {
     ]
 }
 
+fn packets_clone() -> Vec<(u32, Vec<u8>)> {
+    let mut v = Vec::new();
+    for port in 1..=4 {
+        v.push((port, eth_udp([10, 0, 0, 1], [10, 0, 0, 2], 8)));
+        v.push((port, eth_tcp([10, 0, 0, 1], [10, 9, 0, 2])));
+        v.push((port, eth_arp()));
+        v.push((port, eth_udp_vlan(9)));
+    }
+    v.push((1, eth_udp6()));
+    v.push((2, eth_icmp([10, 0, 0, 1], [10, 0, 0, 3])));
+    v
+}
+
 fn cases() -> Vec<Case> {
     vec![
+        Case {
+            name: "clone: inline when reversible or last, datapath clone() around ct",
+            flows: vec![
+                "table=0,priority=10,in_port=1,ip,actions=clone(mod_nw_src:1.2.3.4,mod_nw_ttl:3,output:2),output:3",
+                "table=0,priority=10,in_port=1,ipv6,actions=clone(mod_nw_ttl:3,output:2),clone(drop),output:3",
+                "table=0,priority=10,in_port=2,ip,actions=clone(ct(commit),output:3),output:4",
+                "table=0,priority=10,in_port=3,actions=clone(mod_dl_src:00:00:5e:00:01:01,resubmit(,1)),output:1",
+                "table=0,priority=10,in_port=4,ip,actions=output:1,clone(mod_dl_dst:00:00:5e:00:01:02,ct(commit,zone=7),output:2)",
+                "table=0,priority=5,in_port=1,actions=clone(clone(mod_vlan_vid:5,output:2),output:3),output:4",
+                "table=0,priority=5,in_port=2,actions=clone(exit),output:3",
+                "table=0,priority=5,in_port=4,actions=clone(strip_vlan,output:2),output:3",
+                "table=1,priority=10,ip,actions=ct(commit,zone=3),output:2",
+                "table=1,priority=0,actions=output:2",
+            ],
+            packets: packets_clone(),
+        },
         Case {
             name: "write_metadata + goto_table, metadata matches, mod_nw_ttl",
             flows: vec![
@@ -198,6 +227,12 @@ fn issue17_actions_match_live_ovs() {
             );
             let ours = ofproto::format_odp_actions(&out.actions);
             let s0 = &t.stages[0];
+            if std::env::var_os("SHOW_ACTIONS").is_some() {
+                eprintln!(
+                    "in_port {in_port} {}\n  ours {ours}\n  ovs  {}",
+                    s0.flow, s0.datapath_actions
+                );
+            }
             total += 1;
             if same_actions(&ours, &s0.datapath_actions, &key) {
                 equal += 1;

@@ -395,6 +395,7 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
         NAT => return Err(invalid("nat outside ct")),
         CT_CLEAR => Action::CtClear,
         crate::action_ext::NXAST_EXIT => Action::Exit,
+        crate::action_ext::NXAST_CLONE => crate::action_ext::decode_nx_clone(a, ver)?,
         crate::action_ext::NXAST_WRITE_METADATA => crate::action_ext::decode_nx_write_metadata(a)?,
         other => {
             let name = match other {
@@ -805,7 +806,9 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             end_action(w, s)
         }
         // Encoded by `action_ext::encode_ext` above.
-        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => Ok(()),
+        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
+            Ok(())
+        }
     }
 }
 

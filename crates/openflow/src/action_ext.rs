@@ -6,6 +6,7 @@
 //! | `write_metadata:V/M` | `NXAST_WRITE_METADATA` (subtype 22) | `OFPIT_WRITE_METADATA` instruction |
 //! | `mod_nw_ttl:N` | `NXAST_REG_LOAD` into `NXM_NX_IP_TTL` (decodes as `load`) | `OFPAT11_SET_NW_TTL` (23) |
 //! | `exit` | `NXAST_EXIT` (subtype 17) | the same |
+//! | `clone(A)` | `NXAST_CLONE` (subtype 42), 6 bytes of padding, then `A` | the same |
 //!
 //! After decoding, a list is checked for OVS's instruction order (`ofpacts_verify`: an
 //! apply-action after `write_metadata` is `OFPBAC_UNSUPPORTED_ORDER`).
@@ -22,6 +23,37 @@ pub const NXAST_EXIT: u16 = 17;
 pub const NXAST_WRITE_METADATA: u16 = 22;
 /// `OFPAT11_SET_NW_TTL`.
 pub const OFPAT11_SET_NW_TTL: u16 = 23;
+/// `NXAST_CLONE`.
+pub const NXAST_CLONE: u16 = 42;
+
+/// Decodes the body of `NXAST_CLONE` (after the subtype): 6 bytes of padding, then the
+/// nested actions, which may hold no instruction.
+/// Nesting is bounded ([`MAX_NESTING`], as the text parser bounds it) so that no message
+/// can make decoding recurse deeply.
+pub(crate) fn decode_nx_clone(a: &mut Rd<'_>, ver: u8) -> Result<Action> {
+    a.skip(6)?;
+    let depth = NESTING.with(|d| {
+        let v = d.get();
+        d.set(v + 1);
+        v
+    });
+    let inner = if depth >= MAX_NESTING {
+        Err(invalid("actions nested too deeply"))
+    } else {
+        crate::action::decode_actions(a.rest(), ver)
+    };
+    NESTING.with(|d| d.set(depth));
+    let inner = inner?;
+    verify_order(&inner, true)?;
+    Ok(Action::Clone(inner))
+}
+
+/// Deepest `clone` nesting decoded.
+pub const MAX_NESTING: u32 = 100;
+
+thread_local! {
+    static NESTING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
 /// Decodes the body of `NXAST_WRITE_METADATA` (after the subtype).
 pub(crate) fn decode_nx_write_metadata(a: &mut Rd<'_>) -> Result<Action> {
@@ -72,6 +104,11 @@ pub(crate) fn encode_ext(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Option<Result
         Action::Exit => {
             let s = nx_start(w, NXAST_EXIT);
             end_action(w, s)
+        }
+        Action::Clone(inner) => {
+            let s = nx_start(w, NXAST_CLONE);
+            w.zeros(6);
+            crate::action::encode_actions(w, inner, cx).and_then(|()| end_action(w, s))
         }
         _ => return None,
     })
@@ -139,13 +176,14 @@ mod tests {
     fn round_trips() {
         let acts = vec![
             Action::Exit,
+            Action::Clone(vec![Action::Exit, Action::Clone(vec![])]),
             Action::WriteMetadata {
                 value: 0x1234,
                 mask: 0xff00,
             },
         ];
         let b = encode_action_list(&acts, cx(version::OF10)).unwrap();
-        assert_eq!(b.len(), 16 + 32);
+        assert_eq!(b.len(), 16 + (16 + 16 + 16) + 32);
         assert_eq!(decode_actions(&b, version::OF10).unwrap(), acts);
         let b = encode_action_list(&[Action::ModNwTtl(9)], cx(version::OF13)).unwrap();
         assert_eq!(b, [0, 23, 0, 8, 9, 0, 0, 0]);

@@ -69,7 +69,7 @@ pub fn random_pipeline_ext(rng: &mut TestRng, mix: &PipelineMix, ext: &ExtMix) -
         let ip = matches!(l3, "ip" | "udp" | "tcp" | "ipv6" | "icmp");
         let mut acts: Vec<String> = Vec::new();
         for _ in 0..rng.range(1, 4) {
-            let a = match rng.below(6) {
+            let a = match rng.below(7) {
                 0 if ip => format!("mod_nw_ttl:{}", rng.range(0, 255)),
                 1 => "exit".to_string(),
                 2 => format!("output:{}", rng.range(1, u64::from(mix.n_ports))),
@@ -80,6 +80,23 @@ pub fn random_pipeline_ext(rng: &mut TestRng, mix: &PipelineMix, ext: &ExtMix) -
                         format!("resubmit(,{to})")
                     } else {
                         format!("output:{}", rng.range(1, u64::from(mix.n_ports)))
+                    }
+                }
+                4 => {
+                    // clone(...) around reversible actions, or around ct (IP only).
+                    let p = rng.range(1, u64::from(mix.n_ports));
+                    match rng.below(4) {
+                        0 if ip => format!("clone(ct(commit),output:{p})"),
+                        1 if ip => format!("clone(mod_nw_ttl:{},output:{p})", rng.range(1, 9)),
+                        2 => format!("clone(mod_dl_src:00:00:5e:00:01:0{p},output:{p})"),
+                        _ => {
+                            let to = rng.below(u64::from(tables));
+                            if to > u64::from(table) {
+                                format!("clone(resubmit(,{to}))")
+                            } else {
+                                format!("clone(exit),output:{p}")
+                            }
+                        }
                     }
                 }
                 _ => format!("output:{}", rng.range(1, u64::from(mix.n_ports))),
@@ -120,7 +137,13 @@ mod tests {
             let p = random_pipeline_ext(&mut TestRng::new(s), &mix, &ExtMix::default());
             all.push_str(&p.flows.join("\n"));
         }
-        for w in ["write_metadata:", "mod_nw_ttl:", "exit", "metadata="] {
+        for w in [
+            "write_metadata:",
+            "mod_nw_ttl:",
+            "exit",
+            "metadata=",
+            "clone(",
+        ] {
             assert!(all.contains(w), "{w} never generated");
         }
     }

@@ -299,6 +299,9 @@ pub enum Action {
     ModNwTtl(u8),
     /// `exit`: stops the whole translation (every outer resubmit level too).
     Exit,
+    /// `clone(ACTIONS)`: the actions run on a copy of the packet and flow state, which is
+    /// restored afterwards (`NXAST_CLONE`); no instructions inside.
+    Clone(Vec<Action>),
 }
 
 impl Action {

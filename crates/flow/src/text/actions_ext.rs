@@ -124,6 +124,11 @@ pub(crate) fn format_ext(out: &mut String, a: &Action) -> bool {
             let _ = write!(out, "mod_nw_ttl:{t}");
         }
         Action::Exit => out.push_str("exit"),
+        Action::Clone(inner) => {
+            out.push_str("clone(");
+            out.push_str(&crate::text::format::format_actions(inner));
+            out.push(')');
+        }
         _ => return false,
     }
     true
@@ -139,8 +144,15 @@ fn put_c_hex(out: &mut String, v: u64) {
 }
 
 /// OVS `ofpacts_check` for the actions of this module: narrows `usable` as OVS does.
-pub(crate) fn check_ext(a: &Action, m: &Match, usable: &mut Protocols) -> Result<(), &'static str> {
+pub(crate) fn check_ext(
+    a: &Action,
+    m: &Match,
+    table: Option<u8>,
+    usable: &mut Protocols,
+) -> Result<(), &'static str> {
     match a {
+        // OVS `check_CLONE`: the nested list against the same match.
+        Action::Clone(inner) => crate::text::parse::check_actions(inner, m, table, usable),
         Action::ModNwTtl(_) => {
             // OVS `check_set_ip`: not an IP match → only OpenFlow 1.0 (where it is a load
             // whose decoding then fails: see `canon_ext`).

@@ -455,6 +455,11 @@ fn canon_actions(
             Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {
                 super::actions_ext::canon_ext(a, &actions[i + 1..], m, dialect, &mut out)?;
             }
+            Action::Clone(inner) => {
+                // The clone's VLAN changes stay inside it.
+                let mut hv = *has_vlan;
+                out.push(Action::Clone(canon_actions(inner, m, dialect, &mut hv)?));
+            }
             _ => out.push(a.clone()),
         }
     }

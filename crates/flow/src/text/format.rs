@@ -664,7 +664,7 @@ fn format_action(out: &mut String, a: &Action) {
             }
         }
         // Printed by `actions_ext::format_ext` above.
-        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {}
+        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {}
     }
 }
 

@@ -589,6 +589,8 @@ impl ActCtx<'_, '_> {
                     return Err(kerr("apply_actions is the default instruction".into()));
                 }
                 k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
+                // issue #17: a nested list, no instructions inside (depth > 1).
+                "clone" => Action::Clone(self.parse_list(value, false)?),
                 _ => match OfPort::parse(key) {
                     Some(p) => Action::output(p),
                     None => return Err(kerr(format!("unknown action {key}"))),
@@ -620,7 +622,8 @@ impl ActCtx<'_, '_> {
                 "\"drop\" must not be accompanied by any other action or instruction",
             ));
         }
-        super::actions_ext::verify_instructions(self.cx, &out, &out_at, !outer_ct)?;
+        // Instructions only at the top level (`clone(...)`, `ct(exec(...))` nest deeper).
+        super::actions_ext::verify_instructions(self.cx, &out, &out_at, self.depth == 1)?;
         Ok(out)
     }
 
@@ -1097,8 +1100,8 @@ fn check_action(
         Action::Output { port, .. } | Action::OutputTrunc { port, .. } => check_output_port(*port),
         Action::OutputReg { src } => check_subfield(src, m),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear => Ok(()),
-        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {
-            super::actions_ext::check_ext(a, m, usable)
+        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
+            super::actions_ext::check_ext(a, m, table, usable)
         }
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {

@@ -8,13 +8,16 @@
 //!   `WC_MASK_FIELD(nw_proto)`, `nw_ttl = 0xff`) and sets the TTL, which the next commit
 //!   writes as `set(ipv4(ttl=N))` / `set(ipv6(hlimit=N))`.
 //! - `exit`: stops translation: the rest of this list and of every list that resubmitted
-//!   into it (OVS `ctx->exit`).
+//!   into it (OVS `ctx->exit`; as in OVS 3.1, an `exit` inside `clone(...)` stops the
+//!   actions after the clone too).
+//! - `clone(A)`: see `clone_actions`.
 
 use flow::FieldId;
 use flow::ofp::matching::ETH_TYPE_ARP;
 use flow::ofp::{Action, Mf};
 
 use super::Ctx;
+use crate::odp::OdpAction;
 
 impl Ctx<'_> {
     /// Translates one action of this module.
@@ -31,8 +34,40 @@ impl Ctx<'_> {
                 self.set(FieldId::NwTtl, u128::from(*ttl));
             }
             Action::Exit => self.exit = true,
+            Action::Clone(inner) => self.clone_actions(inner),
             _ => {}
         }
+    }
+
+    /// OVS 3.1 `clone_xlate_actions`. The flow is restored afterwards in every case. When the
+    /// clone's own actions are all reversible (no `ct`, no truncating output: OVS
+    /// `reversible_actions` looks at the clone's list only, not into resubmits) or it is the
+    /// translation's last action, its actions are translated inline, and the next commit
+    /// undoes what they changed in the packet. Otherwise pending changes are committed, the
+    /// actions are translated into a datapath `clone(...)` (left out when empty) and the
+    /// datapath packet after it is the one before it.
+    fn clone_actions(&mut self, inner: &[Action]) {
+        let old_flow = self.flow;
+        let last = self.list_last;
+        let reversible = !inner
+            .iter()
+            .any(|a| matches!(a, Action::Ct(_) | Action::OutputTrunc { .. }));
+        if reversible || last {
+            self.do_actions(inner);
+        } else {
+            self.commit();
+            let old_base = self.base;
+            let start = self.odp.len();
+            self.list_last = true;
+            self.do_actions(inner);
+            self.list_last = last;
+            let body: Vec<OdpAction> = self.odp.drain(start..).collect();
+            if !body.is_empty() {
+                self.odp.push(OdpAction::Clone(body));
+            }
+            self.base = old_base;
+        }
+        self.flow = old_flow;
     }
 
     /// OVS `mf_set_mask_l3_prereqs`, run by `set_field`/`load` before they write: a write to
