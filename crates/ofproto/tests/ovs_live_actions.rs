@@ -269,3 +269,25 @@ fn issue17_actions_match_live_ovs() {
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
     assert!(wider.is_empty(), "{}", wider.join("\n"));
 }
+
+/// Flow mods check `clone(...)`'s nested actions as the outer ones, and `out_port` filters see
+/// outputs inside a clone (OVS flattens nested lists there). No OVS needed.
+#[test]
+fn nested_clone_is_checked_and_filtered() {
+    use flow::ofp::{Action, OfPort};
+    let mut br = Bridge::ovs_sandbox(4, Backend::TupleSpace);
+    let mut spec = flow::text::parse_flow("actions=clone(output:2),output:3").expect("parse");
+    spec.actions = vec![Action::Clone(vec![Action::output(OfPort(0))])];
+    let fm = |spec: flow::ofp::FlowSpec| FlowMod {
+        command: FlowModCommand::Add,
+        spec,
+        reset_counts: false,
+    };
+    assert!(br.flow_mod(&fm(spec.clone()), 0).is_err());
+    spec.actions = vec![Action::Clone(vec![Action::output(OfPort(2))])];
+    br.flow_mod(&fm(spec), 0).expect("valid clone");
+    let rules = br.table(0).expect("table 0").sorted();
+    assert_eq!(rules.len(), 1);
+    assert!(rules[0].1.outputs_to(OfPort(2)));
+    assert!(!rules[0].1.outputs_to(OfPort(3)));
+}
