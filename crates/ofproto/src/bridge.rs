@@ -450,6 +450,8 @@ impl Bridge {
                 Action::Resubmit { table: Some(t), .. } if usize::from(*t) >= N_TABLES => {
                     return Err(FlowModError::BadTable(*t));
                 }
+                // Issue #17: a nested list is checked like the outer one.
+                Action::Clone(inner) => self.validate_actions(table, inner)?,
                 _ => {}
             }
         }

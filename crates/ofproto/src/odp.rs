@@ -117,6 +117,9 @@ pub enum OdpAction {
     Recirc(u32),
     /// `userspace(...)`: the text inside the parentheses.
     Userspace(String),
+    /// `clone(...)`: the nested actions run on a copy of the packet (issue #17; emitted only
+    /// where OVS 3.1 nests, see `xlate::actions_ext`).
+    Clone(Vec<OdpAction>),
 }
 
 impl fmt::Display for OdpAction {
@@ -221,6 +224,9 @@ impl fmt::Display for OdpAction {
             }
             OdpAction::Userspace(t) => {
                 let _ = write!(s, "userspace({t})");
+            }
+            OdpAction::Clone(inner) => {
+                let _ = write!(s, "clone({})", format_odp_actions(inner));
             }
         }
         f.write_str(&s)

@@ -110,11 +110,16 @@ impl OfRule {
     /// `ofpacts_output_to_port`): `output:P`, `output(port=P,…)`, `enqueue`, or, inside
     /// `ct(exec(...))`, nothing (no outputs there).
     pub fn outputs_to(&self, port: flow::ofp::OfPort) -> bool {
-        self.actions.iter().any(|a| match a {
-            Action::Output { port: p, .. } | Action::OutputTrunc { port: p, .. } => *p == port,
-            Action::Controller { .. } => port == flow::ofp::OfPort::CONTROLLER,
-            _ => false,
-        })
+        fn any(actions: &[Action], port: flow::ofp::OfPort) -> bool {
+            actions.iter().any(|a| match a {
+                Action::Output { port: p, .. } | Action::OutputTrunc { port: p, .. } => *p == port,
+                Action::Controller { .. } => port == flow::ofp::OfPort::CONTROLLER,
+                // OVS flattens nested lists (`clone(...)`) here.
+                Action::Clone(inner) => any(inner, port),
+                _ => false,
+            })
+        }
+        any(&self.actions, port)
     }
 
     /// Seconds since creation at `now_ms` (the `duration` of `dump-flows`).

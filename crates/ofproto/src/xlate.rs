@@ -209,6 +209,11 @@ struct Ctx<'a> {
     /// Per tag (outer first): the TCI bits and whether the TPID some action wrote, or that
     /// NORMAL left different from the datapath packet (see `commit_vlan`).
     vlan_written: [(u16, bool); 2],
+    /// Issue #17 actions (`xlate::actions_ext`): `exit` was executed (OVS `ctx->exit`).
+    exit: bool,
+    /// The action being translated is the last of the whole translation (OVS
+    /// `is_last_action`: last in its list, and its list last where it was called from).
+    list_last: bool,
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -265,6 +270,8 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         next_recirc: None,
         rule_cookie: 0,
         vlan_written: [(0, false); 2],
+        exit: false,
+        list_last: true,
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -539,10 +546,12 @@ impl Ctx<'_> {
             self.report(NodeKind::Action, || "drop".into());
             return;
         }
-        for a in actions {
-            if self.error.is_some() {
+        let outer_last = self.list_last;
+        for (i, a) in actions.iter().enumerate() {
+            if self.error.is_some() || self.exit {
                 break;
             }
+            self.list_last = outer_last && i + 1 == actions.len();
             self.report(NodeKind::Action, || {
                 flow::text::format_actions(std::slice::from_ref(a))
             });
@@ -584,6 +593,7 @@ impl Ctx<'_> {
                 }
                 Action::SetField { field, value, mask } => {
                     if self.prereqs_ok(*field) {
+                        self.set_mask_l3_prereqs(*field);
                         self.mask_field(*field, *mask);
                         self.set_field(*field, *value, *mask);
                     } else {
@@ -597,6 +607,7 @@ impl Ctx<'_> {
                 }
                 Action::Load { value, dst } => {
                     if self.prereqs_ok(dst.field) {
+                        self.set_mask_l3_prereqs(dst.field);
                         self.mask_field(dst.field, dst.mask());
                         self.set_field(dst.field, value << dst.ofs, dst.mask());
                     } else {
@@ -726,7 +737,7 @@ impl Ctx<'_> {
                 Action::DecTtl(ids) => {
                     self.unwc(FieldId::NwTtl);
                     if self.dec_ttl(ids) {
-                        return;
+                        break;
                     }
                 }
                 Action::Ct(ct) => self.conntrack(ct),
@@ -735,8 +746,15 @@ impl Ctx<'_> {
                     self.odp.push(OdpAction::CtClear);
                 }
                 Action::Note(_) => {}
+                Action::WriteMetadata { .. }
+                | Action::ModNwTtl(_)
+                | Action::Exit
+                | Action::Clone(_) => {
+                    self.do_action_ext(a);
+                }
             }
         }
+        self.list_last = outer_last;
     }
 
     fn dec_ttl(&mut self, ids: &[u16]) -> bool {
@@ -1578,5 +1596,6 @@ pub fn megaflow_covers(p: &FlowKey, mask: &FlowMask, q: &FlowKey) -> bool {
     p.eq_masked(q, mask)
 }
 
+mod actions_ext;
 #[cfg(test)]
 mod tests;

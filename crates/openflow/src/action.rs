@@ -5,6 +5,8 @@
 //! vendor/experimenter actions (`type = 0xffff`) continue with `vendor:32, subtype:16` for
 //! Nicira (`0x00002320`). What the model has no variant for (`enqueue`, `group`, `learn`,
 //! `multipath`, …) decodes to [`Error::Unsupported`] naming the action, never to a guess.
+//! The forms of the issue-#17 actions (`write_metadata`, `mod_nw_ttl`, `exit`, …) live in
+//! [`crate::action_ext`].
 //!
 //! Encoding picks the form OVS 3.1 sends for the wire version: OpenFlow 1.0 actions where
 //! 1.0 has one, `OFPAT_SET_FIELD` for whole-field sets in 1.2+, `NXAST_REG_LOAD` for
@@ -141,6 +143,7 @@ pub fn decode_actions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
             out.push(decode_of11(typ, &mut a, ver)?);
         }
     }
+    crate::action_ext::verify_order(&out, false)?;
     Ok(out)
 }
 
@@ -212,6 +215,7 @@ fn decode_of11(typ: u16, a: &mut Rd<'_>, ver: u8) -> Result<Action> {
             }
         }
         GROUP => return Err(unsupported("action OFPAT_GROUP")),
+        crate::action_ext::OFPAT11_SET_NW_TTL => crate::action_ext::decode_of11_set_nw_ttl(a)?,
         t if ver == version::OF11 && (1..=10).contains(&t) => decode_of11_set(t, a)?,
         t => return Err(unsupported(format!("OpenFlow 1.1+ action type {t}"))),
     })
@@ -390,6 +394,9 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
         CT => crate::ct_action::decode_ct(a, ver)?,
         NAT => return Err(invalid("nat outside ct")),
         CT_CLEAR => Action::CtClear,
+        crate::action_ext::NXAST_EXIT => Action::Exit,
+        crate::action_ext::NXAST_CLONE => crate::action_ext::decode_nx_clone(a, ver)?,
+        crate::action_ext::NXAST_WRITE_METADATA => crate::action_ext::decode_nx_write_metadata(a)?,
         other => {
             let name = match other {
                 2 => "NXAST_SET_TUNNEL",
@@ -529,6 +536,9 @@ fn set_field(w: &mut Wr, mf: Mf, value: u128, mask: u128, cx: EncodeCtx) -> Resu
 }
 
 fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
+    if let Some(r) = crate::action_ext::encode_ext(w, a, cx) {
+        return r;
+    }
     let v10 = cx.version == version::OF10;
     match a {
         Action::Output { port, max_len } => {
@@ -794,6 +804,10 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 w.zeros(16 - (w.len() - s));
             }
             end_action(w, s)
+        }
+        // Encoded by `action_ext::encode_ext` above.
+        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
+            Ok(())
         }
     }
 }

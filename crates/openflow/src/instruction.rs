@@ -4,8 +4,9 @@
 //! `ovs-ofctl` prints it) rather than as a separate instruction set. So decoding takes the
 //! `APPLY_ACTIONS` instruction's actions and appends [`Action::GotoTable`] for a
 //! `GOTO_TABLE` instruction; encoding writes the actions as one `APPLY_ACTIONS` (omitted
-//! when empty), then `GOTO_TABLE` — the order OVS writes them. `WRITE_ACTIONS`,
-//! `CLEAR_ACTIONS`, `WRITE_METADATA` and `METER` have no place in the model: they decode
+//! when empty), then `WRITE_METADATA` (a trailing [`Action::WriteMetadata`] before the
+//! `goto_table`), then `GOTO_TABLE` — the order OVS writes them. `WRITE_ACTIONS`,
+//! `CLEAR_ACTIONS` and `METER` have no place in the model yet: they decode
 //! to [`crate::Error::Unsupported`].
 
 use crate::action::{EncodeCtx, decode_actions, encode_actions};
@@ -29,6 +30,7 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
     let mut r = Rd::new(b, "instructions");
     let mut apply: Option<Vec<Action>> = None;
     let mut goto = None;
+    let mut metadata: Option<Action> = None;
     while !r.is_empty() {
         let typ = r.peek_u16(0)?;
         let len = usize::from(r.peek_u16(2)?);
@@ -54,7 +56,12 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
                 i.skip(4)?;
                 apply = Some(decode_actions(i.rest(), ver)?);
             }
-            ofpit::WRITE_METADATA => return Err(unsupported("instruction write_metadata")),
+            ofpit::WRITE_METADATA => {
+                if metadata.is_some() {
+                    return Err(invalid("duplicate write_metadata instruction"));
+                }
+                metadata = Some(crate::action_ext::decode_write_metadata_inst(&mut i)?);
+            }
             ofpit::WRITE_ACTIONS => return Err(unsupported("instruction write_actions")),
             ofpit::CLEAR_ACTIONS => return Err(unsupported("instruction clear_actions")),
             ofpit::METER => return Err(unsupported("instruction meter")),
@@ -65,6 +72,13 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
     if out.iter().any(|a| matches!(a, Action::GotoTable(_))) {
         return Err(invalid("goto_table inside apply_actions"));
     }
+    if out
+        .iter()
+        .any(|a| matches!(a, Action::WriteMetadata { .. }))
+    {
+        return Err(invalid("write_metadata inside apply_actions"));
+    }
+    out.extend(metadata);
     if let Some(t) = goto {
         out.push(Action::GotoTable(t));
     }
@@ -77,6 +91,10 @@ pub(crate) fn encode_instructions(w: &mut Wr, acts: &[Action], cx: EncodeCtx) ->
         Some((Action::GotoTable(t), rest)) => (rest, Some(*t)),
         _ => (acts, None),
     };
+    let (body, metadata) = match body.split_last() {
+        Some((Action::WriteMetadata { value, mask }, rest)) => (rest, Some((*value, *mask))),
+        _ => (body, None),
+    };
     if body.iter().any(|a| matches!(a, Action::GotoTable(_))) {
         return Err(unsupported("actions after goto_table"));
     }
@@ -87,6 +105,9 @@ pub(crate) fn encode_instructions(w: &mut Wr, acts: &[Action], cx: EncodeCtx) ->
         w.zeros(4);
         encode_actions(w, body, cx)?;
         w.patch_len(start + 2, start, "apply_actions instruction")?;
+    }
+    if let Some((value, mask)) = metadata {
+        crate::action_ext::encode_write_metadata_inst(w, value, mask);
     }
     if let Some(t) = goto {
         w.u16(ofpit::GOTO_TABLE);

@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod action_ext;
 pub mod bundle;
 mod codec;
 pub mod ct_action;

@@ -8,7 +8,8 @@
 //! - [`flow_corpus`]: `ovs-ofctl` flow strings, hand-written and generated.
 //! - [`golden`]: answers recorded from OVS for those corpora (`data/*.tsv`), with readers.
 //! - [`pipelines`]: random OpenFlow pipelines and packets, OVS helpers to run them, and the
-//!   pipeline golden file (`data/pipelines_golden.tsv`) for the xlate differential test.
+//!   pipeline golden file (`data/pipelines_golden.tsv`) for the xlate differential test;
+//!   [`pipelines_ext`]: the same with the issue-#17 actions added.
 //! - [`ct_oracle`]: conntrack scripts (`<in_port> <hex>` files) run through OVS's userspace
 //!   conntrack (dummy ports' `tx_pcap`), the `flowswitch receive` output parser and the
 //!   comparison for `crates/flowswitch/tests/ct_vs_ovs.rs`; OVS's answers are recorded in
@@ -31,6 +32,7 @@ pub mod ovn;
 pub mod ovs;
 pub mod packets;
 pub mod pipelines;
+pub mod pipelines_ext;
 pub mod rng;
 
 pub use rng::TestRng;

@@ -76,6 +76,9 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
             OdpAction::CtClear => dp.push(DpAction::CtClear),
             OdpAction::Recirc(id) => dp.push(DpAction::Recirc(*id)),
             OdpAction::Userspace(_) => return Err(refuse("no userspace upcall action yet")),
+            OdpAction::Clone(_) => {
+                return Err(refuse("nested clone() is not executed by the PMD yet"));
+            }
         }
     }
     Ok(dp)
@@ -688,6 +691,7 @@ mod tests {
                                     helper: Some(_),
                                     ..
                                 } | OdpAction::Userspace(_)
+                                    | OdpAction::Clone(_)
                             )),
                             "{e}"
                         );

@@ -284,6 +284,24 @@ pub enum Action {
     CtClear,
     /// `note:hex.hex…` (bytes as OVS stores them, padding included once canonical).
     Note(Vec<u8>),
+    // --- issue #17, "actions": instructions and actions beyond groups and conjunction
+    // (parse/print in `text::actions_ext`, translation in `ofproto::xlate::actions_ext`).
+    /// `write_metadata:value[/mask]`: the OpenFlow 1.1+ instruction (`NXAST_WRITE_METADATA`
+    /// in OpenFlow 1.0). `metadata = (metadata & !mask) | (value & mask)`; `value` is kept as
+    /// written (OVS prints it unmasked).
+    WriteMetadata {
+        /// Value.
+        value: u64,
+        /// Mask (all ones = whole field, printed without `/mask`).
+        mask: u64,
+    },
+    /// `mod_nw_ttl:TTL` (also `set_nw_ttl`).
+    ModNwTtl(u8),
+    /// `exit`: stops the whole translation (every outer resubmit level too).
+    Exit,
+    /// `clone(ACTIONS)`: the actions run on a copy of the packet and flow state, which is
+    /// restored afterwards (`NXAST_CLONE`); no instructions inside.
+    Clone(Vec<Action>),
 }
 
 impl Action {

@@ -337,7 +337,7 @@ fn canon_actions(
 ) -> Result<Vec<Action>, String> {
     let of13 = dialect == Dialect::OpenFlow13;
     let mut out = Vec::with_capacity(actions.len());
-    for a in actions {
+    for (i, a) in actions.iter().enumerate() {
         match a {
             Action::Load { value, dst } => {
                 loads(dst.field, value << dst.ofs, dst.mask(), &mut out);
@@ -452,6 +452,14 @@ fn canon_actions(
                     port: *port,
                     max_len: 0,
                 }),
+            Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {
+                super::actions_ext::canon_ext(a, &actions[i + 1..], m, dialect, &mut out)?;
+            }
+            Action::Clone(inner) => {
+                // The clone's VLAN changes stay inside it.
+                let mut hv = *has_vlan;
+                out.push(Action::Clone(canon_actions(inner, m, dialect, &mut hv)?));
+            }
             _ => out.push(a.clone()),
         }
     }

@@ -507,6 +507,9 @@ fn format_ct(out: &mut String, ct: &Ct) {
 }
 
 fn format_action(out: &mut String, a: &Action) {
+    if super::actions_ext::format_ext(out, a) {
+        return;
+    }
     match a {
         Action::Output { port, max_len } => {
             if port.0 < OfPort::MAX.0 {
@@ -660,6 +663,8 @@ fn format_action(out: &mut String, a: &Action) {
                 let _ = write!(out, "{x:02x}");
             }
         }
+        // Printed by `actions_ext::format_ext` above.
+        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {}
     }
 }
 

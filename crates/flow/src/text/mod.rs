@@ -11,6 +11,7 @@
 //! Contract: no text makes any function here panic; errors are [`ParseError`] values naming
 //! the 1-based character column and the token at fault.
 
+pub(crate) mod actions_ext;
 pub mod canon;
 pub mod flow_line;
 pub mod format;

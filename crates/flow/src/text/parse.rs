@@ -463,8 +463,8 @@ impl ActCtx<'_, '_> {
     fn parse_list_inner(&mut self, s: &str, outer_ct: bool) -> Result<Vec<Action>, ParseError> {
         let base = offset_in(self.cx.text, s);
         let mut out: Vec<Action> = Vec::new();
+        let mut out_at: Vec<(usize, &str)> = Vec::new();
         let mut drop_at: Option<usize> = None;
-        let mut goto_seen = false;
         for kv in KvIter::new(s) {
             let key_at = base + kv.key_at;
             let value_at = base + kv.value_at;
@@ -473,11 +473,6 @@ impl ActCtx<'_, '_> {
             let cx = self.cx;
             let verr = |msg: String| cx.err(value_at, value, msg);
             let kerr = |msg: String| cx.err(key_at, key, msg);
-            if goto_seen && !key.eq_ignore_ascii_case("drop") {
-                return Err(kerr(
-                    "instruction apply_actions may not be specified after goto_table".into(),
-                ));
-            }
             let lk = key.to_ascii_lowercase();
             let act = match lk.as_str() {
                 "output" => self.parse_output(value).map_err(verr)?,
@@ -486,7 +481,6 @@ impl ActCtx<'_, '_> {
                 "goto_table" => {
                     let t = parse_table(value)
                         .ok_or_else(|| verr(format!("unknown table \"{value}\"")))?;
-                    goto_seen = true;
                     Action::GotoTable(t)
                 }
                 "set_field" => self.parse_set_field(value).map_err(verr)?,
@@ -594,6 +588,9 @@ impl ActCtx<'_, '_> {
                 "apply_actions" => {
                     return Err(kerr("apply_actions is the default instruction".into()));
                 }
+                k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
+                // issue #17: a nested list, no instructions inside (depth > 1).
+                "clone" => Action::Clone(self.parse_list(value, false)?),
                 _ => match OfPort::parse(key) {
                     Some(p) => Action::output(p),
                     None => return Err(kerr(format!("unknown action {key}"))),
@@ -616,6 +613,7 @@ impl ActCtx<'_, '_> {
                 }
             }
             out.push(act);
+            out_at.push((key_at, key));
         }
         if let Some(at) = drop_at.filter(|_| !out.is_empty()) {
             return Err(self.cx.err(
@@ -624,6 +622,8 @@ impl ActCtx<'_, '_> {
                 "\"drop\" must not be accompanied by any other action or instruction",
             ));
         }
+        // Instructions only at the top level (`clone(...)`, `ct(exec(...))` nest deeper).
+        super::actions_ext::verify_instructions(self.cx, &out, &out_at, self.depth == 1)?;
         Ok(out)
     }
 
@@ -1100,6 +1100,9 @@ fn check_action(
         Action::Output { port, .. } | Action::OutputTrunc { port, .. } => check_output_port(*port),
         Action::OutputReg { src } => check_subfield(src, m),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear => Ok(()),
+        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
+            super::actions_ext::check_ext(a, m, table, usable)
+        }
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {
                 return Err("OFPBAC_MATCH_INCONSISTENT");

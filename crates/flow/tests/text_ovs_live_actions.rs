@@ -1,0 +1,155 @@
+//! Parse/print of the issue-#17 actions (not groups or conjunction) against the installed
+//! `ovs-ofctl parse-flow`, in both the default OpenFlow 1.0 and `-O OpenFlow13` dialects:
+//! every syntax form and the error cases. Prints `SKIP:` when OVS is not installed.
+//!
+//! Equality rule: OVS accepts → we accept and print the same text after `ADD `; OVS rejects
+//! → we reject, and where OVS's refusal is a syntax error of the action text (not a decode
+//! error or a protocol choice) our message is OVS's word for word.
+
+use flow::text::{Dialect, parse_flow_with};
+
+/// One flow per syntax form and error case.
+const CASES: &[&str] = &[
+    // write_metadata
+    "actions=write_metadata:0x1234",
+    "actions=write_metadata:0x1234/0xff00",
+    "actions=write_metadata:0",
+    "actions=write_metadata:0x1/0",
+    "actions=write_metadata:18446744073709551615",
+    "actions=write_metadata:0xffffffffffffffff/0xffffffffffffffff",
+    "metadata=0x5,actions=write_metadata:0x1",
+    "actions=output:1,write_metadata:0x1",
+    "actions=exit,write_metadata:1",
+    "actions=write_metadata:0x1,goto_table:2",
+    "table=1,actions=write_metadata:0x1/0x3,goto_table:2",
+    "table=3,actions=write_metadata:0x1,goto_table:2",
+    "actions=write_metadata:0x1,output:1",
+    "actions=write_metadata:0x1,write_metadata:0x2",
+    "actions=goto_table:1,write_metadata:1",
+    "actions=goto_table:1,output:1",
+    "actions=goto_table:1,goto_table:2",
+    "actions=write_metadata:zz",
+    "actions=write_metadata:0x1/0x1/3",
+    "actions=write_metadata:0xffffffffffffffff1",
+    "actions=write_metadata",
+    "actions=write_metadata:",
+    "actions=write_metadata:/5",
+    "actions=ct(commit,exec(write_metadata:1))",
+    // mod_nw_ttl / set_nw_ttl
+    "ip,actions=mod_nw_ttl:5",
+    "ipv6,actions=mod_nw_ttl:7",
+    "tcp,actions=mod_nw_ttl:0,output:1",
+    "ip,actions=set_nw_ttl:9",
+    "ip,actions=mod_nw_ttl:255",
+    "actions=mod_nw_ttl:5",
+    "arp,actions=mod_nw_ttl:0",
+    "ip,actions=mod_nw_ttl:256",
+    "ip,actions=mod_nw_ttl:x",
+    "ip,actions=mod_nw_ttl",
+    "ip,actions=mod_nw_ttl:-1",
+    "ip,actions=mod_nw_ttl:0x10",
+    // exit
+    "actions=exit",
+    "actions=output:1,exit,output:2",
+    "actions=exit:5",
+    "actions=resubmit(,1),exit",
+    "actions=exit,goto_table:1",
+    "actions=ct(commit,exec(exit))",
+    // clone
+    "actions=clone(output:1)",
+    "actions=clone()",
+    "actions=clone(drop)",
+    "ip,actions=clone(mod_nw_src:1.2.3.4,output:1),output:2",
+    "actions=clone(clone(output:1),output:2)",
+    "actions=clone(mod_vlan_vid:5,output:1),output:2",
+    "dl_vlan=3,actions=clone(mod_vlan_vid:5,output:1),mod_vlan_pcp:2,output:2",
+    "ip,actions=clone(mod_nw_ttl:3,output:1)",
+    "ip,actions=clone(ct(commit),output:1),exit",
+    "actions=clone(exit),output:2",
+    "actions=clone(output:1",
+    "actions=clone(write_metadata:1)",
+    "actions=clone(goto_table:1)",
+    "actions=clone(ct(commit),output:1)",
+    "actions=clone(set_field:1->ct_mark)",
+    "actions=clone(bogus)",
+    "actions=clone(output:1,drop)",
+    "actions=ct(commit,exec(clone(output:1)))",
+    "actions=clone(mod_nw_ttl:1)",
+];
+
+fn live(of13: bool) {
+    testutil::skip_without_ovs!();
+    let texts: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
+    let answers = testutil::ovs::parse_flows(&texts, of13);
+    let dialect = if of13 {
+        Dialect::OpenFlow13
+    } else {
+        Dialect::OpenFlow10
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    let mut fails = Vec::new();
+    for (t, a) in texts.iter().zip(answers) {
+        let Ok(a) = a else {
+            fails.push(format!("{t}: ovs-ofctl could not run"));
+            continue;
+        };
+        let ours = parse_flow_with(t, dialect);
+        let ok = match (&a.result, &ours) {
+            (Ok(want), Ok(got)) => {
+                accepted += 1;
+                *want == got.to_string()
+            }
+            (Err(want), Err(got)) => {
+                refused += 1;
+                let syntax = !want.contains("decode error")
+                    && !want.contains("no usable protocol")
+                    && !want.contains("actions are invalid");
+                !syntax || want.lines().last() == Some(got.message.as_str())
+            }
+            _ => false,
+        };
+        if !ok {
+            fails.push(format!(
+                "input: {t}\n  ovs:  {:?}\n  ours: {:?}",
+                a.result,
+                ours.map(|s| s.to_string()).map_err(|e| e.to_string())
+            ));
+        }
+    }
+    eprintln!(
+        "{}: {} flow strings, {accepted} accepted and {refused} refused alike; {} differ",
+        if of13 { "OpenFlow13" } else { "OpenFlow10" },
+        texts.len(),
+        fails.len()
+    );
+    for f in &fails {
+        eprintln!("{f}");
+    }
+    assert!(fails.is_empty(), "{} mismatches", fails.len());
+    assert!(accepted >= 10 && refused >= 10, "{accepted} {refused}");
+}
+
+#[test]
+fn issue17_actions_parse_like_ovs_of10() {
+    live(false);
+}
+
+#[test]
+fn issue17_actions_parse_like_ovs_of13() {
+    live(true);
+}
+
+/// Errors name the offending token and its 1-based column (no OVS needed).
+#[test]
+fn errors_name_token_and_column() {
+    let e = parse_flow_with("ip,actions=mod_nw_ttl:300", Dialect::OpenFlow13).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (23, "300"));
+    let e = parse_flow_with(
+        "actions=output:1,write_metadata:1,exit",
+        Dialect::OpenFlow13,
+    )
+    .unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (35, "exit"));
+    let e = parse_flow_with("actions=write_metadata:1/q", Dialect::OpenFlow10).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (24, "1/q"));
+}

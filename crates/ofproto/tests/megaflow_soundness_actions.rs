@@ -1,0 +1,183 @@
+//! Invariant 1 (megaflow soundness) on random pipelines that use the issue-#17 actions that
+//! are not about groups or conjunction (`testutil::pipelines_ext::random_pipeline_ext`:
+//! `write_metadata`, `mod_nw_ttl`, `exit`, … on top of `testutil::pipelines`' random
+//! pipelines): for each packet p, xlate(p) gives mask m and actions A; every packet q equal
+//! to p under m (header bits outside m re-drawn) must get exactly A. Both classifiers.
+//! (`perturb` is the one of `megaflow_soundness.rs`.)
+
+use flow::FlowKey;
+use flow::extract::{PacketMeta, extract};
+use flow::field::{FRAG_LATER, FieldId, VLAN_CFI};
+use flow::ofp::matching::{ETH_TYPE_ARP, ETH_TYPE_IP, ETH_TYPE_IPV6, ipproto};
+use ofproto::{Backend, Bridge, FlowMod, FlowModCommand, VlanMode, XlateIn, xlate, xlate_ro};
+use proptest::prelude::*;
+use testutil::pipelines::{PipelineMix, flow_protocol, random_packets_for};
+use testutil::pipelines_ext::{ExtMix, random_pipeline_ext};
+use testutil::rng::TestRng;
+
+/// The bridge, the packets' keys and how many of the pipeline's flows were accepted.
+fn build(seed: u64, backend: Backend) -> (Bridge, Vec<FlowKey>, usize, usize) {
+    let mut rng = TestRng::new(seed);
+    let mix = PipelineMix {
+        normal_permille: 300,
+        loop_permille: 100,
+        ..PipelineMix::default()
+    };
+    let p = random_pipeline_ext(&mut rng, &mix, &ExtMix::default());
+    let packets = random_packets_for(&p, &mut rng, 8);
+    let mut br = Bridge::ovs_sandbox(mix.n_ports as u16, backend);
+    for c in &p.ports {
+        let trunks = (!c.trunks.is_empty()).then(|| c.trunks.clone());
+        br.set_port_vlan(
+            flow::ofp::OfPort(c.port as u16),
+            VlanMode::from_ovs(c.tag, trunks, c.vlan_mode.map(|m| m.as_str())),
+        );
+    }
+    let (mut ext_ok, mut ext_total) = (0, 0);
+    for f in &p.flows {
+        let d = if flow_protocol(f) == "OpenFlow13" {
+            flow::text::Dialect::OpenFlow13
+        } else {
+            flow::text::Dialect::OpenFlow10
+        };
+        // The added rules are the ones at priorities 301..=399 (see `pipelines_ext`).
+        let prio = f
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("priority="))
+            .and_then(|v| v.parse::<u32>().ok());
+        let ext = prio.is_some_and(|p| (301..=399).contains(&p));
+        ext_total += usize::from(ext);
+        if let Ok(spec) = flow::text::parse_flow_with(f, d) {
+            let added = br.flow_mod(
+                &FlowMod {
+                    command: FlowModCommand::Add,
+                    spec,
+                    reset_counts: false,
+                },
+                0,
+            );
+            ext_ok += usize::from(ext && added.is_ok());
+        }
+    }
+    let keys = packets
+        .iter()
+        .map(|pk| {
+            let mut k = FlowKey::ZERO;
+            extract(&pk.bytes, &PacketMeta::port(pk.in_port), &mut k);
+            k
+        })
+        .collect();
+    (br, keys, ext_ok, ext_total)
+}
+
+/// `p` with header bits outside `mask` re-drawn, keeping `q` a packet `extract` could produce.
+fn perturb(p: &FlowKey, mask: &flow::FlowMask, rng: &mut TestRng) -> FlowKey {
+    let mut q = *p;
+    let dl = FieldId::DlType.get(p) as u16;
+    let proto = FieldId::NwProto.get(p) as u8;
+    let later = FieldId::NwFrag.get(p) as u8 & FRAG_LATER != 0;
+    let mut fields: Vec<(FieldId, u128)> = vec![
+        (FieldId::DlSrc, 0xffff_ffff_ffff),
+        (FieldId::DlDst, 0xffff_ffff_ffff),
+    ];
+    if FieldId::Vlan0Tci.get(p) as u16 & VLAN_CFI != 0 {
+        fields.push((FieldId::Vlan0Tci, 0xefff));
+    }
+    if FieldId::Vlan1Tci.get(p) as u16 & VLAN_CFI != 0 {
+        fields.push((FieldId::Vlan1Tci, 0xefff));
+    }
+    match dl {
+        ETH_TYPE_IP | ETH_TYPE_IPV6 => {
+            if dl == ETH_TYPE_IP {
+                fields.push((FieldId::NwSrc, 0xffff_ffff));
+                fields.push((FieldId::NwDst, 0xffff_ffff));
+            } else {
+                fields.push((FieldId::Ipv6Src, u128::MAX));
+                fields.push((FieldId::Ipv6Dst, u128::MAX));
+                fields.push((FieldId::Ipv6Label, 0xfffff));
+            }
+            fields.push((FieldId::NwTos, 0xff));
+            fields.push((FieldId::NwTtl, 0xff));
+            if !later {
+                match proto {
+                    ipproto::TCP | ipproto::UDP | ipproto::SCTP => {
+                        fields.push((FieldId::TpSrc, 0xffff));
+                        fields.push((FieldId::TpDst, 0xffff));
+                    }
+                    ipproto::ICMP => {
+                        fields.push((FieldId::TpSrc, 0xff));
+                        fields.push((FieldId::TpDst, 0xff));
+                    }
+                    _ => {}
+                }
+                if proto == ipproto::TCP {
+                    fields.push((FieldId::TcpFlags, 0x0fff));
+                }
+            }
+        }
+        ETH_TYPE_ARP => {
+            fields.push((FieldId::NwSrc, 0xffff_ffff));
+            fields.push((FieldId::NwDst, 0xffff_ffff));
+            fields.push((FieldId::ArpSha, 0xffff_ffff_ffff));
+            fields.push((FieldId::ArpTha, 0xffff_ffff_ffff));
+        }
+        _ => {}
+    }
+    for (f, domain) in fields {
+        let r = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) & domain;
+        let m = f.get_mask(mask);
+        let v = (f.get(p) & m) | (r & !m & domain) | (f.get(p) & !domain);
+        f.set(&mut q, v);
+    }
+    q
+}
+
+fn check(seed: u64, backend: Backend) -> Result<(), TestCaseError> {
+    let (br, keys, ext_ok, ext_total) = build(seed, backend);
+    prop_assert!(!keys.is_empty() && br.n_rules() > 0);
+    // The added rules are all valid OpenFlow: every one must be installed.
+    prop_assert_eq!(
+        ext_ok,
+        ext_total,
+        "seed {:#x}: an added rule was refused",
+        seed
+    );
+    let mut rng = TestRng::new(seed ^ 0x5eed);
+    for (i, p) in keys.iter().enumerate() {
+        let out = xlate_ro(&br, &XlateIn::new(*p));
+        for _ in 0..8 {
+            let q = perturb(p, &out.mask, &mut rng);
+            prop_assert!(p.eq_masked(&q, &out.mask));
+            let oq = xlate_ro(&br, &XlateIn::new(q));
+            prop_assert_eq!(
+                &oq.actions,
+                &out.actions,
+                "seed {:#x} packet {}: q equal to p under the megaflow got other actions\n p={:?}\n q={:?}\n megaflow={}",
+                seed,
+                i,
+                p,
+                q,
+                ofproto::trace::format_megaflow(p, &out)
+            );
+            prop_assert_eq!(oq.error, out.error);
+        }
+        let mut input = XlateIn::new(*p);
+        input.side_effects = true;
+        xlate(&br, &input);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn megaflow_is_sound_with_issue17_actions_tuple_space(seed in any::<u64>()) {
+        check(seed, Backend::TupleSpace)?;
+    }
+
+    #[test]
+    fn megaflow_is_sound_with_issue17_actions_linear(seed in any::<u64>()) {
+        check(seed, Backend::Linear)?;
+    }
+}
