@@ -110,6 +110,14 @@ pub enum DpAction {
     /// `recirc(id)`: another datapath pass with `recirc_id = id` (a copy if more actions
     /// follow), at most [`crate::ct::MAX_RECIRC_DEPTH`] passes in all.
     Recirc(u32),
+    /// `clone(...)`: the next `len` actions of the list are the clone's body, run on a copy
+    /// of the packet (and of its metadata); the list goes on after them with the packet as
+    /// it was. Flat, so that an action list stays a slice of `Copy` values; a body may hold
+    /// another `Clone` (its `len` counted inside the outer one's).
+    Clone {
+        /// Actions in the body (all nesting levels).
+        len: u16,
+    },
 }
 
 /// A masked sub-field of `N` bytes, big-endian: bits of `mask` take `value`'s.
@@ -882,6 +890,11 @@ fn write_action(out: &mut String, a: &DpAction) {
         DpAction::Recirc(id) => {
             let _ = write!(out, "recirc({id:#x})");
         }
+        // Alone, a clone cannot show its body (the actions after it): `format_dp_actions`
+        // prints the whole `clone(...)`.
+        DpAction::Clone { len } => {
+            let _ = write!(out, "clone(<{len} actions>)");
+        }
         DpAction::SetEth(s) => {
             out.push_str("set(eth(");
             put_masked(out, "src", Fmt::Eth, &s.src, MAC);
@@ -964,6 +977,15 @@ pub fn format_dp_actions(actions: &[DpAction]) -> String {
             out.push_str("set(ipv6(");
             put_ipv6_fields(&mut out, &parts);
             close_set(&mut out);
+            continue;
+        }
+        if let DpAction::Clone { len } = actions[i] {
+            let end = (i + 1 + usize::from(len)).min(actions.len());
+            out.push_str("clone(");
+            // An empty body prints `clone(drop)`, as OVS's `format_odp_actions` does.
+            out.push_str(&format_dp_actions(&actions[i + 1..end]));
+            out.push(')');
+            i = end;
             continue;
         }
         write_action(&mut out, &actions[i]);

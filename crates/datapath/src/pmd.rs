@@ -1906,13 +1906,51 @@ impl Pmd {
 
     /// Executes `list[start..]` on `pkt` (packet `i` of the pass, metadata `s.metas[i]`).
     fn execute_actions(&mut self, list: &[DpAction], start: usize, pkt: Packet, i: usize) {
+        if !self.run_actions(list, start, pkt, i) {
+            self.stats.action_drops += 1;
+        }
+    }
+
+    /// [`Self::execute_actions`] without the drop count: whether the packet (or a copy) was
+    /// sent, recirculated or held.
+    fn run_actions(&mut self, list: &[DpAction], start: usize, pkt: Packet, i: usize) -> bool {
         let mut pkt = Some(pkt);
         let mut sent = false;
         // Frames the tracker released at a `ct`, with the index of the action after it.
         let mut released: Vec<(usize, CtOut)> = Vec::new();
+        // The end of a clone body already run: its actions are skipped here.
+        let mut resume = 0;
         for (j, a) in list.iter().enumerate().skip(start) {
+            if j < resume {
+                continue;
+            }
             let last = j + 1 == list.len();
             match *a {
+                DpAction::Clone { len } => {
+                    let end = (j + 1 + usize::from(len)).min(list.len());
+                    resume = end;
+                    // The body runs on a copy with the metadata as it is now; afterwards the
+                    // packet and its metadata are as before (the clone as the list's last
+                    // action takes the packet itself).
+                    let body = if end == list.len() {
+                        pkt.take()
+                    } else {
+                        pkt.as_ref().and_then(|p| self.clone_packet(p))
+                    };
+                    let Some(copy) = body else {
+                        self.stats.output_errors += 1;
+                        continue;
+                    };
+                    let saved = self.s.metas.get(i).copied();
+                    let body = list.get(j + 1..end).unwrap_or_default();
+                    sent |= self.run_actions(body, 0, copy, i);
+                    if let (Some(m), Some(md)) = (saved, self.s.metas.get_mut(i)) {
+                        *md = m;
+                    }
+                    if pkt.is_none() {
+                        break;
+                    }
+                }
                 DpAction::Output(no) => {
                     let Some(pi) = self.ports.iter().position(|p| p.no == no) else {
                         self.stats.output_errors += 1;
@@ -1976,12 +2014,10 @@ impl Pmd {
         if let Some(p) = pkt {
             self.pool.free(p);
         }
-        if !sent {
-            self.stats.action_drops += 1;
-        }
         for (start, out) in released {
             self.run_released(list, start, out, i);
         }
+        sent
     }
 
     fn clone_packet(&mut self, p: &Packet) -> Option<Packet> {

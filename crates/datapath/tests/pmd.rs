@@ -150,7 +150,32 @@ fn random_mask(rng: &mut Rng) -> FlowMask {
 
 fn random_outcome(rng: &mut Rng) -> Outcome {
     let port = [1, 2, 3][rng.below(3) as usize];
-    match rng.below(8) {
+    match rng.below(10) {
+        // `clone(push_vlan,2),3`: the tag only on the clone's copy.
+        8 => Outcome::Acts(vec![
+            DpAction::Clone { len: 2 },
+            DpAction::PushVlan {
+                tpid: 0x8100,
+                tci: 0x0007,
+            },
+            DpAction::Output(2),
+            DpAction::Output(3),
+        ]),
+        // Nested, a drop inside, and a clone as the last action (body runs on the packet).
+        9 => Outcome::Acts(vec![
+            DpAction::Clone { len: 4 },
+            DpAction::PopVlan,
+            DpAction::Clone { len: 1 },
+            DpAction::Drop,
+            DpAction::Output(port),
+            DpAction::Output(1),
+            DpAction::Clone { len: 2 },
+            DpAction::PushVlan {
+                tpid: 0x88a8,
+                tci: 0x0009,
+            },
+            DpAction::Output(3),
+        ]),
         0 => Outcome::Fail,
         1 => Outcome::Acts(vec![DpAction::Drop]),
         2 => Outcome::Acts(vec![]),
@@ -176,8 +201,16 @@ fn random_outcome(rng: &mut Rng) -> Outcome {
 fn reference_exec(acts: &[DpAction], frame: &[u8]) -> Vec<(u32, Vec<u8>)> {
     let mut f = frame.to_vec();
     let mut out = Vec::new();
-    for a in acts {
+    let mut j = 0;
+    while j < acts.len() {
+        let a = &acts[j];
+        j += 1;
         match *a {
+            DpAction::Clone { len } => {
+                let end = (j + usize::from(len)).min(acts.len());
+                out.extend(reference_exec(&acts[j..end], &f));
+                j = end;
+            }
             DpAction::Output(p) => {
                 if (1..=3).contains(&p) {
                     out.push((p, f.clone()));

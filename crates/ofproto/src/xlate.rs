@@ -1282,7 +1282,7 @@ impl Ctx<'_> {
                     &[
                         ("sip", FieldId::NwSrc, 0xffff_ffff, Ipv4),
                         ("tip", FieldId::NwDst, 0xffff_ffff, Ipv4),
-                        ("op", FieldId::NwProto, 0xff, Dec),
+                        ("op", FieldId::NwProto, 0xffff, Dec),
                         ("sha", FieldId::ArpSha, E, Eth),
                         ("tha", FieldId::ArpTha, E, Eth),
                     ],
@@ -1345,7 +1345,19 @@ impl Ctx<'_> {
         for &(name, f, full, fmt) in fields {
             let (v, b) = (f.get(&self.flow) & full, f.get(&self.base) & full);
             if v != b {
-                let mask = f.get_mask(&self.wc) & full;
+                let mut mask = f.get_mask(&self.wc) & full;
+                let mut v = v;
+                if f == FieldId::NwProto && header == "arp" {
+                    // The flow holds the ARP opcode's low byte; OVS's `get_arp_key` widens
+                    // an all-ones byte to all 16 bits, for the mask (a whole-field set) and,
+                    // alike, for the value 255.
+                    if mask == 0xff {
+                        mask = 0xffff;
+                    }
+                    if v == 0xff {
+                        v = 0xffff;
+                    }
+                }
                 set.push(crate::odp::SetField {
                     name,
                     value: v & mask,

@@ -76,8 +76,12 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
             OdpAction::CtClear => dp.push(DpAction::CtClear),
             OdpAction::Recirc(id) => dp.push(DpAction::Recirc(*id)),
             OdpAction::Userspace(_) => return Err(refuse("no userspace upcall action yet")),
-            OdpAction::Clone(_) => {
-                return Err(refuse("nested clone() is not executed by the PMD yet"));
+            OdpAction::Clone(inner) => {
+                // Flat: the marker, then the body (`DpAction::Clone`).
+                let body = to_dp_actions(inner)?;
+                let len = u16::try_from(body.len()).map_err(|_| refuse("clone body too long"))?;
+                dp.push(DpAction::Clone { len });
+                dp.extend(body);
             }
         }
     }
@@ -318,6 +322,31 @@ mod tests {
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].0, 3);
         assert_eq!(pk::to_hex(&sent[0].1), pk::to_hex(&ipv6_out()), "{dp}");
+    }
+
+    /// A datapath `clone(...)` becomes the flat `Clone { len }` + body and prints back as
+    /// xlate's text, nesting included.
+    #[test]
+    fn clone_is_flat_and_prints_back() {
+        for (flows, head) in [
+            (
+                "in_port=1,tcp,actions=clone(ct(commit),output:2),output:3",
+                DpAction::Clone { len: 2 },
+            ),
+            (
+                "in_port=1,tcp,actions=clone(clone(ct(commit),output:2),mod_nw_dst:10.9.9.9,output:3),output:2",
+                // The outer clone is inlined (no ct of its own), the inner one is not.
+                DpAction::Clone { len: 2 },
+            ),
+        ] {
+            let br = bridge(flows);
+            let out = xlate(&br, &XlateIn::new(key_of(&ipv4_in(), 1)));
+            let odp = format_odp_actions(&out.actions);
+            assert!(odp.starts_with("clone("), "{flows}: {odp}");
+            let dp = to_dp_actions(&out.actions).expect("convertible");
+            assert_eq!(format_dp_actions(&dp), odp, "{flows}");
+            assert_eq!(dp[0], head, "{flows}: {dp:?}");
+        }
     }
 
     #[test]
