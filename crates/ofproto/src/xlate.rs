@@ -735,6 +735,9 @@ impl Ctx<'_> {
                     self.odp.push(OdpAction::CtClear);
                 }
                 Action::Note(_) => {}
+                // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
+                // anyway (e.g. a packet-out), it does nothing, as in OVS.
+                Action::Conjunction { .. } => {}
             }
         }
     }

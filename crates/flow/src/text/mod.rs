@@ -12,6 +12,7 @@
 //! the 1-based character column and the token at fault.
 
 pub mod canon;
+pub mod conj;
 pub mod flow_line;
 pub mod format;
 pub mod lex;

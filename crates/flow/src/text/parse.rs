@@ -465,6 +465,7 @@ impl ActCtx<'_, '_> {
         let mut out: Vec<Action> = Vec::new();
         let mut drop_at: Option<usize> = None;
         let mut goto_seen = false;
+        let mut key_ats: Vec<usize> = Vec::new();
         for kv in KvIter::new(s) {
             let key_at = base + kv.key_at;
             let value_at = base + kv.value_at;
@@ -583,6 +584,7 @@ impl ActCtx<'_, '_> {
                 }
                 "ct" => Action::Ct(self.parse_ct(value)?),
                 "ct_clear" => Action::CtClear,
+                "conjunction" => crate::text::conj::parse_conjunction(value).map_err(verr)?,
                 "note" => Action::Note(
                     parse_hex_bytes(value)
                         .ok_or_else(|| verr("bad hex digit in `note' argument".into()))?,
@@ -616,6 +618,7 @@ impl ActCtx<'_, '_> {
                 }
             }
             out.push(act);
+            key_ats.push(key_at);
         }
         if let Some(at) = drop_at.filter(|_| !out.is_empty()) {
             return Err(self.cx.err(
@@ -623,6 +626,12 @@ impl ActCtx<'_, '_> {
                 "drop",
                 "\"drop\" must not be accompanied by any other action or instruction",
             ));
+        }
+        if let Err((i, msg)) = crate::text::conj::check_conjunction_mix(&out) {
+            let at = key_ats[i];
+            let tok = self.cx.text.get(at..).unwrap_or_default();
+            let tok = tok.split([',', '(', ':', ' ']).next().unwrap_or_default();
+            return Err(self.cx.err(at, tok, msg));
         }
         Ok(out)
     }
@@ -1100,6 +1109,8 @@ fn check_action(
         Action::Output { port, .. } | Action::OutputTrunc { port, .. } => check_output_port(*port),
         Action::OutputReg { src } => check_subfield(src, m),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear => Ok(()),
+        // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
+        Action::Conjunction { .. } => Ok(()),
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {
                 return Err("OFPBAC_MATCH_INCONSISTENT");
