@@ -31,11 +31,14 @@
 //!
 //! # Megaflow
 //!
-//! Every soft subtable that is probed (its best priority beats `hard_pri`) un-wildcards its
-//! whole mask, whether the probe hits or not, so any packet equal under the mask finds the same
-//! soft rules; subtables whose rules cannot beat the hard match are not probed and cannot change
-//! the result while the hard match stays (its bits are in the mask already). The re-lookups add
-//! the bits their classifiers consult. `conj_id` itself is cleared from the mask by the table:
+//! Every soft subtable un-wildcards its whole mask, whether it is probed or not and whether
+//! the probe hits or not, so any packet equal under the mask finds the same soft rules. Those
+//! whose rules cannot beat the hard match are not probed (they cannot change the result while
+//! the hard match stays, and its bits are in the mask already), but their bits are kept: OVS
+//! walks its subtables before it knows the final hard match and may visit them, and our
+//! megaflow must never be wider than OVS's. This is OVS without stages or prefix tries on
+//! soft subtables: sound, at times narrower than OVS's. The re-lookups add the bits their
+//! classifiers consult. `conj_id` itself is cleared from the mask by the table:
 //! every packet has `conj_id` 0, as OVS never shows it in a megaflow.
 //!
 //! [`reference_lookup`] is the trivially correct twin: a scan of every rule with the same
@@ -193,15 +196,18 @@ impl SoftIndex {
     }
 
     /// The soft rules matching `key` with a priority above `above` (`-1`: all), priority
-    /// descending then handle ascending; un-wildcards the mask of every subtable probed.
+    /// descending then handle ascending; un-wildcards the mask of every subtable.
     pub fn matches(&self, key: &FlowKey, wc: &mut FlowMask, above: i32) -> Vec<SoftMatch<'_>> {
         let mut out = Vec::new();
         for st in &self.subtables {
+            // Un-wildcarded even when its rules cannot beat `above`: OVS visits a subtable
+            // before it knows the final hard match, so its megaflow may hold these bits and
+            // ours must never be wider.
+            wc.union_with(&st.mask);
             let best = st.prios.keys().next_back().copied().map_or(-1, i32::from);
             if best <= above {
                 continue;
             }
-            wc.union_with(&st.mask);
             if let Some(list) = st.rules.get(&key.masked(&st.mask)) {
                 out.extend(
                     list.iter()
