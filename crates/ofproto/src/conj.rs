@@ -80,11 +80,44 @@ struct SoftRule {
     min_n: u8,
 }
 
+/// A fast non-cryptographic hasher for masked keys (FxHash's multiply-rotate per word): the
+/// default SipHash over a key's 32 words dominated a soft probe.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // A key's `[u64; 32]` arrives here as one 256-byte slice.
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_ne_bytes(w));
+        }
+        for b in chunks.remainder() {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+
+type KeyMap<V> = HashMap<FlowKey, V, std::hash::BuildHasherDefault<WordHasher>>;
+
 #[derive(Debug, Clone)]
 struct SoftSubtable {
     mask: FlowMask,
     /// Masked key → rules with that exact match, priority descending, then handle ascending.
-    rules: HashMap<FlowKey, Vec<SoftRule>>,
+    rules: KeyMap<Vec<SoftRule>>,
     /// Priority → number of rules, for the subtable's best priority.
     prios: BTreeMap<u16, usize>,
 }
@@ -138,7 +171,7 @@ impl SoftIndex {
             None => {
                 self.subtables.push(SoftSubtable {
                     mask: *mask,
-                    rules: HashMap::new(),
+                    rules: KeyMap::default(),
                     prios: BTreeMap::new(),
                 });
                 self.subtables.len() - 1
