@@ -68,6 +68,8 @@ pub enum FieldId {
     TpSrc,
     TpDst,
     TcpFlags,
+    // conjunctive matches (issue #17): OpenFlow-only metadata.
+    ConjId,
 }
 
 /// Where a storage field lives.
@@ -96,7 +98,7 @@ const fn f(id: FieldId, name: &'static str, word: usize, shift: u32, bits: u32) 
 }
 
 /// Every storage field, in [`FieldId`] order.
-pub const FIELDS: [FieldDef; 52] = {
+pub const FIELDS: [FieldDef; 53] = {
     use FieldId::*;
     [
         f(InPort, "in_port", w::IN_PORT_RECIRC, 32, 32),
@@ -151,6 +153,7 @@ pub const FIELDS: [FieldDef; 52] = {
         f(TpSrc, "tp_src", w::TP, 48, 16),
         f(TpDst, "tp_dst", w::TP, 32, 16),
         f(TcpFlags, "tcp_flags", w::TP, 16, 16),
+        f(ConjId, "conj_id", w::CONJ_ID, 32, 32),
     ]
 };
 

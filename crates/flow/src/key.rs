@@ -40,7 +40,8 @@
 //! | 26 | arp_tha / nd_tll:48, pad:16 |
 //! | 27–28 | nd_target:128 |
 //! | 29 | tp_src:16, tp_dst:16, tcp_flags:16, pad:16 (ICMP: type in tp_src, code in tp_dst) |
-//! | 30–31 | spare (always zero) |
+//! | 30 | conj_id:32 (OpenFlow-only metadata, never in a packet or a megaflow), spare:32 |
+//! | 31 | spare (always zero) |
 //!
 //! As in OVS, ARP reuses the IPv4 address words and `nw_proto` (opcode, low 8 bits), and ICMP
 //! reuses the transport ports. A VLAN `tci` holds the CFI bit (0x1000) as "tag present", as
@@ -48,6 +49,8 @@
 //!
 //! # Invariants
 //!
+//! - `conj_id` is zero in every key produced by `extract`; an OpenFlow table sets it only in
+//!   its conjunctive re-lookup and clears it from the megaflow mask (OVS never shows it).
 //! - Spare and pad bits are zero in every key produced by `extract` and every mask built from
 //!   the field table; `FlowKey::masked` keeps that.
 //! - `WordMap` bit `i` is set iff word `i` may be non-zero; a map with extra bits is still
@@ -57,7 +60,7 @@
 pub const FLOW_WORDS: usize = 32;
 
 /// First word of each lookup stage; stage `s` covers `STAGE_START[s]..STAGE_START[s + 1]`.
-pub const STAGE_START: [usize; 5] = [0, 16, 19, 29, 30];
+pub const STAGE_START: [usize; 5] = [0, 16, 19, 29, 31];
 
 /// Lookup stages, in the order a staged classifier consults them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -68,7 +71,8 @@ pub enum Stage {
     L2 = 1,
     /// IPv4/IPv6/ARP/ND fields.
     L3 = 2,
-    /// Transport ports, TCP flags, ICMP type/code.
+    /// Transport ports, TCP flags, ICMP type/code; and `conj_id` (word 30), which no packet
+    /// carries: only the conjunctive re-lookup sets it (see `ofproto::table`).
     L4 = 3,
 }
 
@@ -109,6 +113,7 @@ pub mod w {
     pub const ARP_THA: usize = 26;
     pub const ND_TARGET: usize = 27;
     pub const TP: usize = 29;
+    pub const CONJ_ID: usize = 30;
 }
 
 /// A set of word indices (bit `i` = word `i`), OVS's miniflow map.
@@ -322,7 +327,7 @@ mod tests {
             assert_eq!(all.0 & s.map().0, 0, "stages overlap");
             all.0 |= s.map().0;
         }
-        assert_eq!(all, WordMap::range(0..w::TP + 1));
+        assert_eq!(all, WordMap::range(0..w::CONJ_ID + 1));
     }
 
     #[test]

@@ -164,6 +164,10 @@ pub enum FlowModError {
     Overlap,
     /// The flow text did not parse.
     Parse(String),
+    // conjunctive matches (issue #17).
+    /// `conjunction` beside an action other than `conjunction`/`note`
+    /// (`NXBAC_BAD_CONJUNCTION`, OVS `ofpacts_verify`'s message).
+    BadConjunction(String),
 }
 
 impl fmt::Display for FlowModError {
@@ -177,6 +181,7 @@ impl fmt::Display for FlowModError {
             FlowModError::BadOutPort(p) => write!(f, "OFPBAC_BAD_OUT_PORT: output to {p}"),
             FlowModError::Overlap => write!(f, "OFPFMFC_OVERLAP: overlapping rule exists"),
             FlowModError::Parse(e) => write!(f, "bad flow syntax: {e}"),
+            FlowModError::BadConjunction(e) => write!(f, "NXBAC_BAD_CONJUNCTION: {e}"),
         }
     }
 }
@@ -391,8 +396,8 @@ impl Bridge {
                     return Ok(FlowModResult::default());
                 }
                 for (t, h) in &hits {
+                    self.tables[usize::from(*t)].set_actions(*h, spec.actions.clone());
                     if let Some(r) = self.tables[usize::from(*t)].get_mut(*h) {
-                        r.actions = spec.actions.clone();
                         r.modified_ms = now_ms;
                         if spec.cookie_mask == 0 {
                             r.cookie = spec.cookie;
@@ -434,6 +439,8 @@ impl Bridge {
     }
 
     fn validate_actions(&self, table: u8, actions: &[Action]) -> Result<(), FlowModError> {
+        flow::text::conj::check_conjunction_mix(actions)
+            .map_err(|(_, msg)| FlowModError::BadConjunction(msg))?;
         for a in actions {
             match a {
                 Action::GotoTable(to) if *to <= table || usize::from(*to) >= N_TABLES => {

@@ -2,6 +2,7 @@
 //!
 //! - [`table`]: one OpenFlow table (rules, counters, timeouts) over a classifier that reports
 //!   the bits each lookup consulted;
+//! - [`conj`]: conjunctive matches (`conjunction`, `conj_id`) as OVS's classifier does them;
 //! - [`bridge`]: a bridge (ports with VLAN modes, 255 tables, flow mods, expiry, MAC learning);
 //! - [`xlate`]: translation of a packet's flow key into datapath actions plus the megaflow mask
 //!   (OVS `ofproto-dpif-xlate.c`), including `NORMAL`;
@@ -18,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bridge;
+pub mod conj;
 pub mod mac;
 pub mod odp;
 pub mod recirc;

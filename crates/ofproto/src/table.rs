@@ -15,12 +15,17 @@
 //!   (match, priority) to its handle: `exact` holds one handle per hash, `exact_more` the
 //!   others with the same hash (64-bit collisions; checked, never assumed away). Strict
 //!   flow mods and add-replace find their rule through it in O(1) instead of a scan.
+//! - conjunctive matches ([`crate::conj`]): a rule with a `conjunction` action (soft) is in
+//!   the table's [`crate::conj::SoftIndex`] and not in the classifier; a hard rule matching a
+//!   non-zero `conj_id` is in the second classifier `conj_cls`, consulted only by the
+//!   conjunctive re-lookup; every other rule is in `cls`. Where a rule lives is a function of
+//!   its match and actions ([`Place::of`]); changing a rule's actions re-files it.
 
 use std::collections::HashMap;
 
 use classifier::{LinearClassifier, OfTable, RuleId};
 use flow::ofp::{Action, Match};
-use flow::{FlowKey, FlowMask};
+use flow::{FieldId, FlowKey, FlowMask};
 
 /// Which classifier a table uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -145,10 +150,40 @@ impl OfRule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RuleHandle(pub u64);
 
+/// Where a rule of a table lives (conjunctive matches, [`crate::conj`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The main classifier.
+    Main,
+    /// The classifier of hard rules matching a non-zero `conj_id`.
+    ConjId,
+    /// The soft index.
+    Soft,
+}
+
+impl Place {
+    fn of(rule: &OfRule) -> Place {
+        if crate::conj::conjunctions(&rule.actions).is_empty() {
+            if crate::conj::needs_conj_id(&rule.match_) {
+                Place::ConjId
+            } else {
+                Place::Main
+            }
+        } else {
+            Place::Soft
+        }
+    }
+}
+
 /// One OpenFlow table.
 #[derive(Debug, Clone)]
 pub struct FlowTable {
     cls: Cls,
+    // conjunctive matches (issue #17).
+    conj_cls: Cls,
+    soft: crate::conj::SoftIndex,
+    /// Rules in `cls` that look at `conj_id` (`conj_id=0`): the re-lookup must redo `cls`.
+    main_conj_masked: usize,
     rules: HashMap<u64, (RuleId, OfRule)>,
     next: u64,
     exact: HashMap<u64, u64>,
@@ -177,6 +212,9 @@ impl FlowTable {
     pub fn new(backend: Backend) -> FlowTable {
         FlowTable {
             cls: Cls::new(backend),
+            conj_cls: Cls::new(backend),
+            soft: crate::conj::SoftIndex::default(),
+            main_conj_masked: 0,
             rules: HashMap::new(),
             next: 0,
             exact: HashMap::new(),
@@ -216,7 +254,7 @@ impl FlowTable {
         self.timed += usize::from(rule.idle_timeout != 0 || rule.hard_timeout != 0);
         let h = self.next;
         self.next += 1;
-        let id = self.cls.insert(u32::from(rule.priority), &rule.match_, h);
+        let id = self.file(h, &rule);
         let ih = identity_hash(&rule.match_, rule.priority) & self.hash_mask;
         if let std::collections::hash_map::Entry::Vacant(e) = self.exact.entry(ih) {
             e.insert(h);
@@ -231,7 +269,7 @@ impl FlowTable {
     pub fn remove(&mut self, h: RuleHandle) -> Option<OfRule> {
         let (id, rule) = self.rules.remove(&h.0)?;
         self.timed -= usize::from(rule.idle_timeout != 0 || rule.hard_timeout != 0);
-        self.cls.remove(id);
+        self.unfile(h.0, id, &rule);
         let ih = identity_hash(&rule.match_, rule.priority) & self.hash_mask;
         if self.exact.get(&ih) == Some(&h.0) {
             match self.exact_more.get_mut(&ih).and_then(Vec::pop) {
@@ -276,10 +314,107 @@ impl FlowTable {
             .map(|(h, _)| RuleHandle(*h))
     }
 
-    /// The highest-priority rule matching `key`, adding every consulted bit to `wc`.
+    /// Puts rule `h` where it lives ([`Place`]); its classifier id (a dummy for soft rules).
+    fn file(&mut self, h: u64, rule: &OfRule) -> RuleId {
+        let prio = u32::from(rule.priority);
+        match Place::of(rule) {
+            Place::Main => {
+                self.main_conj_masked += usize::from(rule.match_.mask_of(FieldId::ConjId) != 0);
+                self.cls.insert(prio, &rule.match_, h)
+            }
+            Place::ConjId => self.conj_cls.insert(prio, &rule.match_, h),
+            Place::Soft => {
+                let conjs = crate::conj::conjunctions(&rule.actions);
+                let m = &rule.match_;
+                self.soft.insert(&m.key, &m.mask, rule.priority, h, conjs);
+                RuleId(u64::MAX)
+            }
+        }
+    }
+
+    /// Takes rule `h` (classifier id `id`) out of where it lives.
+    fn unfile(&mut self, h: u64, id: RuleId, rule: &OfRule) {
+        match Place::of(rule) {
+            Place::Main => {
+                self.main_conj_masked -= usize::from(rule.match_.mask_of(FieldId::ConjId) != 0);
+                self.cls.remove(id);
+            }
+            Place::ConjId => self.conj_cls.remove(id),
+            Place::Soft => {
+                let m = &rule.match_;
+                self.soft.remove(&m.key, &m.mask, rule.priority, h);
+            }
+        }
+    }
+
+    /// Replaces a rule's actions (modify flows), re-filing it if that changes where it lives
+    /// (a conjunction added or removed, or other conjunctions).
+    pub fn set_actions(&mut self, h: RuleHandle, actions: Vec<Action>) {
+        let Some((id, rule)) = self.rules.get(&h.0) else {
+            return;
+        };
+        let (id, old) = (*id, rule.clone());
+        let mut new = old.clone();
+        new.actions = actions;
+        let refile = Place::of(&old) == Place::Soft || Place::of(&new) == Place::Soft;
+        let id = if refile {
+            self.unfile(h.0, id, &old);
+            self.file(h.0, &new)
+        } else {
+            id
+        };
+        self.rules.insert(h.0, (id, new));
+    }
+
+    /// Number of soft (conjunctive) rules.
+    pub fn n_soft(&self) -> usize {
+        self.soft.len()
+    }
+
+    /// The highest-priority rule matching `key`, adding every consulted bit to `wc`; with
+    /// conjunctive matches as OVS's classifier does them ([`crate::conj`]). `conj_id` is never
+    /// left in `wc` (no packet carries one).
     pub fn lookup_wc(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<(RuleHandle, &OfRule)> {
-        let h = self.cls.lookup_wc(key, wc)?;
+        let h = if self.soft.is_empty() {
+            self.cls.lookup_wc(key, wc)
+        } else {
+            self.lookup_conj(key, wc)
+        };
+        FieldId::ConjId.set_mask(wc, 0);
+        let h = h?;
         self.rules.get(&h).map(|(_, r)| (RuleHandle(h), r))
+    }
+
+    fn prio(&self, h: u64) -> i32 {
+        self.rules
+            .get(&h)
+            .map_or(-1, |(_, r)| i32::from(r.priority))
+    }
+
+    /// The lookup with soft matches (OVS `classifier_lookup__`).
+    fn lookup_conj(&self, key: &FlowKey, wc: &mut FlowMask) -> Option<u64> {
+        let hard = self.cls.lookup_wc(key, wc);
+        let hard_pri = hard.map_or(-1, |h| self.prio(h));
+        let soft = self.soft.matches(key, wc, hard_pri);
+        let better = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => {
+                let (px, py) = (self.prio(x), self.prio(y));
+                Some(if px > py || (px == py && x < y) { x } else { y })
+            }
+            (x, None) => x,
+            (None, y) => y,
+        };
+        crate::conj::walk_soft(&soft, |id| {
+            let mut k2 = *key;
+            FieldId::ConjId.set(&mut k2, u128::from(id));
+            let base = if self.main_conj_masked > 0 {
+                self.cls.lookup_wc(&k2, wc)
+            } else {
+                hard
+            };
+            better(base, self.conj_cls.lookup_wc(&k2, wc))
+        })
+        .or(hard)
     }
 
     /// A rule by handle.

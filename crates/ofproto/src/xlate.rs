@@ -752,6 +752,9 @@ impl Ctx<'_> {
                 | Action::Clone(_) => {
                     self.do_action_ext(a);
                 }
+                // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
+                // anyway (e.g. a packet-out), it does nothing, as in OVS.
+                Action::Conjunction { .. } => {}
             }
         }
         self.list_last = outer_last;

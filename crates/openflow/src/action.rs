@@ -57,6 +57,8 @@ pub mod nxast {
     pub const OUTPUT_TRUNC: u16 = 39;
     pub const CT_CLEAR: u16 = 43;
     pub const RESUBMIT_TABLE_CT: u16 = 44;
+    // conjunctive matches (issue #17).
+    pub const CONJUNCTION: u16 = 34;
 }
 
 /// OpenFlow 1.0 action types.
@@ -397,6 +399,23 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
         crate::action_ext::NXAST_EXIT => Action::Exit,
         crate::action_ext::NXAST_CLONE => crate::action_ext::decode_nx_clone(a, ver)?,
         crate::action_ext::NXAST_WRITE_METADATA => crate::action_ext::decode_nx_write_metadata(a)?,
+        // conjunctive matches (issue #17): `clause:8, n_clauses:8, id:32` (OVS
+        // `decode_NXAST_RAW_CONJUNCTION`).
+        CONJUNCTION => {
+            let clause = a.u8()?;
+            let n_clauses = a.u8()?;
+            let id = a.u32()?;
+            if !(2..=64).contains(&n_clauses) || clause >= n_clauses {
+                return Err(invalid(format!(
+                    "NXBAC_BAD_CONJUNCTION: conjunction clause {clause} of {n_clauses}"
+                )));
+            }
+            Action::Conjunction {
+                id,
+                clause,
+                n_clauses,
+            }
+        }
         other => {
             let name = match other {
                 2 => "NXAST_SET_TUNNEL",
@@ -413,7 +432,6 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
                 27 => "NXAST_STACK_PUSH",
                 28 => "NXAST_STACK_POP",
                 29 => "NXAST_SAMPLE",
-                34 => "NXAST_CONJUNCTION",
                 38 => "NXAST_SAMPLE2",
                 42 => "NXAST_CLONE",
                 _ => "",
@@ -795,6 +813,17 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         Action::Ct(ct) => crate::ct_action::encode_ct(w, ct, cx),
         Action::CtClear => {
             let s = nx_start(w, nxast::CT_CLEAR);
+            end_action(w, s)
+        }
+        Action::Conjunction {
+            id,
+            clause,
+            n_clauses,
+        } => {
+            let s = nx_start(w, nxast::CONJUNCTION);
+            w.u8(*clause);
+            w.u8(*n_clauses);
+            w.u32(*id);
             end_action(w, s)
         }
         Action::Note(bytes) => {

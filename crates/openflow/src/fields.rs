@@ -135,6 +135,7 @@ pub static HEADERS: &[HeaderDef] = &{
         h(NXM_NX, 34, 2, TcpFlags, "NXM_NX_TCP_FLAGS"),
         h(NXM_NX, 35, 4, DpHash, "NXM_NX_DP_HASH"),
         h(NXM_NX, 36, 4, RecircId, "NXM_NX_RECIRC_ID"),
+        h(NXM_NX, 37, 4, ConjId, "NXM_NX_CONJ_ID"),
         h(NXM_NX, 105, 4, CtState, "NXM_NX_CT_STATE"),
         h(NXM_NX, 106, 2, CtZone, "NXM_NX_CT_ZONE"),
         h(NXM_NX, 107, 4, CtMark, "NXM_NX_CT_MARK"),

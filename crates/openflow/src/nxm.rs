@@ -205,6 +205,10 @@ pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Optio
     if k != 0 {
         exact(w, Mf::RecircId, v);
     }
+    let (v, k) = vm(FieldId::ConjId);
+    if k != 0 {
+        exact(w, Mf::ConjId, v);
+    }
     let (v, k) = vm(FieldId::InPort);
     if k != 0 {
         if oxm {

@@ -16,12 +16,14 @@
 //!   `data/ct_oracle_answers.txt`, observed facts in `data/ct_oracle_notes.md`.
 //! - [`netns`]: network namespaces and veth pairs for tests of real ports (root only),
 //!   removed on drop; [`netns::netns_missing_reason`] says why they cannot run here.
+//! - [`conj`]: conjunctive flow tables (OVN ACL shapes, random) and packets for them.
 //! - [`rng`]: a small self-contained seeded PRNG so corpora never change with a dependency.
 //! - [`skip()`]: how a test that cannot run here says so — counted by `scripts/test-all.sh`,
 //!   a failure in CI (`FLOWSWITCH_NO_SKIP`).
 //!
 //! Nothing here is used by production code.
 
+pub mod conj;
 pub mod ct_oracle;
 pub mod skip;
 pub use skip::skip;

@@ -194,6 +194,9 @@ impl OfpErr {
             FlowModError::BadOutPort(_) => OfpErr::BadOutPort,
             FlowModError::Overlap => OfpErr::FlowModOverlap,
             FlowModError::Parse(_) => OfpErr::FlowModUnknown,
+            // OVS sends the Nicira vendor error NXBAC_BAD_CONJUNCTION, which this server
+            // cannot encode yet; the nearest standard code.
+            FlowModError::BadConjunction(_) => OfpErr::BadActionArgument,
         }
     }
 

@@ -302,6 +302,19 @@ pub enum Action {
     /// `clone(ACTIONS)`: the actions run on a copy of the packet and flow state, which is
     /// restored afterwards (`NXAST_CLONE`); no instructions inside.
     Clone(Vec<Action>),
+    // conjunctive matches (issue #17).
+    /// `conjunction(id,k/n)`: the rule is clause `k` of the `n` clauses of conjunction `id`
+    /// (OVS `ofpact_conjunction`). `clause` is 0-based as OVS stores it (`k - 1`); the parser
+    /// and the wire decoder keep `2 <= n_clauses <= 64` and `clause < n_clauses`. A rule whose
+    /// actions are conjunctions (and notes) is a *soft* match (`ofproto::table`).
+    Conjunction {
+        /// Conjunction id (`conj_id` of the rule it leads to).
+        id: u32,
+        /// Clause index, 0-based.
+        clause: u8,
+        /// Number of clauses.
+        n_clauses: u8,
+    },
 }
 
 impl Action {

@@ -205,6 +205,8 @@ mf_enum!(
     NdTarget,
     NdSll,
     NdTll,
+    // conjunctive matches (issue #17).
+    ConjId,
 );
 
 /// One OpenFlow field.
@@ -305,7 +307,7 @@ macro_rules! reg {
 }
 
 /// Every OpenFlow field, in [`Mf`] order.
-pub static MF_TABLE: [MfDef; 69] = {
+pub static MF_TABLE: [MfDef; 70] = {
     use Expr::*;
     use FieldId as F;
     use MfFormat::*;
@@ -1225,6 +1227,24 @@ pub static MF_TABLE: [MfDef; 69] = {
             true,
             P::NdAdvert,
             true,
+            No,
+            No,
+        ),
+        // conjunctive matches (issue #17): OVS `MFF_CONJ_ID`, read-only, exact only.
+        d(
+            Mf::ConjId,
+            "conj_id",
+            &[],
+            Some("NXM_NX_CONJ_ID"),
+            None,
+            32,
+            4,
+            F::ConjId,
+            0,
+            Decimal,
+            false,
+            P::None,
+            false,
             No,
             No,
         ),

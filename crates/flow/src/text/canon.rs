@@ -142,6 +142,7 @@ pub fn nx_round_trip(m: &Match, oxm: bool) -> Result<Match, &'static str> {
     for f in [
         FieldId::DpHash,
         FieldId::RecircId,
+        FieldId::ConjId,
         FieldId::InPort,
         FieldId::DlSrc,
         FieldId::DlDst,

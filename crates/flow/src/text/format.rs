@@ -100,6 +100,9 @@ pub fn format_match_priority(m: &Match, priority: u16) -> String {
     uint32_masked(&mut s, "recirc_id", v, k);
     let (v, k) = g(FieldId::DpHash);
     uint32_masked(&mut s, "dp_hash", v, k);
+    if g(FieldId::ConjId).1 != 0 {
+        let _ = write!(s, "conj_id={},", g(FieldId::ConjId).0);
+    }
     let (v, k) = g(FieldId::CtState);
     if k != 0 {
         s.push_str("ct_state=");
@@ -654,6 +657,17 @@ fn format_action(out: &mut String, a: &Action) {
         }
         Action::Ct(ct) => format_ct(out, ct),
         Action::CtClear => out.push_str("ct_clear"),
+        Action::Conjunction {
+            id,
+            clause,
+            n_clauses,
+        } => {
+            let _ = write!(
+                out,
+                "conjunction({id},{}/{n_clauses})",
+                u32::from(*clause) + 1
+            );
+        }
         Action::Note(b) => {
             out.push_str("note:");
             for (i, x) in b.iter().enumerate() {

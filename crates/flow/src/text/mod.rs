@@ -13,6 +13,7 @@
 
 pub(crate) mod actions_ext;
 pub mod canon;
+pub mod conj;
 pub mod flow_line;
 pub mod format;
 pub mod lex;

@@ -465,6 +465,7 @@ impl ActCtx<'_, '_> {
         let mut out: Vec<Action> = Vec::new();
         let mut out_at: Vec<(usize, &str)> = Vec::new();
         let mut drop_at: Option<usize> = None;
+        let mut key_ats: Vec<usize> = Vec::new();
         for kv in KvIter::new(s) {
             let key_at = base + kv.key_at;
             let value_at = base + kv.value_at;
@@ -577,6 +578,7 @@ impl ActCtx<'_, '_> {
                 }
                 "ct" => Action::Ct(self.parse_ct(value)?),
                 "ct_clear" => Action::CtClear,
+                "conjunction" => crate::text::conj::parse_conjunction(value).map_err(verr)?,
                 "note" => Action::Note(
                     parse_hex_bytes(value)
                         .ok_or_else(|| verr("bad hex digit in `note' argument".into()))?,
@@ -614,6 +616,7 @@ impl ActCtx<'_, '_> {
             }
             out.push(act);
             out_at.push((key_at, key));
+            key_ats.push(key_at);
         }
         if let Some(at) = drop_at.filter(|_| !out.is_empty()) {
             return Err(self.cx.err(
@@ -624,6 +627,12 @@ impl ActCtx<'_, '_> {
         }
         // Instructions only at the top level (`clone(...)`, `ct(exec(...))` nest deeper).
         super::actions_ext::verify_instructions(self.cx, &out, &out_at, self.depth == 1)?;
+        if let Err((i, msg)) = crate::text::conj::check_conjunction_mix(&out) {
+            let at = key_ats[i];
+            let tok = self.cx.text.get(at..).unwrap_or_default();
+            let tok = tok.split([',', '(', ':', ' ']).next().unwrap_or_default();
+            return Err(self.cx.err(at, tok, msg));
+        }
         Ok(out)
     }
 
@@ -1103,6 +1112,8 @@ fn check_action(
         Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
             super::actions_ext::check_ext(a, m, table, usable)
         }
+        // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
+        Action::Conjunction { .. } => Ok(()),
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {
                 return Err("OFPBAC_MATCH_INCONSISTENT");

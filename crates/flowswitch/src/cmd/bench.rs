@@ -71,6 +71,10 @@ pub enum Target {
     /// northd full recompute of the OVN benchmark topology: node counts × threads ×
     /// parallel strategies, interleaved (issue #14).
     Northd(super::bench_northd::NorthdArgs),
+    // conjunctive matches (issue #17).
+    /// ClassBench-derived conjunctive ACLs: `conjunction` vs the expanded cross product,
+    /// flows installed and table lookup Mpps, interleaved (issue #17).
+    Conj(super::bench_conj::ConjArgs),
 }
 
 /// On or off.
@@ -773,6 +777,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Target::Firewall(a) => super::bench_firewall::run(a),
         Target::Control(a) => super::bench_control::run(a),
         Target::Northd(a) => super::bench_northd::run(a),
+        Target::Conj(a) => super::bench_conj::run(a),
     }
 }
 

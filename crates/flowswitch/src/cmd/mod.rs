@@ -1,6 +1,7 @@
 //! The subcommands, one module each.
 
 pub mod bench;
+pub mod bench_conj;
 pub mod bench_control;
 pub mod bench_firewall;
 pub mod bench_flowmods;
