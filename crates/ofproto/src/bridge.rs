@@ -164,6 +164,8 @@ pub enum FlowModError {
     Overlap,
     /// The flow text did not parse.
     Parse(String),
+    /// `group:N` names a group the bridge does not have (`OFPBAC_BAD_OUT_GROUP`).
+    BadOutGroup(u32),
 }
 
 impl fmt::Display for FlowModError {
@@ -177,6 +179,7 @@ impl fmt::Display for FlowModError {
             FlowModError::BadOutPort(p) => write!(f, "OFPBAC_BAD_OUT_PORT: output to {p}"),
             FlowModError::Overlap => write!(f, "OFPFMFC_OVERLAP: overlapping rule exists"),
             FlowModError::Parse(e) => write!(f, "bad flow syntax: {e}"),
+            FlowModError::BadOutGroup(g) => write!(f, "OFPBAC_BAD_OUT_GROUP: group {g}"),
         }
     }
 }
@@ -223,6 +226,8 @@ pub struct Bridge {
     pub version: u64,
     /// Shared by replicas.
     pub(crate) recirc: Arc<Mutex<RecircIds>>,
+    /// The group table ([`crate::group`]).
+    pub(crate) groups: crate::group::GroupTable,
 }
 
 impl Bridge {
@@ -235,6 +240,7 @@ impl Bridge {
             mac: MacLearning::default(),
             version: 0,
             recirc: Arc::new(Mutex::new(RecircIds::new())),
+            groups: Default::default(),
         }
     }
 
@@ -250,6 +256,7 @@ impl Bridge {
             mac: self.mac.clone(),
             version: self.version,
             recirc: self.recirc.clone(),
+            groups: self.groups.clone(),
         }
     }
 
@@ -262,6 +269,9 @@ impl Bridge {
         }
         if self.ports != other.ports {
             return Err("ports differ".into());
+        }
+        if self.groups != other.groups {
+            return Err("groups differ".into());
         }
         for (t, (a, b)) in self.tables.iter().zip(&other.tables).enumerate() {
             let (ra, rb) = (a.sorted(), b.sorted());
@@ -449,6 +459,9 @@ impl Bridge {
                 }
                 Action::Resubmit { table: Some(t), .. } if usize::from(*t) >= N_TABLES => {
                     return Err(FlowModError::BadTable(*t));
+                }
+                Action::Group(g) if self.groups.get(*g).is_none() => {
+                    return Err(FlowModError::BadOutGroup(*g));
                 }
                 _ => {}
             }

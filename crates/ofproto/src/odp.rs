@@ -117,6 +117,15 @@ pub enum OdpAction {
     Recirc(u32),
     /// `userspace(...)`: the text inside the parentheses.
     Userspace(String),
+    // ---- groups (issue #17) ----
+    /// `hash(l4(basis))` / `hash(sym_l4(basis))`: set `dp_hash` from the packet (before a
+    /// select group's `recirc`).
+    Hash {
+        /// Symmetric L4 hash (`OVS_HASH_ALG_SYM_L4`) rather than L4 (`OVS_HASH_ALG_L4`).
+        symmetric: bool,
+        /// Hash basis.
+        basis: u32,
+    },
 }
 
 impl fmt::Display for OdpAction {
@@ -221,6 +230,10 @@ impl fmt::Display for OdpAction {
             }
             OdpAction::Userspace(t) => {
                 let _ = write!(s, "userspace({t})");
+            }
+            OdpAction::Hash { symmetric, basis } => {
+                let alg = if *symmetric { "sym_l4" } else { "l4" };
+                let _ = write!(s, "hash({alg}({basis}))");
             }
         }
         f.write_str(&s)

@@ -55,6 +55,8 @@ pub mod nxast {
     pub const OUTPUT_TRUNC: u16 = 39;
     pub const CT_CLEAR: u16 = 43;
     pub const RESUBMIT_TABLE_CT: u16 = 44;
+    /// `group:N` in OpenFlow 1.0 (OVS `NXAST_RAW_GROUP`).
+    pub const GROUP: u16 = 40;
 }
 
 /// OpenFlow 1.0 action types.
@@ -211,7 +213,7 @@ fn decode_of11(typ: u16, a: &mut Rd<'_>, ver: u8) -> Result<Action> {
                 dst: subfield(dst, dst_ofs, n_bits)?,
             }
         }
-        GROUP => return Err(unsupported("action OFPAT_GROUP")),
+        GROUP => Action::Group(a.u32()?),
         t if ver == version::OF11 && (1..=10).contains(&t) => decode_of11_set(t, a)?,
         t => return Err(unsupported(format!("OpenFlow 1.1+ action type {t}"))),
     })
@@ -390,6 +392,10 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
         CT => crate::ct_action::decode_ct(a, ver)?,
         NAT => return Err(invalid("nat outside ct")),
         CT_CLEAR => Action::CtClear,
+        GROUP => {
+            a.skip(2)?;
+            Action::Group(a.u32()?)
+        }
         other => {
             let name = match other {
                 2 => "NXAST_SET_TUNNEL",
@@ -786,6 +792,18 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         Action::CtClear => {
             let s = nx_start(w, nxast::CT_CLEAR);
             end_action(w, s)
+        }
+        Action::Group(g) => {
+            if v10 {
+                let s = nx_start(w, nxast::GROUP);
+                w.zeros(2);
+                w.u32(*g);
+                end_action(w, s)
+            } else {
+                let s = std_start(w, ofpat11::GROUP);
+                w.u32(*g);
+                end_action(w, s)
+            }
         }
         Action::Note(bytes) => {
             let s = nx_start(w, nxast::NOTE);

@@ -284,6 +284,9 @@ pub enum Action {
     CtClear,
     /// `note:hex.hex…` (bytes as OVS stores them, padding included once canonical).
     Note(Vec<u8>),
+    // ---- groups (issue #17) ----
+    /// `group:N`: the packet through group `N` (see [`crate::ofp::group`]).
+    Group(u32),
 }
 
 impl Action {

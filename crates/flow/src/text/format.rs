@@ -651,6 +651,9 @@ fn format_action(out: &mut String, a: &Action) {
         }
         Action::Ct(ct) => format_ct(out, ct),
         Action::CtClear => out.push_str("ct_clear"),
+        Action::Group(g) => {
+            let _ = write!(out, "group:{g}");
+        }
         Action::Note(b) => {
             out.push_str("note:");
             for (i, x) in b.iter().enumerate() {
