@@ -135,6 +135,12 @@ proptest! {
     fn megaflow_is_sound_with_groups_tuple_space(seed in any::<u64>()) {
         check(seed, Backend::TupleSpace)?;
     }
+}
+
+proptest! {
+    // The linear classifier makes group loops (up to 4096 lookups a packet) slow: fewer
+    // cases, the same property.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
     fn megaflow_is_sound_with_groups_linear(seed in any::<u64>()) {
