@@ -106,7 +106,9 @@ impl Tracer {
             if n.kind == NodeKind::Bridge {
                 out.push('\n');
             }
-            let more = usize::from(i + 1 < list.len() || n.kind.terminal());
+            // (OVS reports bucket nodes with `always_indent`.)
+            let more =
+                usize::from(i + 1 < list.len() || n.kind.terminal() || n.kind == NodeKind::Bucket);
             let ind = " ".repeat((level + more) * 4);
             out.push_str(&ind);
             match n.kind {
