@@ -176,13 +176,10 @@ fn body(s: &str) -> Vec<String> {
 
 /// The OpenFlow error name in a refused command's stderr.
 fn error_name(s: &str) -> String {
-    s.lines()
-        .find_map(|l| {
-            let (_, rest) = l.split_once("): ")?;
-            rest.starts_with("OFP")
-                .then(|| rest.split_whitespace().next().unwrap_or("").to_string())
-        })
-        .unwrap_or_default()
+    s.split(|c: char| c.is_whitespace() || c == ':' || c == '"' || c == '\\')
+        .find(|w| w.starts_with("OFP") && !w.starts_with("OFPT_"))
+        .unwrap_or("")
+        .to_string()
 }
 
 #[test]
