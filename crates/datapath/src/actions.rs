@@ -118,6 +118,15 @@ pub enum DpAction {
         /// Actions in the body (all nesting levels).
         len: u16,
     },
+    // ---- groups (issue #17) ----
+    /// `hash(l4(basis))` / `hash(sym_l4(basis))`: sets the packet's `dp_hash` (for the next
+    /// pass) from its 5-tuple ([`packet_dp_hash`]); the PMD executes it.
+    Hash {
+        /// Symmetric (both directions of a connection hash alike).
+        symmetric: bool,
+        /// Hash basis.
+        basis: u32,
+    },
 }
 
 /// A masked sub-field of `N` bytes, big-endian: bits of `mask` take `value`'s.
@@ -365,9 +374,73 @@ pub fn apply_edit(p: &mut Packet, a: &DpAction) -> bool {
         | DpAction::SetSkbMark(_)
         | DpAction::Ct(_)
         | DpAction::CtClear
-        | DpAction::Recirc(_) => false,
+        | DpAction::Recirc(_)
+        | DpAction::Hash { .. } => false,
         ref set => edit_frame(p.data_mut(), set),
     }
+}
+
+/// The `dp_hash` a `hash(l4(basis))` (`symmetric` false) or `hash(sym_l4(basis))` action
+/// gives the frame `d`: a hash of its 5-tuple (IPv4/IPv6 addresses, IP protocol, L4 ports;
+/// Ethernet addresses and type for non-IP frames) and `basis`; the symmetric form orders
+/// each source/destination pair first, so both directions of a connection hash alike. Never 0
+/// (0 means "no hash yet", as in OVS). Like OVS's userspace datapath, the value is the
+/// datapath's own (it need not equal OVS's numbers, only be stable per 5-tuple).
+pub fn packet_dp_hash(d: &[u8], symmetric: bool, basis: u32) -> u32 {
+    use flow::FieldId as F;
+    let mut k = flow::FlowKey::ZERO;
+    flow::extract::extract(d, &flow::extract::PacketMeta::port(0), &mut k);
+    let dl = F::DlType.get(&k) as u16;
+    let (mut a, mut b, proto, mut pa, mut pb) = match dl {
+        0x0800 => (
+            F::NwSrc.get(&k),
+            F::NwDst.get(&k),
+            F::NwProto.get(&k) as u32,
+            F::TpSrc.get(&k) as u32,
+            F::TpDst.get(&k) as u32,
+        ),
+        0x86dd => (
+            F::Ipv6Src.get(&k),
+            F::Ipv6Dst.get(&k),
+            F::NwProto.get(&k) as u32,
+            F::TpSrc.get(&k) as u32,
+            F::TpDst.get(&k) as u32,
+        ),
+        _ => (F::DlSrc.get(&k), F::DlDst.get(&k), u32::from(dl), 0, 0),
+    };
+    if symmetric {
+        if a > b {
+            std::mem::swap(&mut a, &mut b);
+        }
+        if pa > pb {
+            std::mem::swap(&mut pa, &mut pb);
+        }
+    }
+    let mix = |h: u32, v: u32| -> u32 {
+        let v = v
+            .wrapping_mul(0xcc9e_2d51)
+            .rotate_left(15)
+            .wrapping_mul(0x1b87_3593);
+        (h ^ v)
+            .rotate_left(13)
+            .wrapping_mul(5)
+            .wrapping_add(0xe654_6b64)
+    };
+    let mut h = basis;
+    for w in [a, b] {
+        for i in 0..4 {
+            h = mix(h, (w >> (32 * i)) as u32);
+        }
+    }
+    h = mix(h, proto);
+    h = mix(h, (pa << 16) | pb);
+    h ^= 40;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h.max(1)
 }
 
 /// Applies a set action (one that does not change the length) to the frame `d` in place;
@@ -887,6 +960,10 @@ fn write_action(out: &mut String, a: &DpAction) {
             }
         }
         DpAction::CtClear => out.push_str("ct_clear"),
+        DpAction::Hash { symmetric, basis } => {
+            let alg = if *symmetric { "sym_l4" } else { "l4" };
+            let _ = write!(out, "hash({alg}({basis}))");
+        }
         DpAction::Recirc(id) => {
             let _ = write!(out, "recirc({id:#x})");
         }

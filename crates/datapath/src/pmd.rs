@@ -325,6 +325,8 @@ pub struct PmdStats {
     pub tx_batches: u64,
     /// Packets no action sent anywhere (explicit or implicit drop, unknown actions id).
     pub action_drops: u64,
+    /// `hash(...)` actions executed (a select group's `dp_hash`, set for the next pass).
+    pub dp_hashes: u64,
     /// Copies for a non-final output that failed (no buffer) or went to an unknown port.
     pub output_errors: u64,
     /// Poll-loop iterations ([`Pmd::poll_once`] calls) and those that received nothing.
@@ -1990,6 +1992,16 @@ impl Pmd {
                     }
                 }
                 DpAction::CtClear => self.ct_clear(i),
+                DpAction::Hash { symmetric, basis } => {
+                    if let Some(p) = pkt.as_ref() {
+                        let h = crate::actions::packet_dp_hash(p.data(), symmetric, basis);
+                        if let Some(md) = self.s.metas.get_mut(i) {
+                            md.dp_hash = h;
+                            self.metas_port = None;
+                        }
+                        self.stats.dp_hashes += 1;
+                    }
+                }
                 DpAction::Recirc(id) => {
                     let p = if last {
                         pkt.take()

@@ -168,6 +168,8 @@ pub enum FlowModError {
     /// `conjunction` beside an action other than `conjunction`/`note`
     /// (`NXBAC_BAD_CONJUNCTION`, OVS `ofpacts_verify`'s message).
     BadConjunction(String),
+    /// `group:N` names a group the bridge does not have (`OFPBAC_BAD_OUT_GROUP`).
+    BadOutGroup(u32),
 }
 
 impl fmt::Display for FlowModError {
@@ -182,6 +184,7 @@ impl fmt::Display for FlowModError {
             FlowModError::Overlap => write!(f, "OFPFMFC_OVERLAP: overlapping rule exists"),
             FlowModError::Parse(e) => write!(f, "bad flow syntax: {e}"),
             FlowModError::BadConjunction(e) => write!(f, "NXBAC_BAD_CONJUNCTION: {e}"),
+            FlowModError::BadOutGroup(g) => write!(f, "OFPBAC_BAD_OUT_GROUP: group {g}"),
         }
     }
 }
@@ -228,6 +231,8 @@ pub struct Bridge {
     pub version: u64,
     /// Shared by replicas.
     pub(crate) recirc: Arc<Mutex<RecircIds>>,
+    /// The group table ([`crate::group`]).
+    pub(crate) groups: crate::group::GroupTable,
 }
 
 impl Bridge {
@@ -240,6 +245,7 @@ impl Bridge {
             mac: MacLearning::default(),
             version: 0,
             recirc: Arc::new(Mutex::new(RecircIds::new())),
+            groups: Default::default(),
         }
     }
 
@@ -255,6 +261,7 @@ impl Bridge {
             mac: self.mac.clone(),
             version: self.version,
             recirc: self.recirc.clone(),
+            groups: self.groups.clone(),
         }
     }
 
@@ -267,6 +274,9 @@ impl Bridge {
         }
         if self.ports != other.ports {
             return Err("ports differ".into());
+        }
+        if self.groups != other.groups {
+            return Err("groups differ".into());
         }
         for (t, (a, b)) in self.tables.iter().zip(&other.tables).enumerate() {
             let (ra, rb) = (a.sorted(), b.sorted());
@@ -459,6 +469,9 @@ impl Bridge {
                 }
                 // Issue #17: a nested list is checked like the outer one.
                 Action::Clone(inner) => self.validate_actions(table, inner)?,
+                Action::Group(g) if self.groups.get(*g).is_none() => {
+                    return Err(FlowModError::BadOutGroup(*g));
+                }
                 _ => {}
             }
         }

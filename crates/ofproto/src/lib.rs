@@ -8,6 +8,7 @@
 //!   (OVS `ofproto-dpif-xlate.c`), including `NORMAL`;
 //! - [`odp`]: datapath actions and their OVS text form;
 //! - [`trace`]: the `ofproto/trace` report;
+//! - [`group`]: the group table (group mods, select-group bucket maps, OVS's hashes);
 //! - [`mac`]: the MAC learning table;
 //! - [`recirc`]: recirculation ids and frozen states — on a datapath's bridge one
 //!   reference-counted id per frozen state, released when the last megaflow using or matching
@@ -20,6 +21,7 @@
 
 pub mod bridge;
 pub mod conj;
+pub mod group;
 pub mod mac;
 pub mod odp;
 pub mod recirc;

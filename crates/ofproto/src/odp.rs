@@ -120,6 +120,15 @@ pub enum OdpAction {
     /// `clone(...)`: the nested actions run on a copy of the packet (issue #17; emitted only
     /// where OVS 3.1 nests, see `xlate::actions_ext`).
     Clone(Vec<OdpAction>),
+    // ---- groups (issue #17) ----
+    /// `hash(l4(basis))` / `hash(sym_l4(basis))`: set `dp_hash` from the packet (before a
+    /// select group's `recirc`).
+    Hash {
+        /// Symmetric L4 hash (`OVS_HASH_ALG_SYM_L4`) rather than L4 (`OVS_HASH_ALG_L4`).
+        symmetric: bool,
+        /// Hash basis.
+        basis: u32,
+    },
 }
 
 impl fmt::Display for OdpAction {
@@ -227,6 +236,10 @@ impl fmt::Display for OdpAction {
             }
             OdpAction::Clone(inner) => {
                 let _ = write!(s, "clone({})", format_odp_actions(inner));
+            }
+            OdpAction::Hash { symmetric, basis } => {
+                let alg = if *symmetric { "sym_l4" } else { "l4" };
+                let _ = write!(s, "hash({alg}({basis}))");
             }
         }
         f.write_str(&s)

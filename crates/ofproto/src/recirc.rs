@@ -68,6 +68,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use flow::FlowKey;
+use flow::ofp::Action;
 
 /// Least time (ms, on the caller's clock) between two effective [`RecircPool::run`] calls; a
 /// released id is freed at the second one after its release (OVS `recirc_run`'s 250 ms).
@@ -132,6 +133,8 @@ impl RecircStats {
 struct Node {
     table: u8,
     key: FlowKey,
+    /// Actions to resume with (a select group's `dp_hash` freeze); empty = look up `table`.
+    actions: Arc<[Action]>,
     refs: u64,
     /// The `run` epoch at its latest release, while it has no reference.
     released: Option<u64>,
@@ -140,7 +143,7 @@ struct Node {
 /// The pooled states. See the module doc.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    by_state: HashMap<(u8, FlowKey), u32>,
+    by_state: HashMap<(u8, FlowKey, Arc<[Action]>), u32>,
     nodes: HashMap<u32, Node>,
     /// (id, epoch of its release), in release order (epochs never decrease). An entry whose
     /// node was revived (or released again later) is skipped when it comes up.
@@ -189,9 +192,21 @@ impl RecircIds {
     /// A reference to the id of frozen state (`table`, `key`), allocating one if the state is
     /// not known (pooled only; `None` when unpooled).
     pub(crate) fn alloc(&mut self, table: u8, key: &FlowKey) -> Option<Result<u32, RecircError>> {
+        self.alloc_frozen(table, key, &[])
+    }
+
+    /// [`Self::alloc`] for a state that resumes with `actions` (a group's `dp_hash` freeze:
+    /// the group action and what followed it) rather than with a lookup in `table`.
+    pub(crate) fn alloc_frozen(
+        &mut self,
+        table: u8,
+        key: &FlowKey,
+        actions: &[Action],
+    ) -> Option<Result<u32, RecircError>> {
         let next = &mut self.next;
         let pool = self.pool.as_mut()?;
-        if let Some(&id) = pool.by_state.get(&(table, *key)) {
+        let state = (table, *key, Arc::<[Action]>::from(actions));
+        if let Some(&id) = pool.by_state.get(&state) {
             pool.take_ref(id);
             return Some(Ok(id));
         }
@@ -213,14 +228,23 @@ impl RecircIds {
             Node {
                 table,
                 key: *key,
+                actions: state.2.clone(),
                 refs: 1,
                 released: None,
             },
         );
-        pool.by_state.insert((table, *key), id);
+        pool.by_state.insert(state, id);
         pool.stats.allocated += 1;
         pool.stats.live += 1;
         Some(Ok(id))
+    }
+}
+
+impl RecircIds {
+    /// See [`RecircPool::frozen_actions`].
+    pub(crate) fn frozen_actions(&self, id: u32) -> Option<Arc<[Action]>> {
+        let n = self.pool.as_ref()?.nodes.get(&id)?;
+        (!n.actions.is_empty()).then(|| n.actions.clone())
     }
 }
 
@@ -276,7 +300,7 @@ impl Pool {
                 .get(&id)
                 .is_some_and(|n| n.refs == 0 && n.released == Some(e));
             if due && let Some(n) = self.nodes.remove(&id) {
-                self.by_state.remove(&(n.table, n.key));
+                self.by_state.remove(&(n.table, n.key, n.actions));
                 self.stats.expiring -= 1;
                 self.stats.freed += 1;
                 freed += 1;
@@ -378,6 +402,12 @@ impl RecircPool {
     pub fn alloc(&self, table: u8, key: &FlowKey) -> Option<Result<RecircRef, RecircError>> {
         let r = lock(&self.ids).alloc(table, key)?;
         Some(r.map(|id| RecircRef::counted(self.ids.clone(), id)))
+    }
+
+    /// The actions a known id's state resumes with (a select group's `dp_hash` freeze), if
+    /// it has any (`None` for an unknown id or a state that resumes at its table).
+    pub fn frozen_actions(&self, id: u32) -> Option<Arc<[Action]>> {
+        lock(&self.ids).frozen_actions(id)
     }
 
     /// The frozen state (table, metadata key) of known id `id`.

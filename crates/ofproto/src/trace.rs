@@ -31,11 +31,13 @@ pub enum NodeKind {
     Error,
     /// `thaw` and, one level in, the text (`Resuming from table N`) (leaf).
     Thaw,
+    /// `bucket N` of a group, its actions one level in (not a leaf).
+    Bucket,
 }
 
 impl NodeKind {
     fn terminal(self) -> bool {
-        !matches!(self, NodeKind::Bridge | NodeKind::Table)
+        !matches!(self, NodeKind::Bridge | NodeKind::Table | NodeKind::Bucket)
     }
 }
 
@@ -104,7 +106,9 @@ impl Tracer {
             if n.kind == NodeKind::Bridge {
                 out.push('\n');
             }
-            let more = usize::from(i + 1 < list.len() || n.kind.terminal());
+            // (OVS reports bucket nodes with `always_indent`.)
+            let more =
+                usize::from(i + 1 < list.len() || n.kind.terminal() || n.kind == NodeKind::Bucket);
             let ind = " ".repeat((level + more) * 4);
             out.push_str(&ind);
             match n.kind {
@@ -123,7 +127,7 @@ impl Tracer {
                     out.push_str(&"-".repeat(n.text.len()));
                     out.push('\n');
                 }
-                NodeKind::Table | NodeKind::Action => {
+                NodeKind::Table | NodeKind::Action | NodeKind::Bucket => {
                     let _ = writeln!(out, "{}", n.text);
                 }
                 NodeKind::Thaw => {
@@ -276,8 +280,11 @@ pub fn trace_with_resumes(
     };
     let out = xlate(br, &input);
     let mut s = format_trace(&key, &out);
-    let mut pending: std::collections::VecDeque<crate::xlate::Frozen> =
-        out.frozen.into_iter().collect();
+    let mut pending: std::collections::VecDeque<crate::xlate::Frozen> = out
+        .frozen
+        .into_iter()
+        .filter(|f| f.actions.is_empty())
+        .collect();
     let mut passes = 1;
     while let Some(f) = pending.pop_front() {
         passes += 1;
@@ -318,7 +325,8 @@ pub fn trace_with_resumes(
         };
         let out = xlate(br, &input);
         s.push_str(&format_trace(&key, &out));
-        pending.extend(out.frozen);
+        // `ofproto/trace` does not follow a select group's `dp_hash` recirculation.
+        pending.extend(out.frozen.into_iter().filter(|f| f.actions.is_empty()));
     }
     Ok(s)
 }

@@ -127,6 +127,9 @@ pub struct Frozen {
     pub resume: FlowKey,
     /// Conntrack zone of the `ct` that froze it.
     pub zone: Option<u16>,
+    /// Actions the resumed pass runs instead of a lookup in `table` (a select group's
+    /// `dp_hash` freeze: the group action and what followed it); empty otherwise.
+    pub actions: Vec<Action>,
 }
 
 /// The key a recirculated packet is translated with: `f.resume` with `ct_state` and the zone
@@ -214,6 +217,10 @@ struct Ctx<'a> {
     /// The action being translated is the last of the whole translation (OVS
     /// `is_last_action`: last in its list, and its list last where it was called from).
     list_last: bool,
+    /// Inside a group bucket (controller output then has reason `group`).
+    in_group: bool,
+    /// A select group's `dp_hash` freeze being collected ([`group`]).
+    hash_freeze: Option<group::HashFreeze>,
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -272,6 +279,8 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         vlan_written: [(0, false); 2],
         exit: false,
         list_last: true,
+        in_group: false,
+        hash_freeze: None,
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -286,7 +295,23 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
     // The first lookup is not a resubmit: OVS starts at depth 0 with no resubmits counted
     // (`xlate_actions` looks the rule up itself; only `xlate_table_action` counts).
     ctx.first_lookup = true;
-    ctx.table_action(in_port, input.table, true, false);
+    // A recirculated pass whose frozen state holds actions (a select group's `dp_hash`
+    // freeze) runs them; any other starts with a lookup.
+    let rid = FieldId::RecircId.get(&input.key) as u32;
+    let thaw = (rid != 0)
+        .then(|| br.recirc_ids().frozen_actions(rid))
+        .flatten();
+    match thaw {
+        Some(actions) => {
+            ctx.first_lookup = false;
+            ctx.table_id = input.table;
+            ctx.do_actions(&actions);
+        }
+        None => ctx.table_action(in_port, input.table, true, false),
+    }
+    if ctx.hash_freeze.is_some() {
+        ctx.finish_hash_freeze();
+    }
     ctx.wc_finish(&input.key);
     if ctx.error.is_some() {
         ctx.odp.clear();
@@ -755,6 +780,14 @@ impl Ctx<'_> {
                 // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
                 // anyway (e.g. a packet-out), it does nothing, as in OVS.
                 Action::Conjunction { .. } => {}
+                Action::Group(g) => {
+                    if self.group_action(*g) {
+                        return;
+                    }
+                }
+            }
+            if self.hash_freeze.is_some() && self.unroll_hash_freeze(actions, i) {
+                break;
             }
         }
         self.list_last = outer_last;
@@ -902,7 +935,14 @@ impl Ctx<'_> {
             OfPort::NORMAL => self.normal(),
             OfPort::FLOOD => self.flood(false),
             OfPort::ALL => self.flood(true),
-            OfPort::CONTROLLER => self.controller(max_len, PacketInReason::Action, 0),
+            OfPort::CONTROLLER => {
+                let reason = if self.in_group {
+                    PacketInReason::Group
+                } else {
+                    PacketInReason::Action
+                };
+                self.controller(max_len, reason, 0)
+            }
             OfPort::ANY => {}
             _ => {
                 if port != self.in_port() {
@@ -957,6 +997,11 @@ impl Ctx<'_> {
 
     /// Allocates (or reuses) the recirculation id of the current frozen state.
     fn freeze(&mut self, table: u8, zone: Option<u16>) -> u32 {
+        self.freeze_with(table, zone, Vec::new())
+    }
+
+    /// [`Self::freeze`] of a state that resumes with `actions` (see [`Frozen::actions`]).
+    fn freeze_with(&mut self, table: u8, zone: Option<u16>, actions: Vec<Action>) -> u32 {
         let mut meta = self.flow;
         for w in flow::Stage::L2.words().start..flow::FLOW_WORDS {
             meta.w[w] = 0;
@@ -966,14 +1011,14 @@ impl Ctx<'_> {
         let id = match self
             .frozen
             .iter()
-            .find(|f| f.table == table && f.key == meta)
+            .find(|f| f.table == table && f.key == meta && f.actions == actions)
         {
             Some(f) => f.id,
             None => {
                 let mut ids = self.br.recirc_ids();
                 // A pooled state's id is referenced (or allocated) now, under the lock, so a
                 // concurrent translation of the same state finds it.
-                match ids.alloc(table, &meta) {
+                match ids.alloc_frozen(table, &meta, &actions) {
                     Some(Ok(id)) => {
                         drop(ids);
                         self.recirc_refs
@@ -1007,6 +1052,7 @@ impl Ctx<'_> {
             key: meta,
             resume,
             zone,
+            actions,
         });
         id
     }
@@ -1612,5 +1658,6 @@ pub fn megaflow_covers(p: &FlowKey, mask: &FlowMask, q: &FlowKey) -> bool {
 }
 
 mod actions_ext;
+mod group;
 #[cfg(test)]
 mod tests;

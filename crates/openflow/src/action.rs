@@ -59,6 +59,8 @@ pub mod nxast {
     pub const RESUBMIT_TABLE_CT: u16 = 44;
     // conjunctive matches (issue #17).
     pub const CONJUNCTION: u16 = 34;
+    /// `group:N` in OpenFlow 1.0 (OVS `NXAST_RAW_GROUP`).
+    pub const GROUP: u16 = 40;
 }
 
 /// OpenFlow 1.0 action types.
@@ -216,8 +218,8 @@ fn decode_of11(typ: u16, a: &mut Rd<'_>, ver: u8) -> Result<Action> {
                 dst: subfield(dst, dst_ofs, n_bits)?,
             }
         }
-        GROUP => return Err(unsupported("action OFPAT_GROUP")),
         crate::action_ext::OFPAT11_SET_NW_TTL => crate::action_ext::decode_of11_set_nw_ttl(a)?,
+        GROUP => Action::Group(a.u32()?),
         t if ver == version::OF11 && (1..=10).contains(&t) => decode_of11_set(t, a)?,
         t => return Err(unsupported(format!("OpenFlow 1.1+ action type {t}"))),
     })
@@ -415,6 +417,10 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
                 clause,
                 n_clauses,
             }
+        }
+        GROUP => {
+            a.skip(2)?;
+            Action::Group(a.u32()?)
         }
         other => {
             let name = match other {
@@ -825,6 +831,18 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             w.u8(*n_clauses);
             w.u32(*id);
             end_action(w, s)
+        }
+        Action::Group(g) => {
+            if v10 {
+                let s = nx_start(w, nxast::GROUP);
+                w.zeros(2);
+                w.u32(*g);
+                end_action(w, s)
+            } else {
+                let s = std_start(w, ofpat11::GROUP);
+                w.u32(*g);
+                end_action(w, s)
+            }
         }
         Action::Note(bytes) => {
             let s = nx_start(w, nxast::NOTE);

@@ -40,6 +40,7 @@ pub mod fields;
 pub mod flow_mod;
 pub mod flow_stats;
 pub mod framing;
+pub mod group;
 pub mod header;
 pub mod hello;
 pub mod instruction;

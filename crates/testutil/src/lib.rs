@@ -10,6 +10,8 @@
 //! - [`pipelines`]: random OpenFlow pipelines and packets, OVS helpers to run them, and the
 //!   pipeline golden file (`data/pipelines_golden.tsv`) for the xlate differential test;
 //!   [`pipelines_ext`]: the same with the issue-#17 actions added.
+//!   pipeline golden file (`data/pipelines_golden.tsv`) for the xlate differential test.
+//! - [`groups`]: random pipelines with OpenFlow groups of every type, and packets for them.
 //! - [`ct_oracle`]: conntrack scripts (`<in_port> <hex>` files) run through OVS's userspace
 //!   conntrack (dummy ports' `tx_pcap`), the `flowswitch receive` output parser and the
 //!   comparison for `crates/flowswitch/tests/ct_vs_ovs.rs`; OVS's answers are recorded in
@@ -29,6 +31,7 @@ pub mod skip;
 pub use skip::skip;
 pub mod flow_corpus;
 pub mod golden;
+pub mod groups;
 pub mod netns;
 pub mod ovn;
 pub mod ovs;

@@ -75,6 +75,10 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
             }
             OdpAction::CtClear => dp.push(DpAction::CtClear),
             OdpAction::Recirc(id) => dp.push(DpAction::Recirc(*id)),
+            OdpAction::Hash { symmetric, basis } => dp.push(DpAction::Hash {
+                symmetric: *symmetric,
+                basis: *basis,
+            }),
             OdpAction::Userspace(_) => return Err(refuse("no userspace upcall action yet")),
             OdpAction::Clone(inner) => {
                 // Flat: the marker, then the body (`DpAction::Clone`).

@@ -47,6 +47,7 @@ pub mod dp;
 pub mod logging;
 pub mod metrics;
 pub mod ofconn;
+pub mod ofgroup;
 pub mod ofserver;
 pub mod rundir;
 pub mod service;

@@ -85,6 +85,12 @@ pub enum OfpErr {
     BadActionType,
     BadActionArgument,
     BadOutPort,
+    /// `OFPBAC_BAD_OUT_GROUP` (`group:N` names no group).
+    BadOutGroup,
+    /// `OFPGMFC_*` with its code (`crate::ofgroup`).
+    GroupMod(u16),
+    /// `OFPBPC_BAD_VALUE` (a group property OVS refuses).
+    BadPropValue,
     BadInstruction,
     BadInstTableId,
     BadMatchLen,
@@ -122,6 +128,9 @@ impl OfpErr {
             OfpErr::BadPort => (1, if v11 { 5 } else { 11 }),
             OfpErr::BadActionType => (2, 0),
             OfpErr::BadOutPort => (2, 4),
+            // OpenFlow 1.1+'s code; OVS sends OpenFlow 1.0 the same numbers inside a Nicira
+            // vendor error, which this encoder does not build: 1.0 gets the bare (2, 9).
+            OfpErr::BadOutGroup => (2, 9),
             OfpErr::BadActionArgument => (2, 5),
             OfpErr::BadInstruction => (3, 0),
             OfpErr::BadInstTableId => (3, 2),
@@ -141,6 +150,8 @@ impl OfpErr {
                 return (0xffff, 2300 + code, Some(openflow::msg::ONF_VENDOR_ID));
             }
             OfpErr::Bundle(code) => (17, code),
+            OfpErr::GroupMod(code) => (6, code),
+            OfpErr::BadPropValue => (14, 2),
         };
         (t, c, None)
     }
@@ -197,6 +208,7 @@ impl OfpErr {
             // OVS sends the Nicira vendor error NXBAC_BAD_CONJUNCTION, which this server
             // cannot encode yet; the nearest standard code.
             FlowModError::BadConjunction(_) => OfpErr::BadActionArgument,
+            FlowModError::BadOutGroup(_) => OfpErr::BadOutGroup,
         }
     }
 
@@ -1083,6 +1095,13 @@ impl OfConn {
                     Err(OfpErr::BadVendor)
                 }
             }
+            Body::Raw {
+                msg_type: openflow::group::OFPT_GROUP_MOD,
+                body,
+            } if ver >= version::OF11 => {
+                crate::ofgroup::group_mod(self.bridge.shared(), &body, ver)?;
+                Ok(())
+            }
             Body::Raw { .. } => Err(OfpErr::BadType),
         }
     }
@@ -1285,7 +1304,11 @@ impl OfConn {
                 self.multipart(ver, xid, tables, MpReply::TableFeatures);
                 Ok(())
             }
-            MpRequest::Raw { .. } => Err(OfpErr::BadStat),
+            MpRequest::Raw { mp_type, .. } => {
+                let body = crate::ofgroup::multipart(self.bridge.shared(), mp_type, ver)?;
+                one(self, MpReply::Raw { mp_type, body });
+                Ok(())
+            }
         }
     }
 }

@@ -315,6 +315,9 @@ pub enum Action {
         /// Number of clauses.
         n_clauses: u8,
     },
+    // ---- groups (issue #17) ----
+    /// `group:N`: the packet through group `N` (see [`crate::ofp::group`]).
+    Group(u32),
 }
 
 impl Action {

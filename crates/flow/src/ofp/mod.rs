@@ -6,6 +6,7 @@
 
 pub mod action;
 pub mod fields;
+pub mod group;
 pub mod matching;
 pub mod port;
 

@@ -668,6 +668,9 @@ fn format_action(out: &mut String, a: &Action) {
                 u32::from(*clause) + 1
             );
         }
+        Action::Group(g) => {
+            let _ = write!(out, "group:{g}");
+        }
         Action::Note(b) => {
             out.push_str("note:");
             for (i, x) in b.iter().enumerate() {

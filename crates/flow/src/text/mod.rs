@@ -16,6 +16,7 @@ pub mod canon;
 pub mod conj;
 pub mod flow_line;
 pub mod format;
+pub mod group;
 pub mod lex;
 pub mod parse;
 pub mod value;

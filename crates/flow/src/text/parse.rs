@@ -579,6 +579,7 @@ impl ActCtx<'_, '_> {
                 "ct" => Action::Ct(self.parse_ct(value)?),
                 "ct_clear" => Action::CtClear,
                 "conjunction" => crate::text::conj::parse_conjunction(value).map_err(verr)?,
+                "group" => crate::text::group::parse_group_action(value).map_err(verr)?,
                 "note" => Action::Note(
                     parse_hex_bytes(value)
                         .ok_or_else(|| verr("bad hex digit in `note' argument".into()))?,
@@ -1108,12 +1109,12 @@ fn check_action(
     match a {
         Action::Output { port, .. } | Action::OutputTrunc { port, .. } => check_output_port(*port),
         Action::OutputReg { src } => check_subfield(src, m),
-        Action::Controller { .. } | Action::Note(_) | Action::CtClear => Ok(()),
         Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
             super::actions_ext::check_ext(a, m, table, usable)
         }
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
+        Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {
                 return Err("OFPBAC_MATCH_INCONSISTENT");

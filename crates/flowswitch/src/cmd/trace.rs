@@ -6,7 +6,8 @@
 //! then only supplies metadata such as `in_port`, as in `ofproto/trace br0 in_port=1 HEX`). The
 //! bridge is OVS's test bridge: `br0` with its LOCAL port (datapath port 100) and ports
 //! `p1..pN` numbered 1..N. Output: `Flow:`, the per-table tree, `Final flow:`, `Megaflow:`,
-//! `Datapath actions:`.
+//! `Datapath actions:`. `--groups FILE` first adds the groups of an `ovs-ofctl add-groups`
+//! file (one `add-group` text per line), so that flows may use `group:N`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +22,10 @@ pub struct Args {
     /// that runs to the end of its line, blank lines are skipped.
     #[arg(long)]
     pub flows: PathBuf,
+    /// Group file in `ovs-ofctl add-groups` syntax (one `group_id=…,type=…,bucket=…` per
+    /// line; `#` comments and blank lines skipped), added before the flows.
+    #[arg(long)]
+    pub groups: Option<PathBuf>,
     /// Number of ports `p1..pN` on the bridge.
     #[arg(long, default_value_t = 4)]
     pub bridge_ports: u16,
@@ -52,6 +57,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Backend::TupleSpace
     };
     let mut br = Bridge::ovs_sandbox(args.bridge_ports, backend);
+    if let Some(g) = &args.groups {
+        let gtext =
+            std::fs::read_to_string(g).with_context(|| format!("reading {}", g.display()))?;
+        br.add_groups_text(&gtext, 0)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", g.display()))?;
+    }
     br.add_flows_text(&text, 0)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.flows.display()))?;
     let m = flow::text::parse_match(&args.flow)
