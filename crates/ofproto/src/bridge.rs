@@ -451,7 +451,12 @@ impl Bridge {
                     return Err(FlowModError::BadTable(*t));
                 }
                 // Issue #17: a nested list is checked like the outer one.
-                Action::Clone(inner) => self.validate_actions(table, inner)?,
+                Action::Clone(inner) | Action::WriteActions(inner) => {
+                    self.validate_actions(table, inner)?
+                }
+                Action::Enqueue { port, .. } if port.0 == 0 => {
+                    return Err(FlowModError::BadOutPort(*port));
+                }
                 _ => {}
             }
         }

@@ -214,6 +214,14 @@ struct Ctx<'a> {
     /// The action being translated is the last of the whole translation (OVS
     /// `is_last_action`: last in its list, and its list last where it was called from).
     list_last: bool,
+    /// Issue #17 actions (2): the OpenFlow action set (`write_actions`), in write order
+    /// (OVS `ctx->action_set`), and whether it is being executed (`in_action_set`).
+    action_set: Vec<Action>,
+    in_action_set: bool,
+    /// The packet's `skb_priority` (`set_queue`, `enqueue`) and the datapath packet's (the
+    /// last committed); packets enter with 0 (`xlate::actions_ext`).
+    skb_priority: u32,
+    base_skb_priority: u32,
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -272,6 +280,10 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         vlan_written: [(0, false); 2],
         exit: false,
         list_last: true,
+        action_set: Vec::new(),
+        in_action_set: false,
+        skb_priority: 0,
+        base_skb_priority: 0,
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -287,6 +299,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
     // (`xlate_actions` looks the rule up itself; only `xlate_table_action` counts).
     ctx.first_lookup = true;
     ctx.table_action(in_port, input.table, true, false);
+    ctx.execute_action_set();
     ctx.wc_finish(&input.key);
     if ctx.error.is_some() {
         ctx.odp.clear();
@@ -749,7 +762,12 @@ impl Ctx<'_> {
                 Action::WriteMetadata { .. }
                 | Action::ModNwTtl(_)
                 | Action::Exit
-                | Action::Clone(_) => {
+                | Action::Clone(_)
+                | Action::WriteActions(_)
+                | Action::ClearActions
+                | Action::SetQueue(_)
+                | Action::Enqueue { .. }
+                | Action::PopQueue => {
                     self.do_action_ext(a);
                 }
             }
@@ -899,7 +917,14 @@ impl Ctx<'_> {
             OfPort::NORMAL => self.normal(),
             OfPort::FLOOD => self.flood(false),
             OfPort::ALL => self.flood(true),
-            OfPort::CONTROLLER => self.controller(max_len, PacketInReason::Action, 0),
+            OfPort::CONTROLLER => {
+                let reason = if self.in_action_set {
+                    PacketInReason::ActionSet
+                } else {
+                    PacketInReason::Action
+                };
+                self.controller(max_len, reason, 0)
+            }
             OfPort::ANY => {}
             _ => {
                 if port != self.in_port() {
@@ -1327,6 +1352,7 @@ impl Ctx<'_> {
             }
         }
         self.commit_vlan();
+        self.commit_skb_priority();
         self.commit_header("skb_mark", &[("", FieldId::PktMark, 0xffff_ffff, Hex)]);
     }
 

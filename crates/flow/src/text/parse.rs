@@ -591,6 +591,7 @@ impl ActCtx<'_, '_> {
                 k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
                 // issue #17: a nested list, no instructions inside (depth > 1).
                 "clone" => Action::Clone(self.parse_list(value, false)?),
+                "write_actions" => Action::WriteActions(self.parse_list(value, false)?),
                 _ => match OfPort::parse(key) {
                     Some(p) => Action::output(p),
                     None => return Err(kerr(format!("unknown action {key}"))),
@@ -1100,9 +1101,15 @@ fn check_action(
         Action::Output { port, .. } | Action::OutputTrunc { port, .. } => check_output_port(*port),
         Action::OutputReg { src } => check_subfield(src, m),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear => Ok(()),
-        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
-            super::actions_ext::check_ext(a, m, table, usable)
-        }
+        Action::WriteMetadata { .. }
+        | Action::ModNwTtl(_)
+        | Action::Exit
+        | Action::Clone(_)
+        | Action::WriteActions(_)
+        | Action::ClearActions
+        | Action::SetQueue(_)
+        | Action::Enqueue { .. }
+        | Action::PopQueue => super::actions_ext::check_ext(a, m, table, usable),
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {
                 return Err("OFPBAC_MATCH_INCONSISTENT");
