@@ -231,7 +231,7 @@ impl Ctx<'_> {
         let prev = self
             .tr
             .as_mut()
-            .map(|t| t.enter(NodeKind::Table, "--. Executing action set:".into()));
+            .map(|t| t.enter_under_last(NodeKind::Table, "--. Executing action set:".into()));
         // After `exit` the list is entered and stops at once, as OVS's `ctx->exit` stays set.
         self.list_last = true;
         self.do_actions(&list);
