@@ -226,4 +226,18 @@ fn errors_name_token_and_column() {
     assert_eq!((e.column, e.token.as_str()), (35, "exit"));
     let e = parse_flow_with("actions=write_metadata:1/q", Dialect::OpenFlow10).unwrap_err();
     assert_eq!((e.column, e.token.as_str()), (24, "1/q"));
+    let e = parse_flow_with("actions=output:1,enqueue:x:1", Dialect::OpenFlow10).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (26, "x:1"));
+    assert_eq!(e.message, "x: enqueue to unknown port");
+    let e =
+        parse_flow_with("actions=write_actions(output:1,exit2)", Dialect::OpenFlow13).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (32, "exit2"));
+    let e = parse_flow_with(
+        "actions=write_actions(output:1),clear_actions",
+        Dialect::OpenFlow13,
+    )
+    .unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (33, "clear_actions"));
+    let e = parse_flow_with("actions=set_queue:1x", Dialect::OpenFlow13).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (19, "1x"));
 }
