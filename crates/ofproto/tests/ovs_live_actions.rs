@@ -171,12 +171,17 @@ fn cases() -> Vec<Case> {
                 "table=1,priority=0,actions=exit",
                 "table=2,priority=10,reg1=2,actions=write_actions(strip_vlan,output:2)",
                 "table=2,priority=5,ip,actions=write_actions(mod_nw_src:10.1.1.1,ct(commit))",
+                "table=2,priority=8,arp,actions=exit",
                 "table=2,priority=0,actions=drop",
                 "table=3,priority=10,reg0=2,actions=output:1",
                 "table=3,priority=0,actions=mod_vlan_pcp:3,output:2",
                 "table=4,priority=0,actions=write_actions(output:4),goto_table:5",
             ],
-            packets: packets_all(),
+            packets: {
+                let mut v = packets_all();
+                v.push((2, eth_arp()));
+                v
+            },
         },
         Case {
             name: "set_queue, pop_queue, enqueue (OpenFlow 1.0 and 1.3 forms)",
