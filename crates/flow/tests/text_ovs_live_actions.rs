@@ -75,6 +75,80 @@ const CASES: &[&str] = &[
     "actions=clone(output:1,drop)",
     "actions=ct(commit,exec(clone(output:1)))",
     "actions=clone(mod_nw_ttl:1)",
+    // write_actions / clear_actions
+    "actions=write_actions(output:1)",
+    "actions=write_actions(output:1,set_field:1->reg0)",
+    "actions=write_actions(output:1,output:2)",
+    "actions=write_actions()",
+    "actions=write_actions(drop)",
+    "actions=write_actions(resubmit(,2))",
+    "ip,actions=write_actions(ct(commit),ct_clear)",
+    "ip,actions=clear_actions,write_actions(mod_nw_ttl:4,output:2,dec_ttl,set_queue:3,pop_vlan,push_vlan:0x8100,strip_vlan),goto_table:2",
+    "ip,actions=clear_actions,write_actions(mod_nw_ttl:4,output:2,dec_ttl,set_queue:3,strip_vlan),goto_table:2",
+    "actions=write_actions(mod_vlan_vid:3,mod_dl_src:00:00:00:00:00:01,output:1)",
+    "ip,actions=write_actions(mod_nw_src:1.1.1.1,mod_nw_tos:4,mod_tp_dst:3)",
+    "actions=write_actions(move:NXM_NX_REG0[]->NXM_NX_REG1[],load:2->NXM_NX_REG0[],CONTROLLER)",
+    "actions=write_actions(exit)",
+    "actions=write_actions(mod_nw_tos:8)",
+    "actions=write_actions(set_field:1.1.1.1->ip_src)",
+    "actions=write_actions(mod_nw_ttl:3)",
+    "ip,actions=write_actions(mod_tp_dst:3)",
+    "actions=write_actions(dec_ttl)",
+    "actions=write_actions(clone(output:1))",
+    "actions=write_actions(note:01)",
+    "actions=write_actions(pop_queue)",
+    "actions=write_actions(enqueue:1:2)",
+    "actions=write_actions(output(port=1,max_len=100))",
+    "actions=write_actions(output:NXM_NX_REG0[])",
+    "actions=write_actions(write_metadata:1)",
+    "actions=write_actions(goto_table:1)",
+    "actions=write_actions(clear_actions)",
+    "actions=write_actions(write_actions(output:1))",
+    "actions=write_actions(output:1",
+    "actions=write_actions(bogus)",
+    "actions=write_actions(set_field:1->ct_mark)",
+    "actions=write_actions(output:1),goto_table:2",
+    "actions=write_actions(output:1),write_metadata:1",
+    "actions=write_metadata:1,write_actions(output:1)",
+    "actions=write_actions(output:1),write_actions(output:2)",
+    "actions=write_actions(output:1),clear_actions",
+    "actions=write_actions(output:99999)",
+    "actions=write_actions(output:1),output:2",
+    "actions=clear_actions",
+    "actions=clear_actions:5",
+    "actions=output:1,clear_actions",
+    "actions=clear_actions,output:1",
+    "actions=clear_actions,clear_actions",
+    "actions=clear_actions,goto_table:1",
+    "actions=clone(clear_actions)",
+    "actions=clone(write_actions(output:1))",
+    "actions=ct(commit,exec(write_actions(output:1)))",
+    "table=1,actions=clear_actions,write_actions(output:1),write_metadata:0x1,goto_table:2",
+    // set_queue / enqueue / pop_queue
+    "actions=set_queue:5,enqueue:1:2,pop_queue",
+    "actions=enqueue(1,2)",
+    "actions=enqueue:1q2",
+    "actions=enqueue:LOCAL:3",
+    "actions=enqueue:IN_PORT:3",
+    "actions=enqueue:NORMAL:3",
+    "actions=enqueue:65280:3",
+    "actions=enqueue:1",
+    "actions=enqueue:",
+    "actions=enqueue:1:",
+    "actions=enqueue:x:1",
+    "actions=enqueue:1:x",
+    "actions=enqueue:1:4294967296",
+    "actions=set_queue:0",
+    "actions=set_queue:4294967295",
+    "actions=set_queue:4294967296",
+    "actions=set_queue:0x10",
+    "actions=set_queue:x",
+    "actions=set_queue",
+    "actions=set_queue:-1",
+    "actions=pop_queue",
+    "actions=pop_queue:3",
+    "actions=write_actions(set_queue:1,set_queue:2,output:1)",
+    "actions=clone(set_queue:3,output:1,pop_queue)",
 ];
 
 fn live(of13: bool) {
@@ -152,4 +226,18 @@ fn errors_name_token_and_column() {
     assert_eq!((e.column, e.token.as_str()), (35, "exit"));
     let e = parse_flow_with("actions=write_metadata:1/q", Dialect::OpenFlow10).unwrap_err();
     assert_eq!((e.column, e.token.as_str()), (24, "1/q"));
+    let e = parse_flow_with("actions=output:1,enqueue:x:1", Dialect::OpenFlow10).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (26, "x:1"));
+    assert_eq!(e.message, "x: enqueue to unknown port");
+    let e =
+        parse_flow_with("actions=write_actions(output:1,exit2)", Dialect::OpenFlow13).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (32, "exit2"));
+    let e = parse_flow_with(
+        "actions=write_actions(output:1),clear_actions",
+        Dialect::OpenFlow13,
+    )
+    .unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (33, "clear_actions"));
+    let e = parse_flow_with("actions=set_queue:1x", Dialect::OpenFlow13).unwrap_err();
+    assert_eq!((e.column, e.token.as_str()), (19, "1x"));
 }

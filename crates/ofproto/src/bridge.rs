@@ -468,9 +468,14 @@ impl Bridge {
                     return Err(FlowModError::BadTable(*t));
                 }
                 // Issue #17: a nested list is checked like the outer one.
-                Action::Clone(inner) => self.validate_actions(table, inner)?,
+                Action::Clone(inner) | Action::WriteActions(inner) => {
+                    self.validate_actions(table, inner)?
+                }
                 Action::Group(g) if self.groups.get(*g).is_none() => {
                     return Err(FlowModError::BadOutGroup(*g));
+                }
+                Action::Enqueue { port, .. } if port.0 == 0 => {
+                    return Err(FlowModError::BadOutPort(*port));
                 }
                 _ => {}
             }

@@ -120,7 +120,8 @@ impl OfRule {
                 Action::Output { port: p, .. } | Action::OutputTrunc { port: p, .. } => *p == port,
                 Action::Controller { .. } => port == flow::ofp::OfPort::CONTROLLER,
                 // OVS flattens nested lists (`clone(...)`) here.
-                Action::Clone(inner) => any(inner, port),
+                Action::Clone(inner) | Action::WriteActions(inner) => any(inner, port),
+                Action::Enqueue { port: p, .. } => *p == port,
                 _ => false,
             })
         }

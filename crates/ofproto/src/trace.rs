@@ -88,6 +88,18 @@ impl Tracer {
         std::mem::replace(&mut self.cur, id)
     }
 
+    /// Like [`Tracer::enter`], but under the last node of the current list: OVS keeps
+    /// reporting into the first table's list once the pipeline is done (issue #17:
+    /// `--. Executing action set:`).
+    pub fn enter_under_last(&mut self, kind: NodeKind, text: String) -> usize {
+        let prev = self.cur;
+        if let Some(&last) = self.nodes[self.cur].subs.last() {
+            self.cur = last;
+        }
+        self.enter(kind, text);
+        prev
+    }
+
     /// Returns to the list `prev` (from [`Tracer::enter`]).
     pub fn leave(&mut self, prev: usize) {
         self.cur = prev;

@@ -221,6 +221,14 @@ struct Ctx<'a> {
     in_group: bool,
     /// A select group's `dp_hash` freeze being collected ([`group`]).
     hash_freeze: Option<group::HashFreeze>,
+    /// Issue #17 actions (2): the OpenFlow action set (`write_actions`), in write order
+    /// (OVS `ctx->action_set`), and whether it is being executed (`in_action_set`).
+    action_set: Vec<Action>,
+    in_action_set: bool,
+    /// The packet's `skb_priority` (`set_queue`, `enqueue`) and the datapath packet's (the
+    /// last committed); packets enter with 0 (`xlate::actions_ext`).
+    skb_priority: u32,
+    base_skb_priority: u32,
 }
 
 /// Translates `input` through `br`'s tables. With `side_effects`, learned MACs are applied to
@@ -281,6 +289,10 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         list_last: true,
         in_group: false,
         hash_freeze: None,
+        action_set: Vec::new(),
+        in_action_set: false,
+        skb_priority: 0,
+        base_skb_priority: 0,
     };
     ctx.wc_init();
     if let Some(t) = &mut ctx.tr {
@@ -309,8 +321,12 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         }
         None => ctx.table_action(in_port, input.table, true, false),
     }
+    // A select group's freeze takes the rest of the pipeline; the action set is not frozen
+    // with it (docs/design/openflow-actions.md, "Not yet").
     if ctx.hash_freeze.is_some() {
         ctx.finish_hash_freeze();
+    } else {
+        ctx.execute_action_set();
     }
     ctx.wc_finish(&input.key);
     if ctx.error.is_some() {
@@ -774,7 +790,12 @@ impl Ctx<'_> {
                 Action::WriteMetadata { .. }
                 | Action::ModNwTtl(_)
                 | Action::Exit
-                | Action::Clone(_) => {
+                | Action::Clone(_)
+                | Action::WriteActions(_)
+                | Action::ClearActions
+                | Action::SetQueue(_)
+                | Action::Enqueue { .. }
+                | Action::PopQueue => {
                     self.do_action_ext(a);
                 }
                 // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
@@ -938,6 +959,8 @@ impl Ctx<'_> {
             OfPort::CONTROLLER => {
                 let reason = if self.in_group {
                     PacketInReason::Group
+                } else if self.in_action_set {
+                    PacketInReason::ActionSet
                 } else {
                     PacketInReason::Action
                 };
@@ -1380,6 +1403,7 @@ impl Ctx<'_> {
             }
         }
         self.commit_vlan();
+        self.commit_skb_priority();
         self.commit_header("skb_mark", &[("", FieldId::PktMark, 0xffff_ffff, Hex)]);
     }
 

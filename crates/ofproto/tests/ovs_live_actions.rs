@@ -67,7 +67,13 @@ struct Case {
 
 /// The `ovs-ofctl -O` protocol (and our dialect) a flow is added with.
 fn protocol(flow: &str) -> &'static str {
-    let of13 = ["goto_table", "push_vlan", "write_actions", "clear_actions"];
+    let of13 = [
+        "goto_table",
+        "push_vlan",
+        "write_actions",
+        "clear_actions",
+        "enqueue(",
+    ];
     if of13.iter().any(|k| flow.contains(k)) {
         "OpenFlow13"
     } else {
@@ -148,6 +154,45 @@ fn cases() -> Vec<Case> {
                 "table=3,priority=0,actions=resubmit(,4),output:2",
                 "table=4,priority=10,metadata=0x7,arp,actions=exit",
                 "table=4,priority=0,actions=output:1",
+            ],
+            packets: packets_all(),
+        },
+        Case {
+            name: "write_actions/clear_actions: the action set, run when the pipeline ends",
+            flows: vec![
+                "table=0,priority=10,in_port=1,ip,actions=write_actions(output:2,set_queue:3,mod_nw_ttl:9,pop_vlan,dec_ttl,output:3,set_field:1->reg0,mod_dl_src:00:00:5e:00:00:07),goto_table:1",
+                "table=0,priority=10,in_port=2,actions=output:4,write_actions(push_vlan:0x8100,set_field:4097->vlan_vid,resubmit(,3),ct_clear),goto_table:2",
+                "table=0,priority=10,in_port=3,ip,actions=write_actions(output:1,set_queue:2),goto_table:1",
+                "table=0,priority=5,in_port=1,actions=write_actions(set_field:2->reg0,resubmit(,3)),goto_table:4",
+                "table=0,priority=5,in_port=3,actions=clear_actions,write_actions(mod_dl_dst:00:00:5e:00:00:09),goto_table:1",
+                "table=1,priority=10,udp,actions=output:4,write_actions(set_field:2->reg0,move:NXM_NX_REG0[]->NXM_NX_REG1[],set_queue:5,dec_ttl),goto_table:2",
+                "table=1,priority=10,tcp,actions=clear_actions,write_actions(CONTROLLER:64)",
+                "table=1,priority=5,actions=write_actions(output:4,mod_dl_dst:00:00:5e:00:00:0b),goto_table:2",
+                "table=1,priority=0,actions=exit",
+                "table=2,priority=10,reg1=2,actions=write_actions(strip_vlan,output:2)",
+                "table=2,priority=5,ip,actions=write_actions(mod_nw_src:10.1.1.1,ct(commit))",
+                "table=2,priority=8,arp,actions=exit",
+                "table=2,priority=0,actions=drop",
+                "table=3,priority=10,reg0=2,actions=output:1",
+                "table=3,priority=0,actions=mod_vlan_pcp:3,output:2",
+                "table=4,priority=0,actions=write_actions(output:4),goto_table:5",
+            ],
+            packets: {
+                let mut v = packets_all();
+                v.push((2, eth_arp()));
+                v
+            },
+        },
+        Case {
+            name: "set_queue, pop_queue, enqueue (OpenFlow 1.0 and 1.3 forms)",
+            flows: vec![
+                "table=0,priority=10,in_port=1,ip,actions=set_queue:3,output:2,enqueue:3:7,output:2,pop_queue,output:4,enqueue:1:5,enqueue:IN_PORT:6,set_queue:0,output:2",
+                "table=0,priority=10,in_port=1,actions=set_queue:5,enqueue:3:7,output:4,pop_queue,set_queue:9,enqueue(2,9),resubmit(,1)",
+                "table=0,priority=10,in_port=2,actions=set_queue:1,clone(set_queue:4,output:3),output:1,goto_table:1",
+                "table=0,priority=10,in_port=3,actions=enqueue:LOCAL:4,set_queue:2,mod_vlan_vid:9,output:1",
+                "table=0,priority=5,actions=set_queue:8,pop_queue,output:4",
+                "table=1,priority=10,ip,actions=set_queue:11,ct(commit),output:4",
+                "table=1,priority=0,actions=pop_queue,output:3",
             ],
             packets: packets_all(),
         },
@@ -290,4 +335,68 @@ fn nested_clone_is_checked_and_filtered() {
     assert_eq!(rules.len(), 1);
     assert!(rules[0].1.outputs_to(OfPort(2)));
     assert!(!rules[0].1.outputs_to(OfPort(3)));
+}
+
+/// The trace tree (`bridge("br0")` to the line before `Final flow:`) of pipelines that use the
+/// action set and the queue actions equals `ofproto/trace`'s: the `-> action set is: …` and
+/// `action set was: …` details, the `--. Executing action set:` node and `-> queue = 0`.
+#[test]
+fn action_set_trace_text_matches_live_ovs() {
+    if let Some(why) = ovs_missing_reason() {
+        testutil::skip(&why);
+        return;
+    }
+    let sb = OvsSandbox::start(4).expect("start OVS sandbox");
+    let flows = vec![
+        "table=0,priority=10,in_port=1,ip,actions=write_actions(output:2,set_queue:3,mod_nw_ttl:9,pop_vlan,dec_ttl,output:3,set_field:1->reg0),goto_table:1",
+        "table=0,priority=10,in_port=2,actions=write_actions(ct_clear,output:4),goto_table:1",
+        "table=0,priority=10,in_port=3,actions=set_queue:4,output:1,pop_queue,pop_queue,enqueue:2:5,output:4",
+        "table=1,priority=10,udp,actions=output:4,write_actions(set_field:2->reg0,move:NXM_NX_REG0[]->NXM_NX_REG1[],set_queue:5),goto_table:2",
+        "table=1,priority=10,tcp,actions=clear_actions,goto_table:2",
+        "table=1,priority=5,actions=clear_actions,write_actions(resubmit(,3)),goto_table:2",
+        "table=2,priority=0,actions=write_actions(mod_dl_dst:00:00:5e:00:00:0b)",
+        "table=3,priority=0,actions=output:2",
+    ];
+    load_ovs(&sb, &flows);
+    let br = our_bridge(&Case {
+        name: "trace",
+        flows: flows.clone(),
+        packets: Vec::new(),
+    });
+    let tree = |raw: &str| -> String {
+        let start = raw.find("bridge(\"br0\")").unwrap_or(0);
+        let end = raw.find("\nFinal flow:").unwrap_or(raw.len());
+        raw[start..end].trim_end().to_string()
+    };
+    let mut diffs = Vec::new();
+    let mut n = 0;
+    for (in_port, pkt) in [
+        (1, eth_udp([10, 0, 0, 1], [10, 0, 0, 2], 8)),
+        (1, eth_tcp([10, 0, 0, 1], [10, 9, 0, 2])),
+        (1, eth_udp_vlan(7)),
+        (2, eth_udp([10, 0, 0, 1], [10, 0, 0, 2], 8)),
+        (2, eth_arp()),
+        (3, eth_udp([10, 0, 0, 1], [10, 0, 0, 2], 8)),
+    ] {
+        let t = sb.trace_full(in_port, &pkt).expect("ovs trace");
+        let mut key = FlowKey::ZERO;
+        extract(&pkt, &PacketMeta::port(in_port), &mut key);
+        let out = xlate(
+            &br,
+            &XlateIn {
+                trace: true,
+                ..XlateIn::new(key)
+            },
+        );
+        let ours = tree(&ofproto::trace::format_trace(&key, &out));
+        let ovs = tree(&t.raw);
+        n += 1;
+        if ours != ovs {
+            diffs.push(format!(
+                "in_port {in_port}:\n--- ours\n{ours}\n--- ovs\n{ovs}"
+            ));
+        }
+    }
+    assert_eq!(n, 6);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

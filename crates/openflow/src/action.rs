@@ -175,7 +175,7 @@ fn decode_of10(typ: u16, a: &mut Rd<'_>) -> Result<Action> {
         SET_NW_TOS => Action::ModNwTos(a.u8()? & 0xfc),
         SET_TP_SRC => Action::ModTpSrc(a.u16()?),
         SET_TP_DST => Action::ModTpDst(a.u16()?),
-        ENQUEUE => return Err(unsupported("action OFPAT10_ENQUEUE")),
+        ENQUEUE => crate::action_ext::decode_of10_enqueue(a)?,
         t => return Err(unsupported(format!("OpenFlow 1.0 action type {t}"))),
     })
 }
@@ -220,6 +220,7 @@ fn decode_of11(typ: u16, a: &mut Rd<'_>, ver: u8) -> Result<Action> {
         }
         crate::action_ext::OFPAT11_SET_NW_TTL => crate::action_ext::decode_of11_set_nw_ttl(a)?,
         GROUP => Action::Group(a.u32()?),
+        crate::action_ext::OFPAT11_SET_QUEUE => Action::SetQueue(a.u32()?),
         t if ver == version::OF11 && (1..=10).contains(&t) => decode_of11_set(t, a)?,
         t => return Err(unsupported(format!("OpenFlow 1.1+ action type {t}"))),
     })
@@ -422,6 +423,11 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
             a.skip(2)?;
             Action::Group(a.u32()?)
         }
+        crate::action_ext::NXAST_SET_QUEUE => {
+            a.skip(2)?;
+            Action::SetQueue(a.u32()?)
+        }
+        crate::action_ext::NXAST_POP_QUEUE => Action::PopQueue,
         other => {
             let name = match other {
                 2 => "NXAST_SET_TUNNEL",
@@ -853,9 +859,15 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             end_action(w, s)
         }
         // Encoded by `action_ext::encode_ext` above.
-        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
-            Ok(())
-        }
+        Action::WriteMetadata { .. }
+        | Action::ModNwTtl(_)
+        | Action::Exit
+        | Action::Clone(_)
+        | Action::WriteActions(_)
+        | Action::ClearActions
+        | Action::SetQueue(_)
+        | Action::Enqueue { .. }
+        | Action::PopQueue => Ok(()),
     }
 }
 

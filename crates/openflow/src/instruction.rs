@@ -4,10 +4,11 @@
 //! `ovs-ofctl` prints it) rather than as a separate instruction set. So decoding takes the
 //! `APPLY_ACTIONS` instruction's actions and appends [`Action::GotoTable`] for a
 //! `GOTO_TABLE` instruction; encoding writes the actions as one `APPLY_ACTIONS` (omitted
-//! when empty), then `WRITE_METADATA` (a trailing [`Action::WriteMetadata`] before the
-//! `goto_table`), then `GOTO_TABLE` — the order OVS writes them. `WRITE_ACTIONS`,
-//! `CLEAR_ACTIONS` and `METER` have no place in the model yet: they decode
-//! to [`crate::Error::Unsupported`].
+//! when empty), then `CLEAR_ACTIONS` ([`Action::ClearActions`]), `WRITE_ACTIONS`
+//! ([`Action::WriteActions`]), `WRITE_METADATA` (a trailing [`Action::WriteMetadata`] before
+//! the `goto_table`), then `GOTO_TABLE` — the order OVS writes them (and the order the model
+//! keeps them in, OVS `ovs_instruction_type`). `METER` has no place in the model yet: it
+//! decodes to [`crate::Error::Unsupported`].
 
 use crate::action::{EncodeCtx, decode_actions, encode_actions};
 use crate::codec::{Rd, Wr};
@@ -31,6 +32,8 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
     let mut apply: Option<Vec<Action>> = None;
     let mut goto = None;
     let mut metadata: Option<Action> = None;
+    let mut clear: Option<Action> = None;
+    let mut write: Option<Action> = None;
     while !r.is_empty() {
         let typ = r.peek_u16(0)?;
         let len = usize::from(r.peek_u16(2)?);
@@ -62,8 +65,19 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
                 }
                 metadata = Some(crate::action_ext::decode_write_metadata_inst(&mut i)?);
             }
-            ofpit::WRITE_ACTIONS => return Err(unsupported("instruction write_actions")),
-            ofpit::CLEAR_ACTIONS => return Err(unsupported("instruction clear_actions")),
+            ofpit::WRITE_ACTIONS => {
+                if write.is_some() {
+                    return Err(invalid("duplicate write_actions instruction"));
+                }
+                i.skip(4)?;
+                write = Some(crate::action_ext::decode_write_actions(i.rest(), ver)?);
+            }
+            ofpit::CLEAR_ACTIONS => {
+                if clear.is_some() {
+                    return Err(invalid("duplicate clear_actions instruction"));
+                }
+                clear = Some(Action::ClearActions);
+            }
             ofpit::METER => return Err(unsupported("instruction meter")),
             t => return Err(unsupported(format!("instruction type {t}"))),
         }
@@ -72,12 +86,12 @@ pub fn decode_instructions(b: &[u8], ver: u8) -> Result<Vec<Action>> {
     if out.iter().any(|a| matches!(a, Action::GotoTable(_))) {
         return Err(invalid("goto_table inside apply_actions"));
     }
-    if out
-        .iter()
-        .any(|a| matches!(a, Action::WriteMetadata { .. }))
-    {
-        return Err(invalid("write_metadata inside apply_actions"));
+    if out.iter().any(|a| crate::action_ext::rank(a) != 1) {
+        return Err(invalid("instruction inside apply_actions"));
     }
+    out.extend(clear);
+    // An empty action set adds nothing (OVS prints no `write_actions()`).
+    out.extend(write.filter(|w| !matches!(w, Action::WriteActions(v) if v.is_empty())));
     out.extend(metadata);
     if let Some(t) = goto {
         out.push(Action::GotoTable(t));
@@ -95,8 +109,16 @@ pub(crate) fn encode_instructions(w: &mut Wr, acts: &[Action], cx: EncodeCtx) ->
         Some((Action::WriteMetadata { value, mask }, rest)) => (rest, Some((*value, *mask))),
         _ => (body, None),
     };
-    if body.iter().any(|a| matches!(a, Action::GotoTable(_))) {
-        return Err(unsupported("actions after goto_table"));
+    let (body, write) = match body.split_last() {
+        Some((Action::WriteActions(inner), rest)) => (rest, Some(inner)),
+        _ => (body, None),
+    };
+    let (body, clear) = match body.split_last() {
+        Some((Action::ClearActions, rest)) => (rest, true),
+        _ => (body, false),
+    };
+    if body.iter().any(|a| crate::action_ext::rank(a) != 1) {
+        return Err(unsupported("instructions out of order"));
     }
     if !body.is_empty() {
         let start = w.len();
@@ -105,6 +127,19 @@ pub(crate) fn encode_instructions(w: &mut Wr, acts: &[Action], cx: EncodeCtx) ->
         w.zeros(4);
         encode_actions(w, body, cx)?;
         w.patch_len(start + 2, start, "apply_actions instruction")?;
+    }
+    if clear {
+        w.u16(ofpit::CLEAR_ACTIONS);
+        w.u16(8);
+        w.zeros(4);
+    }
+    if let Some(inner) = write {
+        let start = w.len();
+        w.u16(ofpit::WRITE_ACTIONS);
+        w.u16(0);
+        w.zeros(4);
+        encode_actions(w, inner, cx)?;
+        w.patch_len(start + 2, start, "write_actions instruction")?;
     }
     if let Some((value, mask)) = metadata {
         crate::action_ext::encode_write_metadata_inst(w, value, mask);

@@ -1,5 +1,6 @@
 //! Random pipelines that also use the issue-#17 actions that are not about groups or
-//! conjunction (`write_metadata`, `mod_nw_ttl`, `exit`, …), for the megaflow soundness
+//! conjunction (`write_metadata`, `mod_nw_ttl`, `exit`, `clone`, `write_actions`,
+//! `clear_actions`, `set_queue`, `enqueue`, `pop_queue`), for the megaflow soundness
 //! property (`crates/ofproto/tests/megaflow_soundness_actions.rs`).
 //!
 //! [`random_pipeline_ext`] draws a [`crate::pipelines::random_pipeline`] and adds rules at
@@ -7,7 +8,8 @@
 //! read `metadata` and the L3 protocol, and whose actions combine the new actions with
 //! outputs, resubmits and `goto_table` between the pipeline's tables. Flows respect OVS's
 //! rules (`mod_nw_ttl` only on IP matches, `write_metadata` only as the last instruction
-//! before an optional `goto_table`), so every one is accepted. A pure function of the
+//! before an optional `goto_table`, `clear_actions`/`write_actions` only with a
+//! `goto_table`, so in OpenFlow 1.3), so every one is accepted. A pure function of the
 //! generator state.
 
 use crate::pipelines::{Pipeline, PipelineMix, random_pipeline};
@@ -69,7 +71,7 @@ pub fn random_pipeline_ext(rng: &mut TestRng, mix: &PipelineMix, ext: &ExtMix) -
         let ip = matches!(l3, "ip" | "udp" | "tcp" | "ipv6" | "icmp");
         let mut acts: Vec<String> = Vec::new();
         for _ in 0..rng.range(1, 4) {
-            let a = match rng.below(7) {
+            let a = match rng.below(8) {
                 0 if ip => format!("mod_nw_ttl:{}", rng.range(0, 255)),
                 1 => "exit".to_string(),
                 2 => format!("output:{}", rng.range(1, u64::from(mix.n_ports))),
@@ -99,9 +101,45 @@ pub fn random_pipeline_ext(rng: &mut TestRng, mix: &PipelineMix, ext: &ExtMix) -
                         }
                     }
                 }
+                5 => {
+                    let p = rng.range(1, u64::from(mix.n_ports));
+                    let q = rng.range(0, 9);
+                    match rng.below(3) {
+                        0 => format!("set_queue:{q}"),
+                        1 => format!("enqueue:{p}:{q}"),
+                        _ => "pop_queue".to_string(),
+                    }
+                }
                 _ => format!("output:{}", rng.range(1, u64::from(mix.n_ports))),
             };
             acts.push(a);
+        }
+        let goto = (table + 1 < tables && rng.chance(1, 3))
+            .then(|| rng.range(u64::from(table) + 1, u64::from(tables) - 1));
+        if goto.is_some() {
+            // The action set (OpenFlow 1.1+ instructions, in OVS's order).
+            if rng.chance(1, 4) {
+                acts.push("clear_actions".to_string());
+            }
+            if rng.chance(1, 2) {
+                let p = rng.range(1, u64::from(mix.n_ports));
+                let mut set = Vec::new();
+                if ip && rng.chance(1, 2) {
+                    set.push(format!("mod_nw_ttl:{}", rng.range(1, 9)));
+                }
+                if rng.chance(1, 2) {
+                    set.push(format!("set_queue:{}", rng.range(1, 9)));
+                }
+                if rng.chance(1, 3) {
+                    set.push("dec_ttl".to_string());
+                }
+                set.push(match rng.below(3) {
+                    0 => format!("output:{p}"),
+                    1 => format!("mod_dl_dst:00:00:5e:00:02:0{p}"),
+                    _ => format!("resubmit(,{})", rng.below(u64::from(tables))),
+                });
+                acts.push(format!("write_actions({})", set.join(",")));
+            }
         }
         if rng.chance(1, 3) {
             let v = metas[rng.index(metas.len())];
@@ -111,8 +149,7 @@ pub fn random_pipeline_ext(rng: &mut TestRng, mix: &PipelineMix, ext: &ExtMix) -
                 acts.push(format!("write_metadata:{v:#x}/0x3"));
             }
         }
-        if table + 1 < tables && rng.chance(1, 3) {
-            let to = rng.range(u64::from(table) + 1, u64::from(tables) - 1);
+        if let Some(to) = goto {
             acts.push(format!("goto_table:{to}"));
         }
         p.flows
@@ -143,6 +180,11 @@ mod tests {
             "exit",
             "metadata=",
             "clone(",
+            "write_actions(",
+            "clear_actions",
+            "set_queue:",
+            "enqueue:",
+            "pop_queue",
         ] {
             assert!(all.contains(w), "{w} never generated");
         }

@@ -201,6 +201,11 @@ fn set(header: &str, fields: &[SetField], dp: &mut Vec<DpAction>) -> Result<(), 
             [f] if f.name.is_empty() => dp.push(DpAction::SetSkbMark(m(f))),
             _ => return Err("skb_mark takes one unnamed value".to_string()),
         },
+        // Issue #17: `set_queue`/`enqueue` set the packet's priority, which the PMD does not
+        // keep (no queues, no priority in its key): refused by name, as for `clone`.
+        "skb_priority" => {
+            return Err("skb_priority (set_queue/enqueue) is not kept by the PMD yet".to_string());
+        }
         _ => return Err(format!("no {header} set in the datapath")),
     }
     Ok(())
@@ -368,6 +373,10 @@ mod tests {
             OdpAction::Userspace("pid=1".into()),
             OdpAction::Set {
                 header: "nsh",
+                fields: vec![],
+            },
+            OdpAction::Set {
+                header: "skb_priority",
                 fields: vec![],
             },
         ] {

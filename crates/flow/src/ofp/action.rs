@@ -318,6 +318,24 @@ pub enum Action {
     // ---- groups (issue #17) ----
     /// `group:N`: the packet through group `N` (see [`crate::ofp::group`]).
     Group(u32),
+    // --- issue #17, "actions" (2): the action set and queues (text in
+    // `text::actions_ext`, translation in `ofproto::xlate::actions_ext`).
+    /// `write_actions(ACTIONS)`: the OpenFlow 1.1+ instruction adding `ACTIONS` to the
+    /// action set, executed when the pipeline ends (dropped in OpenFlow 1.0).
+    WriteActions(Vec<Action>),
+    /// `clear_actions`: the OpenFlow 1.1+ instruction emptying the action set.
+    ClearActions,
+    /// `set_queue:QUEUE`.
+    SetQueue(u32),
+    /// `enqueue:PORT:QUEUE` (OpenFlow 1.0 `OFPAT_ENQUEUE`).
+    Enqueue {
+        /// Output port (a physical port, `IN_PORT` or `LOCAL`).
+        port: OfPort,
+        /// Queue id.
+        queue: u32,
+    },
+    /// `pop_queue`.
+    PopQueue,
 }
 
 impl Action {

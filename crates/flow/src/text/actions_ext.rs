@@ -1,5 +1,6 @@
 //! Text syntax of the actions added for issue #17 (beyond groups and conjunction):
-//! `write_metadata:V[/M]`, `mod_nw_ttl:N` (`set_nw_ttl:N`), `exit` — parse, print, the
+//! `write_metadata:V[/M]`, `mod_nw_ttl:N` (`set_nw_ttl:N`), `exit`, `clone(...)`,
+//! `write_actions(...)`, `clear_actions`, `set_queue:Q`, `enqueue:P:Q`, `pop_queue` — parse, print, the
 //! OpenFlow round trip (`canon`), the flow-mod check against the match (`check`) and OVS's
 //! instruction-order verification (`ofpacts_verify`), shared by every action list.
 //!
@@ -13,6 +14,7 @@ use std::fmt::Write as _;
 use crate::ofp::action::{Action, Subfield};
 use crate::ofp::fields::{Mf, Protocols};
 use crate::ofp::matching::Match;
+use crate::ofp::port::OfPort;
 use crate::text::parse::{ActCtx, Ctx};
 use crate::text::value::{str_to_u8, strtoull0};
 use crate::text::{Dialect, ParseError};
@@ -21,6 +23,8 @@ use crate::text::{Dialect, ParseError};
 /// write_metadata 4, goto 5) and its name.
 fn instruction(a: &Action) -> (u8, &'static str) {
     match a {
+        Action::ClearActions => (2, "clear_actions"),
+        Action::WriteActions(_) => (3, "write_actions"),
         Action::WriteMetadata { .. } => (4, "write_metadata"),
         Action::GotoTable(_) => (5, "goto_table"),
         _ => (1, "apply_actions"),
@@ -68,7 +72,17 @@ pub(crate) fn verify_instructions(
 
 /// Whether `key` (lower case) names an action of this module.
 pub(crate) fn handles(key: &str) -> bool {
-    matches!(key, "write_metadata" | "mod_nw_ttl" | "set_nw_ttl" | "exit")
+    matches!(
+        key,
+        "write_metadata"
+            | "mod_nw_ttl"
+            | "set_nw_ttl"
+            | "exit"
+            | "clear_actions"
+            | "set_queue"
+            | "enqueue"
+            | "pop_queue"
+    )
 }
 
 /// OVS `str_to_u64` / `str_to_be64` wording.
@@ -80,6 +94,28 @@ fn u64_arg(s: &str) -> Result<u64, String> {
         Ok((v, "")) => Ok(v),
         _ => Err(format!("invalid numeric format {s}")),
     }
+}
+
+/// OVS `str_to_u32`: `strtoul` (64-bit, then truncated to 32 bits as C's assignment does).
+fn u32_arg(s: &str) -> Result<u32, String> {
+    u64_arg(s).map(|v| v as u32)
+}
+
+/// OVS `parse_ENQUEUE`: `strtok_r(arg, ":q,")` for the port, the rest for the queue.
+fn parse_enqueue(arg: &str) -> Result<Action, String> {
+    let delim = |c: char| matches!(c, ':' | 'q' | ',');
+    let syntax = || "\"enqueue\" syntax is \"enqueue:PORT:QUEUE\" or \"enqueue(PORT,QUEUE)\"";
+    let arg = arg.trim_start_matches(delim);
+    let (port, queue) = match arg.find(delim) {
+        Some(i) => (&arg[..i], &arg[i + 1..]),
+        None => (arg, ""),
+    };
+    if port.is_empty() || queue.is_empty() {
+        return Err(syntax().into());
+    }
+    let port = OfPort::parse(port).ok_or_else(|| format!("{port}: enqueue to unknown port"))?;
+    let queue = u32_arg(queue)?;
+    Ok(Action::Enqueue { port, queue })
 }
 
 impl ActCtx<'_, '_> {
@@ -104,6 +140,11 @@ impl ActCtx<'_, '_> {
                 Ok(Action::ModNwTtl(t))
             }
             "exit" => Ok(Action::Exit),
+            // OVS `parse_CLEAR_ACTIONS` ignores its argument.
+            "clear_actions" => Ok(Action::ClearActions),
+            "set_queue" => Ok(Action::SetQueue(u32_arg(value)?)),
+            "pop_queue" => Ok(Action::PopQueue),
+            "enqueue" => parse_enqueue(value),
             _ => Err(format!("unknown action {key}")),
         }
     }
@@ -129,6 +170,21 @@ pub(crate) fn format_ext(out: &mut String, a: &Action) -> bool {
             out.push_str(&crate::text::format::format_actions(inner));
             out.push(')');
         }
+        Action::WriteActions(inner) => {
+            out.push_str("write_actions(");
+            out.push_str(&crate::text::format::format_actions(inner));
+            out.push(')');
+        }
+        Action::ClearActions => out.push_str("clear_actions"),
+        Action::SetQueue(q) => {
+            let _ = write!(out, "set_queue:{q}");
+        }
+        Action::Enqueue { port, queue } => {
+            out.push_str("enqueue:");
+            crate::text::format::format_port(out, *port);
+            let _ = write!(out, ":{queue}");
+        }
+        Action::PopQueue => out.push_str("pop_queue"),
         _ => return false,
     }
     true
@@ -153,6 +209,19 @@ pub(crate) fn check_ext(
     match a {
         // OVS `check_CLONE`: the nested list against the same match.
         Action::Clone(inner) => crate::text::parse::check_actions(inner, m, table, usable),
+        // OVS `check_WRITE_ACTIONS`: the nested list against a copy of the match and of the
+        // usable protocols ("we can't check consistency of an action set").
+        Action::WriteActions(inner) => {
+            let mut tmp = *usable;
+            crate::text::parse::check_actions(inner, m, table, &mut tmp)
+        }
+        // OVS `check_ENQUEUE`.
+        Action::Enqueue { port, .. } => {
+            if port.0 >= OfPort::MAX.0 && *port != OfPort::IN_PORT && *port != OfPort::LOCAL {
+                return Err("OFPBAC_BAD_OUT_PORT");
+            }
+            Ok(())
+        }
         Action::ModNwTtl(_) => {
             // OVS `check_set_ip`: not an IP match → only OpenFlow 1.0 (where it is a load
             // whose decoding then fails: see `canon_ext`).
@@ -194,9 +263,74 @@ pub(crate) fn canon_ext(
             // instruction.
             return Err("decode error: OFPBAC_UNSUPPORTED_ORDER".into());
         }
+        // OpenFlow 1.0 has no instructions: OVS sends nothing for them.
+        Action::WriteActions(_) | Action::ClearActions if !of13 => {}
+        Action::Enqueue { port, queue } if of13 => {
+            // OpenFlow 1.1+ has no enqueue: OVS sends set_queue, output, pop_queue.
+            out.extend([
+                Action::SetQueue(*queue),
+                Action::output(*port),
+                Action::PopQueue,
+            ]);
+        }
         _ => out.push(a.clone()),
     }
     Ok(())
+}
+
+/// The OpenFlow 1.1+ round trip of `write_actions(inner)` (`inner` already canonical):
+/// an empty set is not sent; an action OVS does not allow in an action set
+/// (`ofpact_is_allowed_in_actions_set`) fails to decode.
+pub(crate) fn canon_write_actions(
+    inner: Vec<Action>,
+    m: &Match,
+    out: &mut Vec<Action>,
+) -> Result<(), String> {
+    if inner.is_empty() {
+        return Ok(());
+    }
+    // A `set_field` (what `mod_nw_tos` and the like become in OpenFlow 1.2+) is decoded
+    // against the flow's match: its prerequisites must hold there.
+    let bad_prereq = inner
+        .iter()
+        .any(|a| matches!(a, Action::SetField { field, .. } if !m.prereqs_ok(*field)));
+    if bad_prereq {
+        return Err("decode error: OFPBAC_MATCH_INCONSISTENT".into());
+    }
+    if !inner.iter().all(allowed_in_action_set) {
+        return Err("decode error: OFPBAC_BAD_TYPE".into());
+    }
+    out.push(Action::WriteActions(inner));
+    Ok(())
+}
+
+/// OVS 3.1 `ofpact_is_allowed_in_actions_set`, over the actions of this model.
+pub fn allowed_in_action_set(a: &Action) -> bool {
+    matches!(
+        a,
+        Action::Output { .. }
+            | Action::Resubmit { .. }
+            | Action::Ct(_)
+            | Action::CtClear
+            | Action::SetField { .. }
+            | Action::Load { .. }
+            | Action::Move { .. }
+            | Action::ModDlSrc(_)
+            | Action::ModDlDst(_)
+            | Action::ModNwSrc(_)
+            | Action::ModNwDst(_)
+            | Action::ModNwTos(_)
+            | Action::ModTpSrc(_)
+            | Action::ModTpDst(_)
+            | Action::ModVlanVid { .. }
+            | Action::ModVlanPcp { .. }
+            | Action::StripVlan
+            | Action::PopVlan
+            | Action::PushVlan(_)
+            | Action::DecTtl(_)
+            | Action::ModNwTtl(_)
+            | Action::SetQueue(_)
+    )
 }
 
 #[cfg(test)]

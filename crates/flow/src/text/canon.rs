@@ -432,8 +432,14 @@ fn canon_actions(
                     (ipproto::UDP, false) => Mf::UdpDst,
                     (ipproto::SCTP, true) => Mf::SctpSrc,
                     (ipproto::SCTP, false) => Mf::SctpDst,
-                    (_, true) => Mf::TcpSrc,
-                    (_, false) => Mf::TcpDst,
+                    (ipproto::TCP, true) => Mf::TcpSrc,
+                    (ipproto::TCP, false) => Mf::TcpDst,
+                    // No L4 protocol known (only inside `write_actions`, whose check does
+                    // not narrow the protocols): OVS sends `OFPAT11_SET_TP_*`.
+                    _ => {
+                        out.push(a.clone());
+                        continue;
+                    }
                 };
                 out.push(sf(field, u128::from(*v)));
             }
@@ -453,7 +459,11 @@ fn canon_actions(
                     port: *port,
                     max_len: 0,
                 }),
-            Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit => {
+            Action::WriteMetadata { .. }
+            | Action::ModNwTtl(_)
+            | Action::Exit
+            | Action::ClearActions
+            | Action::Enqueue { .. } => {
                 super::actions_ext::canon_ext(a, &actions[i + 1..], m, dialect, &mut out)?;
             }
             Action::Clone(inner) => {
@@ -461,6 +471,12 @@ fn canon_actions(
                 let mut hv = *has_vlan;
                 out.push(Action::Clone(canon_actions(inner, m, dialect, &mut hv)?));
             }
+            Action::WriteActions(inner) if of13 => {
+                let mut hv = *has_vlan;
+                let inner = canon_actions(inner, m, dialect, &mut hv)?;
+                super::actions_ext::canon_write_actions(inner, m, &mut out)?;
+            }
+            Action::WriteActions(_) => {}
             _ => out.push(a.clone()),
         }
     }

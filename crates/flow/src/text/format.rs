@@ -402,7 +402,7 @@ pub fn format_mf_value(out: &mut String, mf: Mf, value: u128, mask: u128) {
     }
 }
 
-fn format_port(out: &mut String, p: OfPort) {
+pub(crate) fn format_port(out: &mut String, p: OfPort) {
     let _ = write!(out, "{p}");
 }
 
@@ -682,6 +682,11 @@ fn format_action(out: &mut String, a: &Action) {
         }
         // Printed by `actions_ext::format_ext` above.
         Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {}
+        Action::WriteActions(_)
+        | Action::ClearActions
+        | Action::SetQueue(_)
+        | Action::Enqueue { .. }
+        | Action::PopQueue => {}
     }
 }
 

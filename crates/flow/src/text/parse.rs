@@ -594,6 +594,7 @@ impl ActCtx<'_, '_> {
                 k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
                 // issue #17: a nested list, no instructions inside (depth > 1).
                 "clone" => Action::Clone(self.parse_list(value, false)?),
+                "write_actions" => Action::WriteActions(self.parse_list(value, false)?),
                 _ => match OfPort::parse(key) {
                     Some(p) => Action::output(p),
                     None => return Err(kerr(format!("unknown action {key}"))),
@@ -1109,9 +1110,15 @@ fn check_action(
     match a {
         Action::Output { port, .. } | Action::OutputTrunc { port, .. } => check_output_port(*port),
         Action::OutputReg { src } => check_subfield(src, m),
-        Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {
-            super::actions_ext::check_ext(a, m, table, usable)
-        }
+        Action::WriteMetadata { .. }
+        | Action::ModNwTtl(_)
+        | Action::Exit
+        | Action::Clone(_)
+        | Action::WriteActions(_)
+        | Action::ClearActions
+        | Action::SetQueue(_)
+        | Action::Enqueue { .. }
+        | Action::PopQueue => super::actions_ext::check_ext(a, m, table, usable),
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),

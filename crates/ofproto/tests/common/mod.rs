@@ -32,6 +32,15 @@ pub fn megaflow_bits(s: &str) -> Option<u32> {
                 tci1 |= m;
             }
             "icmp_type" | "icmp_code" if v.contains('/') => extra += masked(v, 8)?,
+            // Datapath metadata our flow key does not have (`set_queue`): counted as OVS's.
+            "skb_priority" => {
+                extra += match v.split_once('/') {
+                    Some((_, m)) => u32::from_str_radix(m.trim_start_matches("0x"), 16)
+                        .ok()?
+                        .count_ones(),
+                    None => 32,
+                }
+            }
             _ => rest.push(pair),
         }
     }
