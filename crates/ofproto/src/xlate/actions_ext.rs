@@ -142,7 +142,7 @@ impl Ctx<'_> {
 /// OVS 3.1 `action_set_classify`: the slot an action takes in the action set. Slots 0–2
 /// keep the last action written (in slot order); `SetOrMove` keeps all, in write order; of
 /// the final actions only the last of the highest class runs (`ct` < `ct_clear` <
-/// `resubmit` < `output`), and without one the set runs nothing.
+/// `resubmit` < `output` < `group`), and without one the set runs nothing.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum SetClass {
     Slot(u8),
@@ -174,6 +174,7 @@ fn classify(a: &Action) -> SetClass {
         Action::CtClear => SetClass::Final(1),
         Action::Resubmit { .. } => SetClass::Final(2),
         Action::Output { .. } => SetClass::Final(3),
+        Action::Group(_) => SetClass::Final(4),
         _ => SetClass::Invalid,
     }
 }

@@ -55,68 +55,6 @@ pub(super) struct HashFreeze {
     pub(super) actions: Vec<Action>,
 }
 
-/// The action-set class of an action (OVS `action_set_classify`): `Some(slot)` for the
-/// ordered single slots (0..3), `Final(class)` for final actions, `SetOrMove`, or `None`
-/// for actions an action set ignores.
-enum SetClass {
-    Slot(usize),
-    Final(u8),
-    SetOrMove,
-    Invalid,
-}
-
-fn classify(a: &Action) -> SetClass {
-    match a {
-        Action::StripVlan | Action::PopVlan => SetClass::Slot(0),
-        Action::PushVlan(_) => SetClass::Slot(1),
-        Action::DecTtl(_) => SetClass::Slot(2),
-        Action::Ct(_) => SetClass::Final(1),
-        Action::CtClear => SetClass::Final(2),
-        Action::Resubmit { .. } => SetClass::Final(3),
-        Action::Output { .. } => SetClass::Final(4),
-        Action::Group(_) => SetClass::Final(5),
-        Action::SetField { .. }
-        | Action::Load { .. }
-        | Action::Move { .. }
-        | Action::ModDlSrc(_)
-        | Action::ModDlDst(_)
-        | Action::ModNwSrc(_)
-        | Action::ModNwDst(_)
-        | Action::ModNwTos(_)
-        | Action::ModTpSrc(_)
-        | Action::ModTpDst(_)
-        | Action::ModVlanVid { .. }
-        | Action::ModVlanPcp { .. } => SetClass::SetOrMove,
-        _ => SetClass::Invalid,
-    }
-}
-
-/// OVS `ofpacts_execute_action_set`: the action list a bucket's action set runs as.
-pub(crate) fn action_set_to_list(set: &[Action]) -> Vec<Action> {
-    let mut slots: [Option<&Action>; 3] = [None; 3];
-    let mut set_or_move = Vec::new();
-    let mut fin: Option<(&Action, u8)> = None;
-    for a in set {
-        match classify(a) {
-            SetClass::Slot(i) => slots[i] = Some(a),
-            SetClass::Final(c) => {
-                if fin.is_none_or(|(_, fc)| c >= fc) {
-                    fin = Some((a, c));
-                }
-            }
-            SetClass::SetOrMove => set_or_move.push(a.clone()),
-            SetClass::Invalid => {}
-        }
-    }
-    let Some((f, _)) = fin else {
-        return Vec::new();
-    };
-    let mut out: Vec<Action> = slots.iter().flatten().map(|a| (*a).clone()).collect();
-    out.extend(set_or_move);
-    out.push(f.clone());
-    out
-}
-
 impl<'a> Ctx<'a> {
     /// OVS `xlate_group_action`. True when the group does not exist (the caller stops its
     /// action list, as OVS does).
@@ -161,7 +99,7 @@ impl<'a> Ctx<'a> {
             .tr
             .as_mut()
             .map(|t| t.enter(NodeKind::Bucket, format!("bucket {}", b.bucket_id)));
-        let list = action_set_to_list(&b.actions);
+        let list = super::actions_ext::action_set_list(&b.actions);
         let old_flow = self.flow;
         let old_in_group = std::mem::replace(&mut self.in_group, true);
         self.depth += 1;
@@ -405,13 +343,12 @@ impl<'a> Ctx<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::xlate::actions_ext::action_set_list;
     use flow::text::parse_actions;
 
     #[test]
     fn action_sets_as_ovs_orders_them() {
-        let l =
-            |s: &str| flow::text::format_actions(&action_set_to_list(&parse_actions(s).unwrap()));
+        let l = |s: &str| flow::text::format_actions(&action_set_list(&parse_actions(s).unwrap()));
         // OVS 3.1 traced these buckets as: output:3 / set_field..,set_field..,output:4 /
         // CONTROLLER:65535 / pop_vlan,push_vlan:0x8100,dec_ttl,ct_clear.
         assert_eq!(l("output:2,output:3"), "output:3");
