@@ -7,10 +7,11 @@
 //! that equals p on m (here: p with every header bit outside m re-drawn at random, within
 //! what a real packet can carry) must get exactly A from xlate(q). Run with both classifiers.
 
+mod common;
+
+use common::perturb;
 use flow::FlowKey;
 use flow::extract::{PacketMeta, extract};
-use flow::field::{FRAG_LATER, FieldId, VLAN_CFI};
-use flow::ofp::matching::{ETH_TYPE_ARP, ETH_TYPE_IP, ETH_TYPE_IPV6, ipproto};
 use ofproto::{Backend, Bridge, FlowMod, FlowModCommand, VlanMode, XlateIn, xlate, xlate_ro};
 use proptest::prelude::*;
 use testutil::pipelines::{PipelineMix, flow_protocol, random_packets_for, random_pipeline};
@@ -59,68 +60,6 @@ fn build(seed: u64, backend: Backend) -> (Bridge, Vec<FlowKey>) {
         })
         .collect();
     (br, keys)
-}
-
-/// `p` with header bits outside `mask` re-drawn, keeping `q` a packet `extract` could produce.
-fn perturb(p: &FlowKey, mask: &flow::FlowMask, rng: &mut TestRng) -> FlowKey {
-    let mut q = *p;
-    let dl = FieldId::DlType.get(p) as u16;
-    let proto = FieldId::NwProto.get(p) as u8;
-    let later = FieldId::NwFrag.get(p) as u8 & FRAG_LATER != 0;
-    let mut fields: Vec<(FieldId, u128)> = vec![
-        (FieldId::DlSrc, 0xffff_ffff_ffff),
-        (FieldId::DlDst, 0xffff_ffff_ffff),
-    ];
-    if FieldId::Vlan0Tci.get(p) as u16 & VLAN_CFI != 0 {
-        fields.push((FieldId::Vlan0Tci, 0xefff));
-    }
-    if FieldId::Vlan1Tci.get(p) as u16 & VLAN_CFI != 0 {
-        fields.push((FieldId::Vlan1Tci, 0xefff));
-    }
-    match dl {
-        ETH_TYPE_IP | ETH_TYPE_IPV6 => {
-            if dl == ETH_TYPE_IP {
-                fields.push((FieldId::NwSrc, 0xffff_ffff));
-                fields.push((FieldId::NwDst, 0xffff_ffff));
-            } else {
-                fields.push((FieldId::Ipv6Src, u128::MAX));
-                fields.push((FieldId::Ipv6Dst, u128::MAX));
-                fields.push((FieldId::Ipv6Label, 0xfffff));
-            }
-            fields.push((FieldId::NwTos, 0xff));
-            fields.push((FieldId::NwTtl, 0xff));
-            if !later {
-                match proto {
-                    ipproto::TCP | ipproto::UDP | ipproto::SCTP => {
-                        fields.push((FieldId::TpSrc, 0xffff));
-                        fields.push((FieldId::TpDst, 0xffff));
-                    }
-                    ipproto::ICMP => {
-                        fields.push((FieldId::TpSrc, 0xff));
-                        fields.push((FieldId::TpDst, 0xff));
-                    }
-                    _ => {}
-                }
-                if proto == ipproto::TCP {
-                    fields.push((FieldId::TcpFlags, 0x0fff));
-                }
-            }
-        }
-        ETH_TYPE_ARP => {
-            fields.push((FieldId::NwSrc, 0xffff_ffff));
-            fields.push((FieldId::NwDst, 0xffff_ffff));
-            fields.push((FieldId::ArpSha, 0xffff_ffff_ffff));
-            fields.push((FieldId::ArpTha, 0xffff_ffff_ffff));
-        }
-        _ => {}
-    }
-    for (f, domain) in fields {
-        let r = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) & domain;
-        let m = f.get_mask(mask);
-        let v = (f.get(p) & m) | (r & !m & domain) | (f.get(p) & !domain);
-        f.set(&mut q, v);
-    }
-    q
 }
 
 fn check(seed: u64, backend: Backend) -> Result<(), TestCaseError> {

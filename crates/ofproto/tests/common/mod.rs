@@ -1,9 +1,12 @@
 //! Shared by the differential tests: comparing datapath actions by effect, counting megaflow
-//! bits.
+//! bits, and the soundness tests' `perturb`.
 #![allow(dead_code)]
 
 use flow::FlowKey;
+use flow::field::{FRAG_LATER, FieldId, VLAN_CFI};
+use flow::ofp::matching::{ETH_TYPE_ARP, ETH_TYPE_IP, ETH_TYPE_IPV6, ipproto};
 use testutil::pipelines::{canonical_datapath_actions, normalize_recirc_ids, split_top_level};
+use testutil::rng::TestRng;
 
 /// 1-bits of a printed megaflow, counted by parsing it with our match parser. Megaflows use
 /// print-only syntax that `ovs-ofctl`'s match parser (and ours, which follows it) rejects:
@@ -116,4 +119,66 @@ pub fn same_actions(a: &str, b: &str, key: &FlowKey) -> bool {
     effect(a, key) == effect(b, key)
         || canonical_datapath_actions(&normalize_recirc_ids(&[a])[0])
             == canonical_datapath_actions(&normalize_recirc_ids(&[b])[0])
+}
+
+/// `p` with header bits outside `mask` re-drawn, keeping `q` a packet `extract` could produce.
+pub fn perturb(p: &FlowKey, mask: &flow::FlowMask, rng: &mut TestRng) -> FlowKey {
+    let mut q = *p;
+    let dl = FieldId::DlType.get(p) as u16;
+    let proto = FieldId::NwProto.get(p) as u8;
+    let later = FieldId::NwFrag.get(p) as u8 & FRAG_LATER != 0;
+    let mut fields: Vec<(FieldId, u128)> = vec![
+        (FieldId::DlSrc, 0xffff_ffff_ffff),
+        (FieldId::DlDst, 0xffff_ffff_ffff),
+    ];
+    if FieldId::Vlan0Tci.get(p) as u16 & VLAN_CFI != 0 {
+        fields.push((FieldId::Vlan0Tci, 0xefff));
+    }
+    if FieldId::Vlan1Tci.get(p) as u16 & VLAN_CFI != 0 {
+        fields.push((FieldId::Vlan1Tci, 0xefff));
+    }
+    match dl {
+        ETH_TYPE_IP | ETH_TYPE_IPV6 => {
+            if dl == ETH_TYPE_IP {
+                fields.push((FieldId::NwSrc, 0xffff_ffff));
+                fields.push((FieldId::NwDst, 0xffff_ffff));
+            } else {
+                fields.push((FieldId::Ipv6Src, u128::MAX));
+                fields.push((FieldId::Ipv6Dst, u128::MAX));
+                fields.push((FieldId::Ipv6Label, 0xfffff));
+            }
+            fields.push((FieldId::NwTos, 0xff));
+            fields.push((FieldId::NwTtl, 0xff));
+            if !later {
+                match proto {
+                    ipproto::TCP | ipproto::UDP | ipproto::SCTP => {
+                        fields.push((FieldId::TpSrc, 0xffff));
+                        fields.push((FieldId::TpDst, 0xffff));
+                    }
+                    ipproto::ICMP => {
+                        fields.push((FieldId::TpSrc, 0xff));
+                        fields.push((FieldId::TpDst, 0xff));
+                    }
+                    _ => {}
+                }
+                if proto == ipproto::TCP {
+                    fields.push((FieldId::TcpFlags, 0x0fff));
+                }
+            }
+        }
+        ETH_TYPE_ARP => {
+            fields.push((FieldId::NwSrc, 0xffff_ffff));
+            fields.push((FieldId::NwDst, 0xffff_ffff));
+            fields.push((FieldId::ArpSha, 0xffff_ffff_ffff));
+            fields.push((FieldId::ArpTha, 0xffff_ffff_ffff));
+        }
+        _ => {}
+    }
+    for (f, domain) in fields {
+        let r = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) & domain;
+        let m = f.get_mask(mask);
+        let v = (f.get(p) & m) | (r & !m & domain) | (f.get(p) & !domain);
+        f.set(&mut q, v);
+    }
+    q
 }
