@@ -77,6 +77,8 @@ const CASES: &[&str] = &[
     "actions=clone(mod_nw_ttl:1)",
     // write_actions / clear_actions
     "actions=write_actions(output:1)",
+    "actions=write_actions(group:1)",
+    "actions=write_actions(output:1,group:2)",
     "actions=write_actions(output:1,set_field:1->reg0)",
     "actions=write_actions(output:1,output:2)",
     "actions=write_actions()",

@@ -330,6 +330,7 @@ pub fn allowed_in_action_set(a: &Action) -> bool {
             | Action::DecTtl(_)
             | Action::ModNwTtl(_)
             | Action::SetQueue(_)
+            | Action::Group(_)
     )
 }
 
