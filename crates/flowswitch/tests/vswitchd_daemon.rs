@@ -440,3 +440,44 @@ fn real_ports_from_interface_rows() {
     let link = testutil::netns::ip(&["link", "show", o2]).unwrap();
     assert!(!link.contains("xdp"), "{link}");
 }
+
+/// `other_config:vlan-limit` as OVS: unset, the daemon parses one VLAN tag (a double-tagged
+/// packet's inner TPID is its `dl_type`, nothing after it parsed); set to 2 (`ovs-vsctl`
+/// waits until it is applied) both tags and the IP header behind them.
+#[test]
+fn vlan_limit_follows_other_config() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let env = Env::new("vlan", true);
+    let db = format!("unix:{}", env.dir.join("db.sock").display());
+    env.start_daemon(&[&db, "--enable-dummy=override"]);
+    env.ok(&["ovs-vsctl", "add-br", "br0", "--", "add-port", "br0", "p1"]);
+    let qinq =
+        "000000000002000000000001810000148100001e08004500001400000000401100000a0000010a000002";
+    let flow = |env: &Env| {
+        let t = env.ok(&["ovs-appctl", "ofproto/trace", "br0", "in_port=1", qinq]);
+        t.lines()
+            .find_map(|l| l.strip_prefix("Flow: "))
+            .unwrap_or_else(|| panic!("no Flow: line in\n{t}"))
+            .to_owned()
+    };
+    let one = flow(&env);
+    assert!(
+        one.starts_with("in_port=1,dl_vlan=20,") && one.ends_with(",dl_type=0x8100"),
+        "{one}"
+    );
+    env.ok(&[
+        "ovs-vsctl",
+        "set",
+        "Open_vSwitch",
+        ".",
+        "other_config:vlan-limit=2",
+    ]);
+    let two = flow(&env);
+    assert!(
+        two.starts_with("udp,in_port=1,dl_vlan=20,") && two.contains(",dl_vlan1=30,"),
+        "{two}"
+    );
+}
