@@ -676,8 +676,16 @@ impl Revalidator {
             .name("revalidator".into())
             .spawn(move || {
                 let mut r = self;
-                while !stop2.load(Ordering::Acquire) {
+                loop {
+                    // The change count first, then the stop flag: a `stop` that lands after
+                    // the count was read also bumps it (`notify`), so the wait below returns
+                    // at once; one that landed before is seen here. (Checking the flag first
+                    // could read a count that already includes the stop's notify and then
+                    // sleep a whole period: a hung `stop`.)
                     let seen = r.shared.changes();
+                    if stop2.load(Ordering::Acquire) {
+                        break;
+                    }
                     progress2.counts.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
                     let st = r.run(r.shared.now_ms());
                     *last2.lock().unwrap_or_else(|e| e.into_inner()) = st;
