@@ -182,3 +182,40 @@ pub fn perturb(p: &FlowKey, mask: &flow::FlowMask, rng: &mut TestRng) -> FlowKey
     }
     q
 }
+
+/// Invariant 1 on `keys` through `br`: for each packet p, every packet q equal to p under
+/// p's megaflow (`perturb`, 8 draws) gets p's actions and error; p then learns (side effects
+/// on), as the datapath would, before the next packet.
+pub fn check_sound(
+    br: &ofproto::Bridge,
+    keys: &[FlowKey],
+    seed: u64,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use ofproto::{XlateIn, xlate, xlate_ro};
+    use proptest::{prop_assert, prop_assert_eq};
+    let mut rng = TestRng::new(seed ^ 0x5eed);
+    for (i, p) in keys.iter().enumerate() {
+        let out = xlate_ro(br, &XlateIn::new(*p));
+        for _ in 0..8 {
+            let q = perturb(p, &out.mask, &mut rng);
+            prop_assert!(p.eq_masked(&q, &out.mask));
+            let oq = xlate_ro(br, &XlateIn::new(q));
+            prop_assert_eq!(
+                &oq.actions,
+                &out.actions,
+                "seed {:#x} packet {}: q equal to p under the megaflow got other actions\n p={:?}\n q={:?}\n megaflow={}",
+                seed,
+                i,
+                p,
+                q,
+                ofproto::trace::format_megaflow(p, &out)
+            );
+            prop_assert_eq!(oq.error, out.error);
+        }
+        // Learn from this packet, as the datapath would, before the next one.
+        let mut input = XlateIn::new(*p);
+        input.side_effects = true;
+        xlate(br, &input);
+    }
+    Ok(())
+}
