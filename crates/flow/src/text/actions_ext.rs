@@ -304,34 +304,52 @@ pub(crate) fn canon_write_actions(
     Ok(())
 }
 
-/// OVS 3.1 `ofpact_is_allowed_in_actions_set`, over the actions of this model.
+/// OVS 3.1 `action_set_classify`: the slot an action takes in the action set. Slots 0–2
+/// keep the last action written (in slot order); `SetOrMove` keeps all, in write order; of
+/// the final actions only the last of the highest class runs (`ct` < `ct_clear` <
+/// `resubmit` < `output` < `group`), and without one the set runs nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum ActionSetClass {
+    Slot(u8),
+    Final(u8),
+    SetOrMove,
+    Invalid,
+}
+
+/// The class of `a` in an action set (see [`ActionSetClass`]).
+pub fn action_set_class(a: &Action) -> ActionSetClass {
+    match a {
+        Action::StripVlan | Action::PopVlan => ActionSetClass::Slot(0),
+        Action::PushVlan(_) => ActionSetClass::Slot(1),
+        Action::DecTtl(_) => ActionSetClass::Slot(2),
+        Action::SetField { .. }
+        | Action::Load { .. }
+        | Action::Move { .. }
+        | Action::ModDlSrc(_)
+        | Action::ModDlDst(_)
+        | Action::ModNwSrc(_)
+        | Action::ModNwDst(_)
+        | Action::ModNwTos(_)
+        | Action::ModNwTtl(_)
+        | Action::ModTpSrc(_)
+        | Action::ModTpDst(_)
+        | Action::ModVlanVid { .. }
+        | Action::ModVlanPcp { .. }
+        | Action::SetQueue(_) => ActionSetClass::SetOrMove,
+        Action::Ct(_) => ActionSetClass::Final(0),
+        Action::CtClear => ActionSetClass::Final(1),
+        Action::Resubmit { .. } => ActionSetClass::Final(2),
+        Action::Output { .. } => ActionSetClass::Final(3),
+        Action::Group(_) => ActionSetClass::Final(4),
+        _ => ActionSetClass::Invalid,
+    }
+}
+
+/// OVS 3.1 `ofpact_is_allowed_in_actions_set`, over the actions of this model: every action
+/// [`action_set_class`] gives a place in the set.
 pub fn allowed_in_action_set(a: &Action) -> bool {
-    matches!(
-        a,
-        Action::Output { .. }
-            | Action::Resubmit { .. }
-            | Action::Ct(_)
-            | Action::CtClear
-            | Action::SetField { .. }
-            | Action::Load { .. }
-            | Action::Move { .. }
-            | Action::ModDlSrc(_)
-            | Action::ModDlDst(_)
-            | Action::ModNwSrc(_)
-            | Action::ModNwDst(_)
-            | Action::ModNwTos(_)
-            | Action::ModTpSrc(_)
-            | Action::ModTpDst(_)
-            | Action::ModVlanVid { .. }
-            | Action::ModVlanPcp { .. }
-            | Action::StripVlan
-            | Action::PopVlan
-            | Action::PushVlan(_)
-            | Action::DecTtl(_)
-            | Action::ModNwTtl(_)
-            | Action::SetQueue(_)
-            | Action::Group(_)
-    )
+    action_set_class(a) != ActionSetClass::Invalid
 }
 
 #[cfg(test)]

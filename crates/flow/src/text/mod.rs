@@ -21,7 +21,7 @@ pub mod lex;
 pub mod parse;
 pub mod value;
 
-pub use actions_ext::allowed_in_action_set;
+pub use actions_ext::{ActionSetClass, action_set_class, allowed_in_action_set};
 pub use flow_line::format_flow_line;
 pub use format::{format_actions, format_flow_add, format_match_priority};
 

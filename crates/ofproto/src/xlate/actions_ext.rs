@@ -25,6 +25,7 @@
 use flow::FieldId;
 use flow::ofp::matching::ETH_TYPE_ARP;
 use flow::ofp::{Action, Mf, OfPort};
+use flow::text::{ActionSetClass, action_set_class};
 
 use super::Ctx;
 use crate::odp::OdpAction;
@@ -139,61 +140,21 @@ impl Ctx<'_> {
     }
 }
 
-/// OVS 3.1 `action_set_classify`: the slot an action takes in the action set. Slots 0–2
-/// keep the last action written (in slot order); `SetOrMove` keeps all, in write order; of
-/// the final actions only the last of the highest class runs (`ct` < `ct_clear` <
-/// `resubmit` < `output` < `group`), and without one the set runs nothing.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum SetClass {
-    Slot(u8),
-    Final(u8),
-    SetOrMove,
-    Invalid,
-}
-
-fn classify(a: &Action) -> SetClass {
-    match a {
-        Action::StripVlan | Action::PopVlan => SetClass::Slot(0),
-        Action::PushVlan(_) => SetClass::Slot(1),
-        Action::DecTtl(_) => SetClass::Slot(2),
-        Action::SetField { .. }
-        | Action::Load { .. }
-        | Action::Move { .. }
-        | Action::ModDlSrc(_)
-        | Action::ModDlDst(_)
-        | Action::ModNwSrc(_)
-        | Action::ModNwDst(_)
-        | Action::ModNwTos(_)
-        | Action::ModNwTtl(_)
-        | Action::ModTpSrc(_)
-        | Action::ModTpDst(_)
-        | Action::ModVlanVid { .. }
-        | Action::ModVlanPcp { .. }
-        | Action::SetQueue(_) => SetClass::SetOrMove,
-        Action::Ct(_) => SetClass::Final(0),
-        Action::CtClear => SetClass::Final(1),
-        Action::Resubmit { .. } => SetClass::Final(2),
-        Action::Output { .. } => SetClass::Final(3),
-        Action::Group(_) => SetClass::Final(4),
-        _ => SetClass::Invalid,
-    }
-}
-
 /// OVS 3.1 `ofpacts_execute_action_set`: the action list an action set runs as.
 pub(crate) fn action_set_list(set: &[Action]) -> Vec<Action> {
     let mut slots: [Option<&Action>; 3] = [None; 3];
     let mut set_or_move = Vec::new();
     let mut fin: Option<(u8, &Action)> = None;
     for a in set {
-        match classify(a) {
-            SetClass::Slot(i) => slots[usize::from(i)] = Some(a),
-            SetClass::Final(c) => {
+        match action_set_class(a) {
+            ActionSetClass::Slot(i) => slots[usize::from(i)] = Some(a),
+            ActionSetClass::Final(c) => {
                 if fin.is_none_or(|(fc, _)| c >= fc) {
                     fin = Some((c, a));
                 }
             }
-            SetClass::SetOrMove => set_or_move.push(a.clone()),
-            SetClass::Invalid => {}
+            ActionSetClass::SetOrMove => set_or_move.push(a.clone()),
+            ActionSetClass::Invalid => {}
         }
     }
     let Some((_, last)) = fin else {
