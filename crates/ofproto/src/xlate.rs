@@ -221,6 +221,8 @@ struct Ctx<'a> {
     in_group: bool,
     /// A select group's `dp_hash` freeze being collected ([`group`]).
     hash_freeze: Option<group::HashFreeze>,
+    /// Steps of the current liveness question ([`group`]'s budgeted walk).
+    live_steps: u32,
     /// Issue #17 actions (2): the OpenFlow action set (`write_actions`), in write order
     /// (OVS `ctx->action_set`), and whether it is being executed (`in_action_set`).
     action_set: Vec<Action>,
@@ -289,6 +291,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         list_last: true,
         in_group: false,
         hash_freeze: None,
+        live_steps: 0,
         action_set: Vec::new(),
         in_action_set: false,
         skb_priority: 0,
@@ -1683,5 +1686,6 @@ pub fn megaflow_covers(p: &FlowKey, mask: &FlowMask, q: &FlowKey) -> bool {
 
 mod actions_ext;
 mod group;
+mod liveness;
 #[cfg(test)]
 mod tests;

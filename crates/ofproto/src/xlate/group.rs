@@ -11,7 +11,8 @@
 //!   committed to the datapath packet stays committed, as in OVS.
 //! - `all` and `indirect` run every bucket; `fast_failover` the first live bucket (no watch,
 //!   or a watched port that exists, or a watched group with a live bucket, at most 128 links
-//!   deep); `select` one bucket by its group's selection method ([`crate::group`]):
+//!   deep — OVS's recursive walk under a step budget, then [`super::liveness`]'s search,
+//!   since groups watching each other make the walk exponential); `select` one bucket by its group's selection method ([`crate::group`]):
 //!   * `dp_hash` — with no `dp_hash` yet, the translation *freezes*: the group action and
 //!     every action after it (in this list and in the lists that resubmitted here) become the
 //!     frozen state, and the datapath gets `hash(l4(basis))`/`hash(sym_l4(basis))` and
@@ -46,6 +47,24 @@ use crate::trace::NodeKind;
 /// OVS `MAX_LIVENESS_RECURSION`.
 const MAX_LIVENESS_RECURSION: u32 = 128;
 
+/// Steps (`bucket_is_alive` calls) one liveness question may take in OVS's recursive walk
+/// before [`super::liveness::group_reaches_live`] answers it instead: the walk reports every
+/// dead bucket in a trace, as OVS does, but is exponential on groups that watch each other.
+const LIVENESS_STEPS: u32 = 4096;
+
+/// What liveness needs of bucket `b` of `g` (OVS `bucket_is_alive` without the recursion).
+fn bucket_life(br: &crate::Bridge, g: &Group, b: &Bucket) -> super::liveness::BucketLife {
+    let usable = !(g.desc.group_type == GroupType::Select && b.weight == 0);
+    super::liveness::BucketLife {
+        live_alone: usable
+            && (!b.has_liveness()
+                || (b.watch_port != OfPort::ANY
+                    && b.watch_port != OfPort::CONTROLLER
+                    && br.port_is_alive(b.watch_port))),
+        watch_group: (usable && b.watch_group != OFPG_ANY).then_some(b.watch_group),
+    }
+}
+
 /// A freeze in progress for a select group's `dp_hash` (OVS `ctx->freezing` with
 /// `recirc_update_dp_hash`): the hash to ask for and the actions collected so far.
 #[derive(Debug, Clone)]
@@ -79,7 +98,7 @@ impl<'a> Ctx<'a> {
                 let b = if g.desc.group_type == GroupType::Select {
                     self.pick_select(g)
                 } else {
-                    self.first_live_bucket(g, 0)
+                    self.first_live(g)
                 };
                 match b {
                     Some(b) => {
@@ -115,8 +134,63 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// OVS `bucket_is_alive`.
+    /// The first live bucket of `g` (OVS `group_first_live_bucket(group, 0)`).
+    fn first_live<'g>(&mut self, g: &'g Group) -> Option<&'g Bucket> {
+        self.live_steps = 0;
+        let first = self.first_live_bucket(g, 0);
+        if self.live_steps < LIVENESS_STEPS {
+            return first;
+        }
+        self.report_liveness_cut();
+        g.desc
+            .buckets
+            .iter()
+            .find(|b| self.bucket_alive_by_search(g, b))
+    }
+
+    /// Whether bucket `b` of `g` is live (OVS `bucket_is_alive(group, bucket, 0)`).
+    fn live(&mut self, g: &Group, b: &Bucket) -> bool {
+        self.live_steps = 0;
+        let alive = self.bucket_is_alive(g, b, 0);
+        if self.live_steps < LIVENESS_STEPS {
+            return alive;
+        }
+        self.report_liveness_cut();
+        self.bucket_alive_by_search(g, b)
+    }
+
+    fn report_liveness_cut(&mut self) {
+        self.report(NodeKind::Detail, || {
+            format!(
+                "liveness walk stopped after {LIVENESS_STEPS} steps (groups watching each other): answered by a search of the watch graph"
+            )
+        });
+    }
+
+    /// [`Self::bucket_is_alive`] at depth 0 without the walk.
+    fn bucket_alive_by_search(&self, g: &Group, b: &Bucket) -> bool {
+        let br: &crate::Bridge = self.br;
+        let life = bucket_life(br, g, b);
+        life.live_alone
+            || life.watch_group.is_some_and(|w| {
+                super::liveness::group_reaches_live(w, 1, MAX_LIVENESS_RECURSION, |id| {
+                    br.group(id).map(|wg| {
+                        wg.desc
+                            .buckets
+                            .iter()
+                            .map(move |wb| bucket_life(br, wg, wb))
+                    })
+                })
+            })
+    }
+
+    /// OVS `bucket_is_alive`, under the [`LIVENESS_STEPS`] budget (out of steps: false, and
+    /// the caller asks the search).
     fn bucket_is_alive(&mut self, g: &Group, b: &Bucket, depth: u32) -> bool {
+        if self.live_steps >= LIVENESS_STEPS {
+            return false;
+        }
+        self.live_steps += 1;
         if depth >= MAX_LIVENESS_RECURSION {
             self.report(NodeKind::Error, || {
                 format!("bucket chaining exceeded {MAX_LIVENESS_RECURSION} links")
@@ -172,7 +246,7 @@ impl<'a> Ctx<'a> {
         let mut best: Option<&Bucket> = None;
         let mut best_score = 0u32;
         for b in &g.desc.buckets {
-            if self.bucket_is_alive(g, b, 0) {
+            if self.live(g, b) {
                 let score = (hash_int(b.bucket_id, basis) & 0xffff) * u32::from(b.weight);
                 if score >= best_score {
                     best = Some(b);
@@ -225,7 +299,7 @@ impl<'a> Ctx<'a> {
                         break;
                     };
                     let b = &g.desc.buckets[bi];
-                    if self.bucket_is_alive(g, b, 0) {
+                    if self.live(g, b) {
                         return Some(b);
                     }
                 }
