@@ -7,6 +7,7 @@
 #   ./scripts/test-all.sh                  # everything
 #   FUZZ_SECONDS=0 ./scripts/test-all.sh   # skip the fuzz pass
 #   FLOWSWITCH_NO_SKIP=1 ./scripts/test-all.sh   # a test that cannot run here fails (CI)
+#   TEST_TIMEOUT=2700 ./scripts/test-all.sh      # seconds cargo test may take (a hang fails)
 #
 # A test that cannot run here (no OVS, not root, no ../shared) is reported as skipped, by
 # name and reason, never counted as passed (`testutil::skip`); with FLOWSWITCH_NO_SKIP=1 —
@@ -79,7 +80,20 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (unit, property and differential tests against real OVS)"
 export FLOWSWITCH_SKIP_LOG="$WORK/skips.txt"
 : >"$FLOWSWITCH_SKIP_LOG"
-cargo test --workspace 2>&1 | tee "$WORK/test.log"
+# A hung test must fail this run with its name, not eat CI's whole time limit: cargo test
+# (build included) gets TEST_TIMEOUT seconds; the suite needs about a third of the default.
+TEST_TIMEOUT=${TEST_TIMEOUT:-2700}
+case "$TEST_TIMEOUT" in ''|*[!0-9]*) echo "TEST_TIMEOUT must be a whole number of seconds" >&2; exit 2 ;; esac
+set +e
+timeout --kill-after=30 "$TEST_TIMEOUT" cargo test --workspace 2>&1 | tee "$WORK/test.log"
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  echo "cargo test did not finish within ${TEST_TIMEOUT}s: a test hangs (see its 'has been running for over 60 seconds' line above)" >&2
+  exit 1
+elif [ "$rc" != 0 ]; then
+  exit "$rc"
+fi
 SKIPPED=$(wc -l <"$FLOWSWITCH_SKIP_LOG")
 grep -E '^test result:' "$WORK/test.log" | awk -v skipped="$SKIPPED" '
   { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1); if ($(i) ~ /^ignored;?$/) s += $(i-1) } }

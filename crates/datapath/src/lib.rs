@@ -38,6 +38,7 @@
 
 pub mod action_table;
 pub mod actions;
+pub mod bursts;
 pub mod ct;
 pub mod dpcls;
 pub mod dpctl;

@@ -862,6 +862,8 @@ impl FlowBatches {
 /// One PMD thread's state and loop. See the module doc.
 pub struct Pmd {
     cfg: PmdConfig,
+    /// This PMD's burst counter ([`crate::bursts`]), odd inside [`Pmd::poll_once`].
+    burst: crate::bursts::BurstSlot,
     emc: Emc,
     smc: Smc,
     dpcls: Arc<Dpcls>,
@@ -921,9 +923,11 @@ impl Pmd {
         upcall: Box<dyn Upcall>,
     ) -> Pmd {
         let reader = dpcls.reader();
+        let burst = dpcls.bursts().register();
         let mut act_reader = actions.reader();
         let view = Some(act_reader.view().clone());
         Pmd {
+            burst,
             act_reader,
             view,
             emc: Emc::new(cfg.emc_insert_inv_prob),
@@ -1091,6 +1095,16 @@ impl Pmd {
 
     /// One round over the polled ports (one burst each); returns the packets received.
     pub fn poll_once(&mut self) -> u64 {
+        // Everything this round does is one burst for the slow path's grace periods
+        // (`crate::bursts`): a packet between `recirc(id)` and its second pass holds no
+        // reference to its id.
+        self.burst.begin();
+        let got = self.poll_round();
+        self.burst.end();
+        got
+    }
+
+    fn poll_round(&mut self) -> u64 {
         let before = self.stats.packets_received;
         self.stats.iterations += 1;
         // One cycle-counter read per port polled plus one: each poll ends where the next

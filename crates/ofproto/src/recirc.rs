@@ -32,18 +32,23 @@
 //! when a connection's megaflows idle out and come back, and changes no binding.)
 //!
 //! A released state is *freed* (both maps forget it; the id may be handed out again) at the
-//! second effective call of [`RecircPool::run`] after its release, where calls less than
-//! [`RECIRC_GRACE_MS`] apart are not effective. The revalidator calls it at the end of every
-//! pass, so a released id waits at least [`RECIRC_GRACE_MS`] *and* at least one full
-//! revalidator pass (OVS `recirc_run`: the `expiring` and `expired` lists, 250 ms each). Why
-//! both: in our datapath a recirculating packet is in flight only within one PMD burst (the
+//! first effective call of [`RecircPool::run`] at which (1) it was released before the
+//! previous effective call, where calls less than [`RECIRC_GRACE_MS`] apart are not
+//! effective, and (2) every PMD burst that was running when (1) first held has ended. The
+//! revalidator calls `run` at the end of every pass, so a released id waits at least
+//! [`RECIRC_GRACE_MS`], at least one full revalidator pass (OVS `recirc_run`: the
+//! `expiring` and `expired` lists, 250 ms each), and for the bursts in flight. Why all
+//! three: a full pass guarantees that a megaflow installed by an upcall racing with the
+//! release has been dumped and re-referenced (or deleted) before its id can be freed; and a
+//! recirculating packet carries its id without a reference only within one PMD burst (the
 //! second pass runs before the burst ends; frames the connection tracker releases run the
-//! action list of the packet that released them, never a stored one), so 250 ms covers a
-//! descheduled PMD thread by far; and a full pass guarantees that a megaflow installed by an
-//! upcall racing with the release has been dumped and re-referenced (or deleted) before its
-//! id can be freed. Until freed, a released id is still *known*: an upcall for it resumes in
-//! its own state; once freed it is unknown and the upcall fails (counted). A packet never
-//! resumes in a state other than the one its id was given for.
+//! action list of the packet that released them, never a stored one) — but a descheduled
+//! PMD can sleep through any delay, so the burst counters of `datapath::bursts` (a
+//! quiescent-state grace, OVS's RCU postponement; registered with
+//! [`RecircPool::watch_in_flight`] by the revalidator) are what makes it safe, not time.
+//! Until freed, a released id is still *known*: an upcall for it resumes in its own state;
+//! once freed it is unknown and the upcall fails (counted). A packet never resumes in a
+//! state other than the one its id was given for.
 //!
 //! # Allocation
 //!
@@ -140,18 +145,63 @@ struct Node {
     released: Option<u64>,
 }
 
-/// The pooled states. See the module doc.
+/// Threads that may use a recirculation id without holding a reference: the PMDs of a
+/// datapath, between a packet's `recirc(id)` and its second pass (one burst).
+pub trait InFlight: Send + Sync {
+    /// Marks now: the check returned says whether everything in flight at the mark has
+    /// finished since.
+    fn mark(&self) -> Box<dyn Fn() -> bool + Send>;
+    /// Tells registrations of the same source apart (a pointer, say).
+    fn id(&self) -> usize;
+}
+
+/// Released states (id, release epoch) past their two effective runs, and the marks of
+/// what was in flight when they got there.
 #[derive(Debug)]
+struct Due {
+    marks: Vec<InFlightMark>,
+    ids: Vec<(u32, u64)>,
+}
+
+/// One [`InFlight::mark`].
+struct InFlightMark(Box<dyn Fn() -> bool + Send>);
+
+impl fmt::Debug for InFlightMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("InFlightMark")
+    }
+}
+
+/// The pooled states. See the module doc.
 pub(crate) struct Pool {
     by_state: HashMap<(u8, FlowKey, Arc<[Action]>), u32>,
     nodes: HashMap<u32, Node>,
     /// (id, epoch of its release), in release order (epochs never decrease). An entry whose
     /// node was revived (or released again later) is skipped when it comes up.
     released: VecDeque<(u32, u64)>,
+    /// Released states past their two effective runs, waiting for the PMD bursts that were
+    /// running when they got here to end (the marks), in order.
+    waiting: VecDeque<Due>,
+    /// What may carry an id without a reference: the PMD bursts of the datapaths this
+    /// bridge's megaflows live in.
+    in_flight: Vec<Arc<dyn InFlight>>,
     epoch: u64,
     last_run_ms: Option<u64>,
     limit: usize,
     stats: RecircStats,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("known", &self.nodes.len())
+            .field("released", &self.released.len())
+            .field("waiting", &self.waiting.len())
+            .field("in_flight", &self.in_flight.len())
+            .field("epoch", &self.epoch)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pool {
@@ -160,6 +210,8 @@ impl Pool {
             by_state: HashMap::new(),
             nodes: HashMap::new(),
             released: VecDeque::new(),
+            waiting: VecDeque::new(),
+            in_flight: Vec::new(),
             epoch: 0,
             last_run_ms: None,
             limit: DEFAULT_RECIRC_ID_LIMIT,
@@ -289,21 +341,42 @@ impl Pool {
         }
         self.last_run_ms = Some(now_ms);
         self.epoch += 1;
-        let mut freed = 0;
+        let mut due = Vec::new();
         while let Some(&(id, e)) = self.released.front() {
             if e + 2 > self.epoch {
                 break;
             }
             self.released.pop_front();
-            let due = self
-                .nodes
-                .get(&id)
-                .is_some_and(|n| n.refs == 0 && n.released == Some(e));
-            if due && let Some(n) = self.nodes.remove(&id) {
-                self.by_state.remove(&(n.table, n.key, n.actions));
-                self.stats.expiring -= 1;
-                self.stats.freed += 1;
-                freed += 1;
+            due.push((id, e));
+        }
+        if !due.is_empty() {
+            let marks = self
+                .in_flight
+                .iter()
+                .map(|f| InFlightMark(f.mark()))
+                .collect();
+            self.waiting.push_back(Due { marks, ids: due });
+        }
+        let mut freed = 0;
+        while let Some(d) = self.waiting.front() {
+            if !d.marks.iter().all(|m| (m.0)()) {
+                break;
+            }
+            let Some(d) = self.waiting.pop_front() else {
+                break;
+            };
+            for (id, e) in d.ids {
+                // Not if revived (or released again later) meanwhile.
+                let still = self
+                    .nodes
+                    .get(&id)
+                    .is_some_and(|n| n.refs == 0 && n.released == Some(e));
+                if still && let Some(n) = self.nodes.remove(&id) {
+                    self.by_state.remove(&(n.table, n.key, n.actions));
+                    self.stats.expiring -= 1;
+                    self.stats.freed += 1;
+                    freed += 1;
+                }
             }
         }
         freed
@@ -435,11 +508,24 @@ impl RecircPool {
     }
 
     /// Grace-period maintenance at `now_ms` (the revalidator calls it once per pass): frees
-    /// the states released before the previous effective call; a call less than
+    /// the states released before the previous effective call whose in-flight grace
+    /// ([`RecircPool::watch_in_flight`]) has passed; a call less than
     /// [`RECIRC_GRACE_MS`] after the last effective one does nothing. Returns the number
     /// freed.
     pub fn run(&self, now_ms: u64) -> usize {
         lock(&self.ids).pool.as_mut().map_or(0, |p| p.run(now_ms))
+    }
+
+    /// Frees released states only once what `f` tracks (a datapath's PMD bursts) has
+    /// finished everything that was in flight when they became due (see the module doc).
+    /// The revalidator of each datapath the bridge's megaflows live in registers its own;
+    /// registering the same [`InFlight::id`] again changes nothing.
+    pub fn watch_in_flight(&self, f: Arc<dyn InFlight>) {
+        if let Some(p) = lock(&self.ids).pool.as_mut()
+            && !p.in_flight.iter().any(|g| g.id() == f.id())
+        {
+            p.in_flight.push(f);
+        }
     }
 
     /// References held on `id` (0 if released or unknown).

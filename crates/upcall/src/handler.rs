@@ -675,6 +675,21 @@ impl OfprotoUpcall {
     }
 }
 
+/// A datapath's PMD bursts as what may carry a recirculation id without a reference
+/// (`ofproto::recirc::InFlight`, `datapath::bursts`).
+pub(crate) struct PmdBursts(pub(crate) Arc<datapath::bursts::Bursts>);
+
+impl ofproto::recirc::InFlight for PmdBursts {
+    fn mark(&self) -> Box<dyn Fn() -> bool + Send> {
+        let m = self.0.mark();
+        Box::new(move || m.passed())
+    }
+
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -291,6 +291,10 @@ impl Revalidator {
     ) -> Revalidator {
         cfg.shards = cfg.shards.max(1);
         cfg.shard = cfg.shard.min(cfg.shards - 1);
+        // A recirculation id is freed only after the bursts that may still carry it.
+        shared
+            .recirc()
+            .watch_in_flight(Arc::new(crate::handler::PmdBursts(dpcls.bursts().clone())));
         Revalidator {
             shared,
             udpif,

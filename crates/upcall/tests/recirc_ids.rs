@@ -425,11 +425,18 @@ fn ids_reused_under_traffic_never_resume_another_state() {
                 }
             }
         });
+        let mut at_last_pass = 0;
         for k in 0..PASSES {
-            // Let the PMD make progress between passes (spinning, not sleeping).
-            while sent.load(Ordering::Relaxed) < (k + 1) * 128 && !stop.load(Ordering::Acquire) {
+            // Let the PMD make progress between passes (spinning, not sleeping): at least
+            // four more bursts since the last pass, each begun after the one before ended,
+            // however far ahead the PMD ran while this thread was descheduled (a pass must
+            // not follow the last with the PMD stuck inside one burst: the ids released
+            // would wait for that burst, rightly, and none would be freed).
+            while sent.load(Ordering::Relaxed) < at_last_pass + 128 && !stop.load(Ordering::Acquire)
+            {
                 std::thread::yield_now();
             }
+            at_last_pass = sent.load(Ordering::Relaxed);
             let now = shared.now_ms() + 700;
             shared.set_now_ms(now);
             reval.run(now);

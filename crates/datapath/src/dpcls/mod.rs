@@ -479,6 +479,8 @@ pub struct Dpcls {
     cfg: DpclsConfig,
     /// Installs that met a different megaflow under their ufid.
     collisions: std::sync::atomic::AtomicU64,
+    /// The bursts of the PMDs that read this classifier ([`crate::bursts`]).
+    bursts: Arc<crate::bursts::Bursts>,
 }
 
 /// A reader's handle: a cached snapshot, refreshed by one atomic load per call.
@@ -519,7 +521,14 @@ impl Dpcls {
             }),
             cfg,
             collisions: std::sync::atomic::AtomicU64::new(0),
+            bursts: Arc::default(),
         }
+    }
+
+    /// The bursts of the PMDs reading this classifier: the slow path marks them before it
+    /// frees what a running burst may use without a reference (recirculation ids).
+    pub fn bursts(&self) -> &Arc<crate::bursts::Bursts> {
+        &self.bursts
     }
 
     /// Installs (and puts) that found a *different* megaflow under their ufid: refused and

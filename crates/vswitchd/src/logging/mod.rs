@@ -858,6 +858,19 @@ impl LogHandle {
 
 /// Whether the current subscriber's vlog (if any) rate-limits messages of `target`'s module;
 /// used by the `rl_*` macros.
+/// Whether this thread's vlog subscriber (if it is one) logs `level` for `target`'s module.
+/// The `rl_*` macros ask it besides `tracing::enabled!`, whose per-call-site cache is shared
+/// by every subscriber of the process: while another thread's subscriber registers, a call
+/// site can read as enabled here though this one's level leaves it out, and it would take
+/// a token.
+#[doc(hidden)]
+pub fn __wants(target: &str, level: tracing::Level) -> bool {
+    tracing::dispatcher::get_default(|d| {
+        d.downcast_ref::<VlogLayer>()
+            .is_none_or(|l| l.state.module(module_of(target)).max() >= Level::from_tracing(&level))
+    })
+}
+
 #[doc(hidden)]
 pub fn __honors_rate_limits(target: &str) -> bool {
     tracing::dispatcher::get_default(|d| {

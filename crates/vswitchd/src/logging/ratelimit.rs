@@ -125,7 +125,9 @@ impl RateLimiter {
 #[macro_export]
 macro_rules! rl_log {
     ($level:expr, $limiter:expr, target: $target:expr, $($arg:tt)+) => {{
-        if $crate::logging::__tracing::enabled!(target: $target, $level) {
+        if $crate::logging::__tracing::enabled!(target: $target, $level)
+            && $crate::logging::__wants($target, $level)
+        {
             let verdict = if $crate::logging::__honors_rate_limits($target) {
                 ($limiter).check()
             } else {
