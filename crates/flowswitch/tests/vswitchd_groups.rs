@@ -2,7 +2,9 @@
 //! commands (`add-group`, `mod-group`, `del-groups` in OpenFlow 1.3 and 1.5, refused ones
 //! included) go to `flowswitch vswitchd` and to a real OVS 3.1 (`testutil::ovs::OvsSandbox`);
 //! what `ovs-ofctl` prints back (`dump-groups`, `dump-group-features`, `dump-flows`, and the
-//! OpenFlow error of each refused command) must be the same.
+//! OpenFlow error of each refused command) must be the same; and after the same packets
+//! (`netdev-dummy/receive`) and a `mod-group`, so must `dump-group-stats` (group and bucket
+//! counters, `ref_count`; durations left out).
 
 mod common;
 
@@ -34,13 +36,10 @@ fn error_name(s: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn group_commands_answer_as_ovs() {
-    if let Some(why) = testutil::ovs::ovs_missing_reason() {
-        testutil::skip::skip(&why);
-        return;
-    }
-    let env = Env::new("groups", true);
+/// `flowswitch vswitchd` with bridge br0 (secure fail mode) and dummy ports p1–p3 as
+/// OpenFlow ports 1–3.
+fn daemon_with_three_ports(tag: &str) -> Env {
+    let env = Env::new(tag, true);
     let db = format!("unix:{}", env.dir.join("db.sock").display());
     env.start_daemon(&[&db]);
     let mut add = vec![
@@ -70,6 +69,16 @@ fn group_commands_answer_as_ovs() {
         ]);
     }
     env.ok(&add);
+    env
+}
+
+#[test]
+fn group_commands_answer_as_ovs() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let env = daemon_with_three_ports("groups");
     let sb = testutil::ovs::OvsSandbox::start(3).expect("OVS sandbox");
 
     // (OpenFlow version, command, argument)
@@ -197,4 +206,136 @@ fn group_commands_answer_as_ovs() {
     );
     // Deleting every group deleted the flow that used group 1; the tcp flow went with group 5.
     assert!(body(&env.ok(&["ovs-ofctl", "dump-flows", "br0"])).is_empty());
+}
+
+/// `dump-group-stats` lines without the durations (they differ), sorted.
+fn group_stats(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s
+        .lines()
+        .filter(|l| l.contains("group_id="))
+        .map(|l| {
+            l.trim()
+                .split(',')
+                .filter(|p| !p.starts_with("duration="))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn group_stats_count_as_ovs() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let env = daemon_with_three_ports("gstats");
+    let sb = testutil::ovs::OvsSandbox::start(3).expect("OVS sandbox");
+    let groups = [
+        // Default select (OVS 3.1: dp_hash, chosen on the recirculated pass).
+        "group_id=1,type=select,bucket=weight:100,output:2,bucket=weight:50,output:3",
+        // Every bucket counts each packet.
+        "group_id=2,type=all,bucket=output:2,bucket=output:3",
+        // The first bucket watches a missing port: the second takes the packets.
+        "group_id=3,type=fast_failover,bucket=watch_port:9,output:1,bucket=watch_port:3,output:3",
+        // Hash of the source address.
+        "group_id=4,type=select,selection_method=hash,fields(ip_src),bucket=output:2,bucket=output:3",
+        // Named by no flow: all zero.
+        "group_id=5,type=all,bucket=output:1",
+    ];
+    let flows = [
+        "priority=10,udp,tp_dst=1,actions=group:1",
+        "priority=10,udp,tp_dst=2,actions=group:2",
+        "priority=10,udp,tp_dst=3,actions=group:3",
+        "priority=10,udp,tp_dst=4,actions=group:4",
+        "priority=10,udp,tp_dst=5,actions=group:2,group:4",
+    ];
+    for g in groups {
+        env.ok(&["ovs-ofctl", "-O", "OpenFlow15", "add-group", "br0", g]);
+        sb.ofctl(&["-O", "OpenFlow15", "add-group", "br0", g])
+            .expect("OVS add-group");
+    }
+    for f in flows {
+        env.ok(&["ovs-ofctl", "-O", "OpenFlow13", "add-flow", "br0", f]);
+        sb.ofctl(&["-O", "OpenFlow13", "add-flow", "br0", f])
+            .expect("OVS add-flow");
+    }
+    // Several sources and source ports per destination port, some packets repeated (megaflow
+    // hits after the upcall), payloads of two sizes.
+    let mut n = 0;
+    for dport in 1..=5u16 {
+        for i in 0..6u8 {
+            let f = testutil::packets::udp4(
+                [10, 0, 0, 1 + i % 3],
+                [10, 0, 1, 1],
+                1000 + u16::from(i),
+                dport,
+                8 + 8 * usize::from(i % 2),
+            );
+            for _ in 0..1 + i % 2 {
+                let hex = testutil::packets::to_hex(&f);
+                env.ok(&["ovs-appctl", "netdev-dummy/receive", "p1", &hex]);
+                sb.dp_receive(1, &f).expect("OVS receive");
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 40);
+    wait_equal_group_stats(&env, &sb, "after the first packets");
+    // One group asked for alone, in OpenFlow 1.1 (no duration) and 1.5.
+    for ver in ["OpenFlow11", "OpenFlow15"] {
+        let o = env.ok(&[
+            "ovs-ofctl",
+            "-O",
+            ver,
+            "dump-group-stats",
+            "br0",
+            "group_id=2",
+        ]);
+        let t = sb
+            .ofctl(&["-O", ver, "dump-group-stats", "br0", "group_id=2"])
+            .expect("OVS dump-group-stats one");
+        assert_eq!(group_stats(&o), group_stats(&t), "{ver}");
+        assert_eq!(group_stats(&o).len(), 1, "{o}");
+    }
+    // A modified group starts counting again (OVS builds a new group object).
+    let m = "group_id=2,type=all,bucket=output:3";
+    env.ok(&["ovs-ofctl", "-O", "OpenFlow13", "mod-group", "br0", m]);
+    sb.ofctl(&["-O", "OpenFlow13", "mod-group", "br0", m])
+        .expect("OVS mod-group");
+    for i in 0..3u8 {
+        let f = testutil::packets::udp4([10, 0, 0, 9], [10, 0, 1, 1], 2000 + u16::from(i), 2, 8);
+        let hex = testutil::packets::to_hex(&f);
+        env.ok(&["ovs-appctl", "netdev-dummy/receive", "p1", &hex]);
+        sb.dp_receive(1, &f).expect("OVS receive");
+    }
+    wait_equal_group_stats(&env, &sb, "after mod-group");
+}
+
+/// Waits (15 s at most) until `dump-group-stats` says the same on both switches, with some
+/// packets counted: the revalidators push the datapath's counters up within a pass or two.
+fn wait_equal_group_stats(env: &Env, sb: &testutil::ovs::OvsSandbox, when: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        env.ok(&["ovs-appctl", "revalidator/wait"]);
+        sb.appctl(&["revalidator/wait"])
+            .expect("OVS revalidator/wait");
+        let ours =
+            group_stats(&env.ok(&["ovs-ofctl", "-O", "OpenFlow13", "dump-group-stats", "br0"]));
+        let theirs = group_stats(
+            &sb.ofctl(&["-O", "OpenFlow13", "dump-group-stats", "br0"])
+                .expect("OVS dump-group-stats"),
+        );
+        let counted = |v: &[String]| v.iter().any(|l| !l.contains("packet_count=0,"));
+        if ours == theirs && counted(&ours) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{when}: group stats differ:\n ours   {ours:#?}\n theirs {theirs:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }

@@ -76,6 +76,11 @@ pub struct Group {
     pub hash_mask: u32,
     /// Creation time (ms).
     pub created_ms: u64,
+    /// Packets and bytes through the group (OVS `group_dpif` counters; a mod starts them
+    /// again, as OVS's new group object does).
+    pub stats: (u64, u64),
+    /// Packets and bytes through each bucket, in bucket order.
+    pub bucket_stats: Vec<(u64, u64)>,
 }
 
 impl Group {
@@ -86,7 +91,10 @@ impl Group {
             hash_map: Vec::new(),
             hash_mask: 0,
             created_ms,
+            stats: (0, 0),
+            bucket_stats: Vec::new(),
         };
+        g.bucket_stats = vec![(0, 0); g.desc.buckets.len()];
         if g.desc.group_type == GroupType::Select {
             g.set_selection_method();
         }
@@ -363,6 +371,27 @@ impl Bridge {
         }
         self.version += 1;
         Ok(res)
+    }
+
+    /// Credits `packets`/`bytes` to the groups a translation went through (`XlateOut::groups`:
+    /// group id and the bucket chosen, or every bucket when `None`, as OVS's
+    /// `group_dpif_credit_stats`). A group deleted (or replaced) since is skipped.
+    pub fn credit_groups(&mut self, hits: &[(u32, Option<u32>)], packets: u64, bytes: u64) {
+        for &(id, bucket) in hits {
+            let Some(g) = self.groups.groups.get_mut(&id) else {
+                continue;
+            };
+            let g = Arc::make_mut(g);
+            g.stats.0 += packets;
+            g.stats.1 += bytes;
+            let idx = bucket.map(|b| g.desc.buckets.iter().position(|x| x.bucket_id == b));
+            for (i, s) in g.bucket_stats.iter_mut().enumerate() {
+                if idx.is_none_or(|want| want == Some(i)) {
+                    s.0 += packets;
+                    s.1 += bytes;
+                }
+            }
+        }
     }
 
     /// Parses and applies one `ovs-ofctl add-group`/`mod-group`/`del-groups` text.

@@ -173,6 +173,10 @@ pub struct XlateOut {
     pub recirc_refs: Vec<RecircRef>,
     /// MACs learned (applied to the bridge when side effects are on).
     pub learned: Vec<(u64, u16, OfPort)>,
+    /// Groups gone through, for their statistics ([`Bridge::credit_groups`]): the group id
+    /// and the bucket id chosen (`select`, `fast_failover`), `None` for every bucket (`all`,
+    /// `indirect`), as OVS's `xlate_group_stats`.
+    pub groups: Vec<(u32, Option<u32>)>,
 }
 
 impl XlateOut {
@@ -202,6 +206,7 @@ struct Ctx<'a> {
     now_ms: u64,
     side_effects: bool,
     learned: Vec<(u64, u16, OfPort)>,
+    groups: Vec<(u32, Option<u32>)>,
     mac_deps: Vec<(u64, u16)>,
     frozen: Vec<Frozen>,
     recirc_refs: Vec<RecircRef>,
@@ -281,6 +286,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         now_ms: input.now_ms,
         side_effects: input.side_effects,
         learned: Vec::new(),
+        groups: Vec::new(),
         mac_deps: Vec::new(),
         frozen: Vec::new(),
         recirc_refs: Vec::new(),
@@ -348,6 +354,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         frozen: ctx.frozen,
         recirc_refs: ctx.recirc_refs,
         learned: ctx.learned,
+        groups: ctx.groups,
     }
 }
 

@@ -342,6 +342,9 @@ pub struct Ukey {
     pub mac_deps: Vec<(u64, u16)>,
     /// OpenFlow rules hit (stats go to these).
     pub rules: Vec<(u8, RuleHandle)>,
+    /// Groups gone through, with the bucket chosen (stats go to these too;
+    /// `XlateOut::groups`).
+    pub groups: Vec<(u32, Option<u32>)>,
     /// MACs the translation learned (refreshed while the megaflow hits, OVS `XC_NORMAL`).
     pub learned: Vec<(u64, u16, OfPort)>,
     /// References to the recirculation ids the megaflow uses in its actions (`recirc(id)`)
@@ -363,6 +366,7 @@ impl Ukey {
             mac_generation: out.mac_generation,
             mac_deps: out.mac_deps.clone(),
             rules: out.rules.clone(),
+            groups: out.groups.clone(),
             learned,
             recircs: Vec::new(),
             pass: 0,

@@ -473,7 +473,7 @@ impl Revalidator {
                 let dp = s.packets.saturating_sub(t.packets);
                 let db = s.bytes.saturating_sub(t.bytes);
                 if dp > 0 {
-                    credits.push((t.ukey.rules.clone(), dp, db));
+                    credits.push((t.ukey.rules.clone(), t.ukey.groups.clone(), dp, db));
                     st.packets_pushed += dp;
                     st.bytes_pushed += db;
                     t.packets = s.packets;
@@ -515,8 +515,9 @@ impl Revalidator {
         let expire = self.cfg.expire && leader && self.shared.read().has_timeouts();
         if expire || !credits.is_empty() {
             st.rules_expired = self.shared.write(move |br| {
-                for (rules, dp, db) in &credits {
+                for (rules, groups, dp, db) in &credits {
                     br.credit(rules, *dp, *db, now);
+                    br.credit_groups(groups, *dp, *db);
                 }
                 if expire { br.expire(now).len() } else { 0 }
             });
@@ -586,15 +587,16 @@ impl Revalidator {
             let dp = s.packets.saturating_sub(t.packets);
             let db = s.bytes.saturating_sub(t.bytes);
             if dp > 0 {
-                last.push((t.ukey.rules.clone(), dp, db));
+                last.push((t.ukey.rules.clone(), t.ukey.groups.clone(), dp, db));
                 st.packets_pushed += dp;
                 st.bytes_pushed += db;
             }
         }
         if !last.is_empty() {
             self.shared.write(move |br| {
-                for (rules, dp, db) in &last {
+                for (rules, groups, dp, db) in &last {
                     br.credit(rules, *dp, *db, now);
+                    br.credit_groups(groups, *dp, *db);
                 }
             });
         }
@@ -640,17 +642,22 @@ impl Revalidator {
         // Megaflows not adopted yet are credited through their upcall's ukey, if any.
         let mut pending = std::mem::take(&mut *self.udpif.ukeys.lock());
         for f in &flows {
-            let (rules, packets, bytes) = match self.tracked.remove(&f.ufid) {
-                Some(t) => (t.ukey.rules.clone(), t.packets, t.bytes),
+            let (rules, groups, packets, bytes) = match self.tracked.remove(&f.ufid) {
+                Some(t) => (
+                    t.ukey.rules.clone(),
+                    t.ukey.groups.clone(),
+                    t.packets,
+                    t.bytes,
+                ),
                 None => match pending.remove(&UkeyId::of_flow(f)) {
-                    Some(u) => (u.rules.clone(), 0, 0),
+                    Some(u) => (u.rules.clone(), u.groups.clone(), 0, 0),
                     None => continue,
                 },
             };
             let s = f.stats.snapshot();
             let dp = s.packets.saturating_sub(packets);
             if dp > 0 {
-                last.push((rules, dp, s.bytes.saturating_sub(bytes)));
+                last.push((rules, groups, dp, s.bytes.saturating_sub(bytes)));
             }
         }
         // Megaflows gone from the classifier already.
@@ -658,8 +665,9 @@ impl Revalidator {
         drop(pending);
         if !last.is_empty() {
             self.shared.write(move |br| {
-                for (rules, dp, db) in &last {
+                for (rules, groups, dp, db) in &last {
                     br.credit(rules, *dp, *db, now_ms);
+                    br.credit_groups(groups, *dp, *db);
                 }
             });
         }
@@ -728,6 +736,7 @@ fn keyless(f: &DpFlow) -> Ukey {
         mac_generation: 0,
         mac_deps: Vec::new(),
         rules: Vec::new(),
+        groups: Vec::new(),
         learned: Vec::new(),
         recircs: Vec::new(),
         pass: 0,

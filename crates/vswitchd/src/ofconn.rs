@@ -1304,8 +1304,8 @@ impl OfConn {
                 self.multipart(ver, xid, tables, MpReply::TableFeatures);
                 Ok(())
             }
-            MpRequest::Raw { mp_type, .. } => {
-                let body = crate::ofgroup::multipart(self.bridge.shared(), mp_type, ver)?;
+            MpRequest::Raw { mp_type, body } => {
+                let body = crate::ofgroup::multipart(self.bridge.shared(), mp_type, &body, ver)?;
                 one(self, MpReply::Raw { mp_type, body });
                 Ok(())
             }

@@ -1,12 +1,16 @@
 //! Group messages on an OpenFlow connection ([`crate::ofconn`]): `OFPT_GROUP_MOD` applied to
 //! the bridge's group table (`ofproto::group`) with OVS's errors, and the group description
 //! and group features multipart replies, so that `ovs-ofctl -O OpenFlow11..15 add-group`,
-//! `mod-group`, `del-groups`, `dump-groups` and `dump-group-features` work against the
-//! daemon. Group statistics are not answered (no group counters are kept yet).
+//! `mod-group`, `del-groups`, `dump-groups`, `dump-group-features` and `dump-group-stats`
+//! work against the daemon. Group statistics are the packets and bytes the revalidators
+//! credit to the groups (and buckets) each megaflow's translation went through, as OVS's
+//! `xlate_group_stats`; `ref_count` counts the flows naming the group.
 
+use flow::ofp::group::OFPG_ALL;
 use ofproto::group::GroupModError;
 use openflow::group::{
-    OFPMP_GROUP_DESC, OFPMP_GROUP_FEATURES, decode_group_mod, group_features, put_group_desc,
+    OFPMP_GROUP, OFPMP_GROUP_DESC, OFPMP_GROUP_FEATURES, decode_group_mod, group_features,
+    put_group_desc, put_group_stats,
 };
 use openflow::header::version;
 use upcall::handler::SharedBridge;
@@ -35,9 +39,44 @@ pub fn group_mod(shared: &SharedBridge, body: &[u8], ver: u8) -> Result<(), OfpE
     r.map(drop).map_err(error)
 }
 
-/// The body of a group multipart reply of type `mp_type`, or the error OVS gives.
-pub fn multipart(shared: &SharedBridge, mp_type: u16, ver: u8) -> Result<Vec<u8>, OfpErr> {
+/// The body of a group multipart reply of type `mp_type` to request body `req`, or the
+/// error OVS gives.
+pub fn multipart(
+    shared: &SharedBridge,
+    mp_type: u16,
+    req: &[u8],
+    ver: u8,
+) -> Result<Vec<u8>, OfpErr> {
     match mp_type {
+        OFPMP_GROUP if ver >= version::OF11 => {
+            // `ofp11_group_stats_request`: group_id, 4 bytes of padding.
+            let Some(id) = req
+                .get(..4)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            else {
+                return Err(OfpErr::BadLen);
+            };
+            let now = shared.now_ms();
+            let br = shared.read();
+            let mut out = Vec::new();
+            for g in br.groups().iter() {
+                if id != OFPG_ALL && g.desc.group_id != id {
+                    continue;
+                }
+                let refs = u32::try_from(br.group_ref_count(g.desc.group_id)).unwrap_or(u32::MAX);
+                put_group_stats(
+                    &mut out,
+                    g.desc.group_id,
+                    refs,
+                    g.stats,
+                    &g.bucket_stats,
+                    now.saturating_sub(g.created_ms),
+                    ver,
+                )
+                .map_err(|e| OfpErr::of_codec(&e))?;
+            }
+            Ok(out)
+        }
         OFPMP_GROUP_DESC if ver >= version::OF11 => {
             let br = shared.read();
             let mut out = Vec::new();

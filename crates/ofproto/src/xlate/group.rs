@@ -93,6 +93,7 @@ impl<'a> Ctx<'a> {
                 for b in &g.desc.buckets {
                     self.group_bucket(b);
                 }
+                self.groups.push((id, None));
             }
             GroupType::Select | GroupType::FastFailover => {
                 let b = if g.desc.group_type == GroupType::Select {
@@ -104,6 +105,7 @@ impl<'a> Ctx<'a> {
                     Some(b) => {
                         self.report(NodeKind::Detail, || format!("using bucket {}", b.bucket_id));
                         self.group_bucket(b);
+                        self.groups.push((id, Some(b.bucket_id)));
                     }
                     None => self.report(NodeKind::Detail, || "no live bucket".into()),
                 }
