@@ -152,6 +152,71 @@ fn group_commands_answer_as_ovs() {
             "mod-group",
             "group_id=1,type=all,bucket=output:3",
         ),
+        // OpenFlow 1.5 bucket commands on group 5 (buckets 0, 1): first, behind a bucket,
+        // last; then refused: an id the group has, a bucket it lacks, a missing group.
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=5,command_bucket_id=first,bucket=bucket_id:7,actions=output:3",
+        ),
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=5,command_bucket_id=0,bucket=bucket_id:8,actions=output:1,bucket=bucket_id:12,actions=output:2",
+        ),
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=5,command_bucket_id=last,bucket=bucket_id:9,actions=output:2",
+        ),
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=5,command_bucket_id=last,bucket=bucket_id:1,actions=output:2",
+        ),
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=5,command_bucket_id=42,bucket=bucket_id:10,actions=output:2",
+        ),
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=77,command_bucket_id=first,bucket=bucket_id:10,actions=output:2",
+        ),
+        // The group's own type rules: a watched bucket into a fast-failover group, a second
+        // bucket into an indirect group.
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=4,command_bucket_id=last,bucket=bucket_id:5,watch_port:2,actions=output:2",
+        ),
+        (
+            "OpenFlow15",
+            "insert-buckets",
+            "group_id=6,command_bucket_id=last,bucket=bucket_id:5,actions=output:2",
+        ),
+        (
+            "OpenFlow15",
+            "remove-buckets",
+            "group_id=5,command_bucket_id=first",
+        ),
+        (
+            "OpenFlow15",
+            "remove-buckets",
+            "group_id=5,command_bucket_id=9",
+        ),
+        (
+            "OpenFlow15",
+            "remove-buckets",
+            "group_id=5,command_bucket_id=42",
+        ),
+        (
+            "OpenFlow15",
+            "remove-buckets",
+            "group_id=5,command_bucket_id=last",
+        ),
+        ("OpenFlow15", "remove-buckets", "group_id=2"),
         ("OpenFlow13", "del-groups", "group_id=5"),
     ];
     let mut refused = 0;
@@ -187,7 +252,9 @@ fn group_commands_answer_as_ovs() {
             assert_eq!(body(&o), body(&t), "after {cmd} {arg}: {v} {what}");
         }
     }
-    assert_eq!(refused, 6, "the six refusals");
+    // Six group mods, an existing bucket id, a missing bucket (insert and remove), a missing
+    // group, a watch in an insert (its message says `all`).
+    assert_eq!(refused, 11, "the refusals");
     let o = env.ok(&[
         "ovs-ofctl",
         "-O",

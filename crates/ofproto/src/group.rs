@@ -38,7 +38,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use flow::ofp::group::{
-    BUCKET_MAX, GroupCommand, GroupDesc, GroupMod, GroupType, OFPG_ALL, OFPG_MAX,
+    BUCKET_ALL, BUCKET_FIRST, BUCKET_LAST, BUCKET_MAX, Bucket, GroupCommand, GroupDesc, GroupMod,
+    GroupType, OFPG_ALL, OFPG_MAX,
 };
 use flow::ofp::{Action, OfPort};
 
@@ -210,6 +211,10 @@ pub enum GroupModError {
     WatchUnsupported,
     /// `OFPBPC_BAD_VALUE` (a selection-method property OVS refuses).
     BadPropValue,
+    /// `OFPGMFC_UNKNOWN_BUCKET` (an insert or remove names a bucket the group lacks).
+    UnknownBucket,
+    /// `OFPGMFC_BUCKET_EXISTS` (an insert brings a bucket id the group has).
+    BucketExists,
 }
 
 impl GroupModError {
@@ -222,6 +227,8 @@ impl GroupModError {
             GroupModError::BadBucket => "OFPGMFC_BAD_BUCKET",
             GroupModError::WatchUnsupported => "OFPGMFC_WATCH_UNSUPPORTED",
             GroupModError::BadPropValue => "OFPBPC_BAD_VALUE",
+            GroupModError::UnknownBucket => "OFPGMFC_UNKNOWN_BUCKET",
+            GroupModError::BucketExists => "OFPGMFC_BUCKET_EXISTS",
         }
     }
 }
@@ -292,6 +299,50 @@ pub fn check_group_mod(gm: &GroupMod) -> Result<(), GroupModError> {
     Ok(())
 }
 
+/// The buckets of a group after insert or remove `gm` (OVS `copy_buckets_for_insert_bucket`
+/// and `copy_buckets_for_remove_bucket`): an insert puts the mod's buckets first
+/// (`command_bucket_id=first`), last (`last`) or right behind bucket N; a remove takes out
+/// the first, the last, bucket N, or every bucket (`all`).
+fn bucket_command(old: &[Bucket], gm: &GroupMod) -> Result<Vec<Bucket>, GroupModError> {
+    let at = |id: u32| old.iter().position(|b| b.bucket_id == id);
+    let cb = gm.command_bucket_id;
+    if gm.command == GroupCommand::RemoveBucket {
+        let skip = match cb {
+            BUCKET_ALL => return Ok(Vec::new()),
+            BUCKET_FIRST => (!old.is_empty()).then_some(0),
+            BUCKET_LAST => old.len().checked_sub(1),
+            id => Some(at(id).ok_or(GroupModError::UnknownBucket)?),
+        };
+        return Ok(old
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, b)| b.clone())
+            .collect());
+    }
+    let behind = if cb <= BUCKET_MAX {
+        Some(at(cb).ok_or(GroupModError::UnknownBucket)?)
+    } else {
+        None
+    };
+    if gm.buckets.iter().any(|n| at(n.bucket_id).is_some()) {
+        return Err(GroupModError::BucketExists);
+    }
+    let new = gm.buckets.iter().cloned();
+    Ok(match (cb, behind) {
+        (_, Some(i)) => old[..=i]
+            .iter()
+            .cloned()
+            .chain(new)
+            .chain(old[i + 1..].iter().cloned())
+            .collect(),
+        (BUCKET_LAST, None) => old.iter().cloned().chain(new).collect(),
+        // `first` (and `all`, which the parser refuses for an insert: OVS leaves the new
+        // buckets first then too).
+        _ => new.chain(old.iter().cloned()).collect(),
+    })
+}
+
 fn names_group(actions: &[Action], ids: &dyn Fn(u32) -> bool) -> bool {
     actions.iter().any(|a| match a {
         Action::Group(g) => ids(*g),
@@ -336,6 +387,21 @@ impl Bridge {
                 } else {
                     res.added = 1;
                 }
+            }
+            GroupCommand::InsertBucket | GroupCommand::RemoveBucket => {
+                let Some(old) = self.groups.groups.get(&gm.group_id) else {
+                    return Err(GroupModError::UnknownGroup);
+                };
+                let desc = GroupDesc {
+                    buckets: bucket_command(&old.desc.buckets, gm)?,
+                    ..old.desc.clone()
+                };
+                // As OVS, the message was checked with its own type (what `ovs-ofctl`
+                // sends: `all`) and the group that results is not checked again: an insert
+                // can give an indirect group a second bucket.
+                let g = Group::new(desc, old.created_ms);
+                self.groups.groups.insert(gm.group_id, Arc::new(g));
+                res.modified = 1;
             }
             GroupCommand::Delete => {
                 let dead: Vec<u32> = if gm.group_id == OFPG_ALL {

@@ -42,6 +42,9 @@ fn command(c: u16) -> Result<GroupCommand> {
         1 => GroupCommand::Modify,
         2 => GroupCommand::Delete,
         0x8000 => GroupCommand::AddOrMod,
+        3 => GroupCommand::InsertBucket,
+        // (4 is reserved in OpenFlow 1.5.)
+        5 => GroupCommand::RemoveBucket,
         c => return Err(Error::Unsupported(format!("group mod command {c}"))),
     })
 }
@@ -52,6 +55,8 @@ fn command_code(c: GroupCommand) -> u16 {
         GroupCommand::Modify => 1,
         GroupCommand::Delete => 2,
         GroupCommand::AddOrMod => 0x8000,
+        GroupCommand::InsertBucket => 3,
+        GroupCommand::RemoveBucket => 5,
     }
 }
 
@@ -66,14 +71,22 @@ pub fn decode_group_mod(body: &[u8], ver: u8) -> Result<GroupMod> {
     let ty = r.u8()?;
     r.skip(1)?;
     let group_id = r.u32()?;
-    let group_type =
-        GroupType::from_ofp(ty).ok_or_else(|| Error::Unsupported(format!("group type {ty}")))?;
+    // An insert or remove keeps the group's own type: `ovs-ofctl` sends whatever its
+    // parser left there, and OVS takes the group's (a type outside 0–3 reads as `all`).
+    let group_type = match GroupType::from_ofp(ty) {
+        Some(t) => t,
+        None if matches!(cmd, GroupCommand::InsertBucket | GroupCommand::RemoveBucket) => {
+            GroupType::All
+        }
+        None => return Err(Error::Unsupported(format!("group type {ty}"))),
+    };
     let mut gm = GroupMod {
         command: cmd,
         group_id,
         group_type,
         buckets: Vec::new(),
         props: GroupProps::default(),
+        command_bucket_id: flow::ofp::group::BUCKET_ALL,
     };
     let default_weight = u16::from(group_type == GroupType::Select);
     if ver < version::OF15 {
@@ -106,7 +119,7 @@ pub fn decode_group_mod(body: &[u8], ver: u8) -> Result<GroupMod> {
     }
     let bucket_len = usize::from(r.u16()?);
     r.skip(2)?;
-    let _command_bucket_id = r.u32()?;
+    gm.command_bucket_id = r.u32()?;
     let mut buckets = r.sub(bucket_len, "bucket array")?;
     while !buckets.is_empty() {
         let len = usize::from(buckets.peek_u16(0)?);
@@ -213,7 +226,7 @@ pub fn encode_group_mod(gm: &GroupMod, ver: u8) -> Result<Vec<u8>> {
     let at = w.len();
     w.u16(0);
     w.zeros(2);
-    w.u32(0xffff_ffff);
+    w.u32(gm.command_bucket_id);
     let start = w.len();
     for b in &gm.buckets {
         put_bucket15(&mut w, b, gm.group_type, cx)?;

@@ -26,6 +26,8 @@ fn error(e: GroupModError) -> OfpErr {
         GroupModError::UnknownGroup => OfpErr::GroupMod(8),
         GroupModError::BadBucket => OfpErr::GroupMod(12),
         GroupModError::BadPropValue => OfpErr::BadPropValue,
+        GroupModError::UnknownBucket => OfpErr::GroupMod(15),
+        GroupModError::BucketExists => OfpErr::GroupMod(16),
     }
 }
 

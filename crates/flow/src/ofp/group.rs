@@ -16,6 +16,12 @@ pub const OFPG_ALL: u32 = 0xffff_fffc;
 pub const OFPG_ANY: u32 = 0xffff_ffff;
 /// Highest bucket id (`OFPG15_BUCKET_MAX`).
 pub const BUCKET_MAX: u32 = 0xffff_ff00;
+/// `command_bucket_id=first` (`OFPG15_BUCKET_FIRST`).
+pub const BUCKET_FIRST: u32 = 0xffff_fffd;
+/// `command_bucket_id=last` (`OFPG15_BUCKET_LAST`).
+pub const BUCKET_LAST: u32 = 0xffff_fffe;
+/// `command_bucket_id=all`, and "no bucket command" (`OFPG15_BUCKET_ALL`).
+pub const BUCKET_ALL: u32 = 0xffff_ffff;
 /// Longest selection method name, terminating NUL included (`NTR_MAX_SELECTION_METHOD_LEN`).
 pub const MAX_SELECTION_METHOD_LEN: usize = 16;
 
@@ -109,9 +115,14 @@ pub enum GroupCommand {
     Delete,
     /// `add-group --may-create` / `mod-group --may-create` (OVS `OFPGC11_ADD_OR_MOD`).
     AddOrMod,
+    /// `insert-buckets` (OpenFlow 1.5 `OFPGC15_INSERT_BUCKET`): the mod's buckets go into the
+    /// group before, after or behind one of its buckets (`command_bucket_id`).
+    InsertBucket,
+    /// `remove-buckets` (`OFPGC15_REMOVE_BUCKET`): the first, the last, one by id, or all.
+    RemoveBucket,
 }
 
-/// A group mod (OVS `struct ofputil_group_mod`, without the OpenFlow 1.5 bucket commands).
+/// A group mod (OVS `struct ofputil_group_mod`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GroupMod {
     /// The command.
@@ -124,6 +135,9 @@ pub struct GroupMod {
     pub buckets: Vec<Bucket>,
     /// Selection-method properties.
     pub props: GroupProps,
+    /// Which bucket an insert or remove is about ([`BUCKET_FIRST`], [`BUCKET_LAST`],
+    /// [`BUCKET_ALL`] or a bucket id); [`BUCKET_ALL`] for the other commands.
+    pub command_bucket_id: u32,
 }
 
 /// A group as a switch holds and describes it (`struct ofputil_group_desc`).

@@ -20,8 +20,8 @@ use std::fmt::Write as _;
 use crate::ofp::action::Action;
 use crate::ofp::fields::Mf;
 use crate::ofp::group::{
-    BUCKET_MAX, Bucket, GroupCommand, GroupDesc, GroupMod, GroupProps, GroupType,
-    MAX_SELECTION_METHOD_LEN, OFPG_ALL, OFPG_ANY, OFPG_MAX,
+    BUCKET_ALL, BUCKET_FIRST, BUCKET_LAST, BUCKET_MAX, Bucket, GroupCommand, GroupDesc, GroupMod,
+    GroupProps, GroupType, MAX_SELECTION_METHOD_LEN, OFPG_ALL, OFPG_ANY, OFPG_MAX,
 };
 use crate::ofp::port::OfPort;
 use crate::text::ParseError;
@@ -43,13 +43,24 @@ pub fn parse_group_action(value: &str) -> Result<Action, String> {
 /// Parses `add-group` / `mod-group` / `del-groups` text for `command`.
 pub fn parse_group_mod(text: &str, command: GroupCommand) -> Result<GroupMod, ParseError> {
     let cx = Ctx { text };
-    let needs_type = command != GroupCommand::Delete;
+    // What each command takes, as `ovs-ofctl` (`parse_ofp_group_mod_str__`).
+    let needs_type = !matches!(
+        command,
+        GroupCommand::Delete | GroupCommand::InsertBucket | GroupCommand::RemoveBucket
+    );
+    let takes_buckets = !matches!(command, GroupCommand::Delete | GroupCommand::RemoveBucket);
+    let takes_command_bucket = matches!(
+        command,
+        GroupCommand::InsertBucket | GroupCommand::RemoveBucket
+    );
+    let mut had_command_bucket = false;
     let mut gm = GroupMod {
         command,
         group_id: OFPG_ANY,
         group_type: GroupType::All,
         buckets: Vec::new(),
         props: GroupProps::default(),
+        command_bucket_id: BUCKET_ALL,
     };
     if command == GroupCommand::Delete && text.trim().is_empty() {
         gm.group_id = OFPG_ALL;
@@ -57,7 +68,7 @@ pub fn parse_group_mod(text: &str, command: GroupCommand) -> Result<GroupMod, Pa
     }
     let (head, buckets) = match text.find("bucket=") {
         Some(at) => {
-            if !needs_type {
+            if !takes_buckets {
                 return Err(cx.err(at, "bucket", "bucket is not needed"));
             }
             (&text[..at], Some(at))
@@ -71,7 +82,29 @@ pub fn parse_group_mod(text: &str, command: GroupCommand) -> Result<GroupMod, Pa
         let verr = |m: String| cx.err(vat, kv.value, m);
         let kerr = |m: String| cx.err(kv.key_at, kv.key, m);
         match kv.key {
-            "command_bucket_id" => return Err(kerr("command bucket id is not needed".into())),
+            "command_bucket_id" => {
+                if !takes_command_bucket {
+                    return Err(kerr("command bucket id is not needed".into()));
+                }
+                gm.command_bucket_id = match kv.value {
+                    "all" => BUCKET_ALL,
+                    "first" => BUCKET_FIRST,
+                    "last" => BUCKET_LAST,
+                    v => {
+                        let id = str_to_u32(v)
+                            .ok_or_else(|| verr(format!("invalid numeric format {v}")))?;
+                        if id > BUCKET_MAX && ![BUCKET_FIRST, BUCKET_LAST, BUCKET_ALL].contains(&id)
+                        {
+                            return Err(verr(format!("invalid command bucket id {id}")));
+                        }
+                        id
+                    }
+                };
+                if gm.command_bucket_id == BUCKET_ALL && command == GroupCommand::InsertBucket {
+                    return Err(verr("command_bucket_id=all is not permitted".into()));
+                }
+                had_command_bucket = true;
+            }
             "group_id" => {
                 if kv.value == "all" {
                     gm.group_id = OFPG_ALL;
@@ -130,6 +163,9 @@ pub fn parse_group_mod(text: &str, command: GroupCommand) -> Result<GroupMod, Pa
     }
     if needs_type && !had_type {
         return Err(cx.err(0, text, "must specify a type"));
+    }
+    if command == GroupCommand::InsertBucket && !had_command_bucket {
+        return Err(cx.err(0, text, "must specify a command bucket id"));
     }
     if gm.props.selection_method != "hash"
         && !gm.props.fields.is_empty()
@@ -549,6 +585,75 @@ mod tests {
         assert_eq!(d.group_id, 5);
         assert!(parse_group_mod("group_id=5,bucket=output:1", GroupCommand::Delete).is_err());
         assert!(parse_group_mod("group_id=5,type=all", GroupCommand::Delete).is_err());
+    }
+
+    #[test]
+    fn bucket_command_forms() {
+        let i = |t: &str| parse_group_mod(t, GroupCommand::InsertBucket);
+        let r = |t: &str| parse_group_mod(t, GroupCommand::RemoveBucket);
+        let g = i("group_id=5,command_bucket_id=first,bucket=bucket_id:7,output:1").unwrap();
+        assert_eq!((g.group_id, g.command_bucket_id), (5, BUCKET_FIRST));
+        assert_eq!(g.buckets.len(), 1);
+        assert_eq!(
+            i("group_id=5,command_bucket_id=last,bucket=output:1")
+                .unwrap()
+                .command_bucket_id,
+            BUCKET_LAST
+        );
+        assert_eq!(
+            i("group_id=5,command_bucket_id=3,bucket=output:1")
+                .unwrap()
+                .command_bucket_id,
+            3
+        );
+        assert_eq!(r("group_id=5").unwrap().command_bucket_id, BUCKET_ALL);
+        assert_eq!(
+            r("group_id=5,command_bucket_id=all")
+                .unwrap()
+                .command_bucket_id,
+            BUCKET_ALL
+        );
+        assert_eq!(
+            r("group_id=5,command_bucket_id=9")
+                .unwrap()
+                .command_bucket_id,
+            9
+        );
+        let msg = |e: ParseError| e.to_string();
+        for (t, want) in [
+            (
+                "group_id=5,bucket=output:1",
+                "must specify a command bucket id",
+            ),
+            (
+                "group_id=5,command_bucket_id=all,bucket=output:1",
+                "command_bucket_id=all is not permitted",
+            ),
+            (
+                "group_id=5,type=all,command_bucket_id=first",
+                "type is not needed",
+            ),
+            (
+                "group_id=5,command_bucket_id=0xffffff01",
+                "invalid command bucket id 4294967041",
+            ),
+        ] {
+            let e = msg(i(t).unwrap_err());
+            assert!(e.contains(want), "{t}: {e}");
+        }
+        for (t, want) in [
+            ("group_id=5,bucket=output:1", "bucket is not needed"),
+            ("group_id=5,type=all", "type is not needed"),
+        ] {
+            let e = msg(r(t).unwrap_err());
+            assert!(e.contains(want), "{t}: {e}");
+        }
+        let e = msg(parse_group_mod(
+            "group_id=5,type=all,command_bucket_id=1,bucket=output:1",
+            GroupCommand::Add,
+        )
+        .unwrap_err());
+        assert!(e.contains("command bucket id is not needed"), "{e}");
     }
 
     #[test]
