@@ -15,7 +15,10 @@
 //!
 //! Cost on the PMD: one atomic add with a full fence (so the "burst begun" store is ordered
 //! before the burst reads any shared state; on x86-64 the locked add is that fence) and one
-//! release store per `poll_once`, next to a burst of up to 32 packets.
+//! release store per `poll_once`, next to a burst of up to 32 packets: 19 ns a burst measured
+//! here (begin + end in a loop, release build, pinned, the machine busy with builds), 0.6 ns a
+//! packet for full bursts. Planned, if partial bursts make it matter: an asymmetric fence
+//! (`membarrier` on the slow path, a compiler fence in the PMD), as userspace RCU does.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
