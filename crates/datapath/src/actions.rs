@@ -127,6 +127,11 @@ pub enum DpAction {
         /// Hash basis.
         basis: u32,
     },
+    /// `set(skb_priority(…))` (`set_queue`, `enqueue`): the packet's queue priority. Carried
+    /// and printed; executing it changes nothing — the userspace datapath has no queues
+    /// (OVS's netdev datapath only carries it in the packet metadata, which no OpenFlow
+    /// match can read).
+    SetSkbPriority(u32),
 }
 
 /// A masked sub-field of `N` bytes, big-endian: bits of `mask` take `value`'s.
@@ -372,6 +377,7 @@ pub fn apply_edit(p: &mut Packet, a: &DpAction) -> bool {
         DpAction::Output(_)
         | DpAction::Drop
         | DpAction::SetSkbMark(_)
+        | DpAction::SetSkbPriority(_)
         | DpAction::Ct(_)
         | DpAction::CtClear
         | DpAction::Recirc(_)
@@ -1016,6 +1022,14 @@ fn write_action(out: &mut String, a: &DpAction) {
             out.push_str("set(skb_mark(");
             put_masked(out, "", Fmt::Hex, m, 0xffff_ffff);
             close_set(out);
+        }
+        DpAction::SetSkbPriority(v) => {
+            // C's `%#x`: `0` for zero, `0x…` otherwise.
+            if *v == 0 {
+                out.push_str("set(skb_priority(0))");
+            } else {
+                let _ = write!(out, "set(skb_priority({v:#x}))");
+            }
         }
     }
 }

@@ -201,11 +201,18 @@ fn set(header: &str, fields: &[SetField], dp: &mut Vec<DpAction>) -> Result<(), 
             [f] if f.name.is_empty() => dp.push(DpAction::SetSkbMark(m(f))),
             _ => return Err("skb_mark takes one unnamed value".to_string()),
         },
-        // Issue #17: `set_queue`/`enqueue` set the packet's priority, which the PMD does not
-        // keep (no queues, no priority in its key): refused by name, as for `clone`.
-        "skb_priority" => {
-            return Err("skb_priority (set_queue/enqueue) is not kept by the PMD yet".to_string());
-        }
+        // `set_queue`/`enqueue`: the packet's queue priority, carried and printed; the PMD
+        // has no queues, so it changes nothing (see `DpAction::SetSkbPriority`).
+        "skb_priority" => match fields {
+            [f] if f.name.is_empty() => {
+                let v: Masked<4> = m(f);
+                if v.mask != [0xff; 4] {
+                    return Err("skb_priority is set whole, never masked".to_string());
+                }
+                dp.push(DpAction::SetSkbPriority(u32::from_be_bytes(v.value)));
+            }
+            _ => return Err("skb_priority takes one unnamed value".to_string()),
+        },
         _ => return Err(format!("no {header} set in the datapath")),
     }
     Ok(())
@@ -359,6 +366,28 @@ mod tests {
     }
 
     #[test]
+    fn queues_set_the_priority_and_forward() {
+        for flows in [
+            "in_port=1,ip,actions=set_queue:5,output:2",
+            "in_port=1,ip,actions=enqueue:2:7",
+            "in_port=1,ip,actions=set_queue:5,output:2,pop_queue,output:3",
+        ] {
+            let mut br = bridge(flows);
+            let (sent, odp, dp) = run(&mut br, &ipv4_in(), 1);
+            assert_eq!(odp, dp, "{flows}");
+            assert!(dp.contains("set(skb_priority("), "{flows}: {dp}");
+            assert!(!sent.is_empty(), "{flows}: nothing forwarded ({dp})");
+            for (_, f) in &sent {
+                assert_eq!(
+                    pk::to_hex(f),
+                    pk::to_hex(&ipv4_in()),
+                    "{flows}: frame changed"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn refuses_what_the_datapath_cannot_do() {
         for a in [
             OdpAction::Ct {
@@ -373,10 +402,6 @@ mod tests {
             OdpAction::Userspace("pid=1".into()),
             OdpAction::Set {
                 header: "nsh",
-                fields: vec![],
-            },
-            OdpAction::Set {
-                header: "skb_priority",
                 fields: vec![],
             },
         ] {
