@@ -801,6 +801,7 @@ impl Ctx<'_> {
                 | Action::PopQueue => {
                     self.do_action_ext(a);
                 }
+                Action::Multipath(mp) => self.multipath(mp),
                 // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
                 // anyway (e.g. a packet-out), it does nothing, as in OVS.
                 Action::Conjunction { .. } => {}
@@ -1686,6 +1687,7 @@ pub fn megaflow_covers(p: &FlowKey, mask: &FlowMask, q: &FlowKey) -> bool {
 
 mod actions_ext;
 mod group;
+mod lb;
 mod liveness;
 #[cfg(test)]
 mod tests;

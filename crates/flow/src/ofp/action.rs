@@ -336,6 +336,10 @@ pub enum Action {
     },
     /// `pop_queue`.
     PopQueue,
+    // --- issue #17, session 13: load balancing (`crate::ofp::lb`; text in `text::lb`,
+    // translation in `ofproto::xlate::lb`).
+    /// `multipath(fields,basis,algorithm,n_links,arg,dst)`.
+    Multipath(crate::ofp::lb::Multipath),
 }
 
 impl Action {

@@ -592,6 +592,7 @@ impl ActCtx<'_, '_> {
                     return Err(kerr("apply_actions is the default instruction".into()));
                 }
                 k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
+                "multipath" => super::lb::parse_multipath(value).map_err(verr)?,
                 // issue #17: a nested list, no instructions inside (depth > 1).
                 "clone" => Action::Clone(self.parse_list(value, false)?),
                 "write_actions" => Action::WriteActions(self.parse_list(value, false)?),
@@ -1077,6 +1078,15 @@ fn inconsistent(usable: &mut Protocols) {
     *usable = usable.and(Protocols::OF10_ANY);
 }
 
+/// OVS `mf_check_dst`: a writable field, bits in range, prerequisites in the match.
+pub(crate) fn check_dst(sf: &Subfield, m: &Match) -> Result<(), &'static str> {
+    check_subfield(sf, m)?;
+    if !sf.field.def().writable {
+        return Err("OFPBAC_BAD_SET_ARGUMENT");
+    }
+    Ok(())
+}
+
 fn check_subfield(sf: &Subfield, m: &Match) -> Result<(), &'static str> {
     if sf.n_bits == 0 || sf.ofs + sf.n_bits > sf.field.def().n_bits {
         return Err("OFPBAC_BAD_SET_LEN");
@@ -1119,6 +1129,7 @@ fn check_action(
         | Action::SetQueue(_)
         | Action::Enqueue { .. }
         | Action::PopQueue => super::actions_ext::check_ext(a, m, table, usable),
+        Action::Multipath(_) => super::lb::check_lb(a, m),
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),

@@ -1,0 +1,162 @@
+//! Translation of the load-balancing actions (issue #17, session 13):
+//!
+//! - `multipath(fields,basis,algorithm,n_links,arg,dst)`: OVS 3.1 `multipath_execute` —
+//!   the flow hash of `fields` (`flow_hash_fields`), a link chosen by the algorithm
+//!   (`flow::ofp::lb::multipath_link`), the hashed fields un-wildcarded as OVS's
+//!   `flow_mask_hash_fields` does, and the link written into `dst` (exact in the megaflow).
+//!
+//! The hash functions are OVS's, from `crate::group`.
+//!
+//! Where OVS's mask misses a bit its hash reads, we un-wildcard it too (soundness first):
+//! `symmetric_l3l4[+udp]` on a non-IP packet hashes the Ethernet addresses and VLAN ids
+//! (OVS's `flow_hash_symmetric_l2`) but OVS's mask leaves them wildcarded.
+
+use flow::FieldId;
+use flow::field::{FRAG_ANY, FRAG_LATER, VLAN_CFI};
+use flow::ofp::lb::{HashFields, Multipath, multipath_link};
+use flow::ofp::matching::{ETH_TYPE_IP, ETH_TYPE_IPV6, ipproto};
+
+use super::Ctx;
+use crate::group::{hash_finish, hash_int, jhash_bytes, mhash_add};
+
+/// OVS `hash_add64`: the two halves, low first.
+fn hash_add64(h: u32, v: u64) -> u32 {
+    mhash_add(mhash_add(h, v as u32), (v >> 32) as u32)
+}
+
+impl Ctx<'_> {
+    /// OVS `multipath_execute`.
+    pub(super) fn multipath(&mut self, mp: &Multipath) {
+        let hash = self.flow_hash_fields(mp.fields, u32::from(mp.basis));
+        let link = multipath_link(
+            hash,
+            mp.algorithm,
+            u32::from(mp.max_link) + 1,
+            mp.arg,
+            hash_int,
+        );
+        self.mask_field(mp.dst.field, mp.dst.mask());
+        self.set_field(mp.dst.field, u128::from(link) << mp.dst.ofs, mp.dst.mask());
+    }
+
+    fn mac_xor(&self) -> [u8; 6] {
+        let s = (self.get(FieldId::DlSrc) as u64).to_be_bytes();
+        let d = (self.get(FieldId::DlDst) as u64).to_be_bytes();
+        std::array::from_fn(|i| s[2 + i] ^ d[2 + i])
+    }
+
+    /// The XOR of the VLAN ids of the tags present (OVS's `vlans[i].tci & VLAN_VID_MASK`).
+    fn vid_xor(&self) -> u16 {
+        let mut tci = 0u16;
+        for (tp, t) in [
+            (FieldId::Vlan0Tpid, FieldId::Vlan0Tci),
+            (FieldId::Vlan1Tpid, FieldId::Vlan1Tci),
+        ] {
+            if self.get(tp) != 0 {
+                tci ^= self.get(t) as u16 & 0x0fff;
+            }
+        }
+        tci
+    }
+
+    /// OVS `flow_hash_fields` + `flow_mask_hash_fields` (see the module note for the one
+    /// place we un-wildcard more).
+    pub(super) fn flow_hash_fields(&mut self, fields: HashFields, basis: u32) -> u32 {
+        let dl = self.dl_type();
+        match fields {
+            HashFields::EthSrc => {
+                self.unwc(FieldId::DlSrc);
+                let s = (self.get(FieldId::DlSrc) as u64).to_be_bytes();
+                jhash_bytes(&s[2..], basis)
+            }
+            HashFields::SymmetricL4 => self.symmetric_l4_hash_with(basis),
+            HashFields::SymmetricL3L4 | HashFields::SymmetricL3L4Udp => {
+                self.symmetric_l3l4_hash(basis, fields == HashFields::SymmetricL3L4Udp)
+            }
+            HashFields::NwSrc | HashFields::NwDst => {
+                let src = fields == HashFields::NwSrc;
+                let f = match (dl, src) {
+                    (ETH_TYPE_IP, true) => FieldId::NwSrc,
+                    (ETH_TYPE_IP, false) => FieldId::NwDst,
+                    (ETH_TYPE_IPV6, true) => FieldId::Ipv6Src,
+                    (ETH_TYPE_IPV6, false) => FieldId::Ipv6Dst,
+                    _ => return basis,
+                };
+                self.unwc(f);
+                if dl == ETH_TYPE_IP {
+                    jhash_bytes(&(self.get(f) as u32).to_be_bytes(), basis)
+                } else {
+                    jhash_bytes(&self.get(f).to_be_bytes(), basis)
+                }
+            }
+            HashFields::SymmetricL3 => {
+                // struct { union { be32; in6_addr }; be16 eth_type; } — 20 bytes, zeroed.
+                let mut f = [0u8; 20];
+                f[16..18].copy_from_slice(&dl.to_be_bytes());
+                if dl == ETH_TYPE_IP {
+                    self.unwc(FieldId::NwSrc);
+                    self.unwc(FieldId::NwDst);
+                    let a = (self.get(FieldId::NwSrc) as u32) ^ (self.get(FieldId::NwDst) as u32);
+                    f[0..4].copy_from_slice(&a.to_be_bytes());
+                } else if dl == ETH_TYPE_IPV6 {
+                    self.unwc(FieldId::Ipv6Src);
+                    self.unwc(FieldId::Ipv6Dst);
+                    let a = self.get(FieldId::Ipv6Src) ^ self.get(FieldId::Ipv6Dst);
+                    f[0..16].copy_from_slice(&a.to_be_bytes());
+                }
+                jhash_bytes(&f, basis)
+            }
+        }
+    }
+
+    /// OVS `flow_hash_symmetric_l3l4` (with its `flow_hash_symmetric_l2` fallback for
+    /// non-IP packets) and the mask of `SYMMETRIC_L3L4[_UDP]`.
+    fn symmetric_l3l4_hash(&mut self, basis: u32, udp: bool) -> u32 {
+        let dl = self.dl_type();
+        let mut h = basis;
+        if dl == ETH_TYPE_IP {
+            self.unwc(FieldId::NwSrc);
+            self.unwc(FieldId::NwDst);
+            let a = (self.get(FieldId::NwSrc) as u32) ^ (self.get(FieldId::NwDst) as u32);
+            // The big-endian word read as a host (little-endian) word.
+            h = mhash_add(h, a.swap_bytes());
+        } else if dl == ETH_TYPE_IPV6 {
+            self.unwc(FieldId::Ipv6Src);
+            self.unwc(FieldId::Ipv6Dst);
+            let a = (self.get(FieldId::Ipv6Src) ^ self.get(FieldId::Ipv6Dst)).to_be_bytes();
+            for half in a.chunks_exact(8) {
+                let w = u64::from_le_bytes(half.try_into().unwrap_or([0; 8]));
+                h = hash_add64(h, w);
+            }
+        } else {
+            // Not in OVS's mask, but read by its hash: see the module note.
+            self.unwc(FieldId::DlSrc);
+            self.unwc(FieldId::DlDst);
+            for tci in [FieldId::Vlan0Tci, FieldId::Vlan1Tci] {
+                self.unwc_bits(tci, u128::from(0x0fff | VLAN_CFI));
+            }
+            // union { struct { be16 eth_type, vlan_tci; eth_addr; be16 pad; }; u32 word[3]; }
+            let mut f = [0u8; 12];
+            f[0..2].copy_from_slice(&dl.to_be_bytes());
+            f[2..4].copy_from_slice(&self.vid_xor().to_be_bytes());
+            f[4..10].copy_from_slice(&self.mac_xor());
+            for w in f.chunks_exact(4) {
+                h = mhash_add(h, u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            }
+            return hash_finish(h, basis);
+        }
+        self.unwc(FieldId::NwProto);
+        let proto = self.nw_proto();
+        let frag = self.get(FieldId::NwFrag) as u8 & (FRAG_ANY | FRAG_LATER) != 0;
+        h = mhash_add(h, u32::from(proto));
+        let ports =
+            proto == ipproto::TCP || proto == ipproto::SCTP || (udp && proto == ipproto::UDP);
+        if ports && !frag {
+            self.unwc(FieldId::TpSrc);
+            self.unwc(FieldId::TpDst);
+            let x = (self.get(FieldId::TpSrc) as u16) ^ (self.get(FieldId::TpDst) as u16);
+            h = mhash_add(h, u32::from(x.swap_bytes()));
+        }
+        hash_finish(h, basis)
+    }
+}
