@@ -3,17 +3,85 @@
 //! | action | wire (every OpenFlow version) |
 //! |---|---|
 //! | `multipath(...)` | `NXAST_MULTIPATH` (subtype 10, 32 bytes): fields, basis, 2 pad, algorithm, max_link, arg, 2 pad, ofs_nbits, dst header |
+//! | `bundle(...)` / `bundle_load(...)` | `NXAST_BUNDLE` (12) / `NXAST_BUNDLE_LOAD` (13): algorithm, fields, basis, member type (`NXM_OF_IN_PORT`), n_members, ofs_nbits, dst header (zero for `bundle`), 4 zero bytes, then the members (16 bits each), padded to 8 |
 
 use crate::action::{
     EncodeCtx, enc_ofs_nbits, end_action, nx_start, nxm_hdr, ofs_nbits, put_hdr_u32,
 };
 use crate::codec::{Rd, Wr};
 use crate::error::{Result, invalid};
-use flow::ofp::Action;
-use flow::ofp::lb::{HashFields, MpAlgorithm, Multipath};
+use flow::ofp::lb::{
+    BUNDLE_MAX_MEMBERS, Bundle, BundleAlgorithm, HashFields, MpAlgorithm, Multipath,
+};
+use flow::ofp::{Action, OfPort};
 
 /// `NXAST_MULTIPATH`.
 pub const NXAST_MULTIPATH: u16 = 10;
+
+/// `NXAST_BUNDLE`.
+pub const NXAST_BUNDLE: u16 = 12;
+/// `NXAST_BUNDLE_LOAD`.
+pub const NXAST_BUNDLE_LOAD: u16 = 13;
+/// `NXM_OF_IN_PORT`'s header, the only member type.
+const MEMBER_TYPE_IN_PORT: u32 = 0x0000_0002;
+
+/// Decodes the body of `NXAST_BUNDLE` / `NXAST_BUNDLE_LOAD` (after the subtype), checked as
+/// OVS's `decode_bundle` (`OFPBAC_BAD_ARGUMENT`, `OFPBAC_BAD_LEN`).
+pub(crate) fn decode_nx_bundle(a: &mut Rd<'_>, load: bool) -> Result<Action> {
+    let algorithm = a.u16()?;
+    let fields = a.u16()?;
+    let basis = a.u16()?;
+    let member_type = a.u32()?;
+    let n = usize::from(a.u16()?);
+    let on = a.u16()?;
+    let bad = |m: String| invalid(format!("OFPBAC_BAD_ARGUMENT: {m}"));
+    let dst = if load {
+        let mf = crate::action::read_subfield_header(a)?;
+        let d = ofs_nbits(on, mf)?;
+        if d.n_bits < 16 {
+            return Err(bad(
+                "bundle_load action requires at least 16 bit destination".into(),
+            ));
+        }
+        Some(d)
+    } else {
+        let raw = a.u32()?;
+        if on != 0 || raw != 0 {
+            return Err(bad("bundle action has nonzero reserved fields".into()));
+        }
+        None
+    };
+    if a.bytes(4)?.iter().any(|b| *b != 0) {
+        return Err(bad("reserved field is nonzero".into()));
+    }
+    let fields =
+        HashFields::from_code(fields).ok_or_else(|| bad(format!("unsupported fields {fields}")))?;
+    if n > BUNDLE_MAX_MEMBERS {
+        return Err(bad("too many members".into()));
+    }
+    let algorithm = BundleAlgorithm::from_code(algorithm)
+        .ok_or_else(|| bad(format!("unsupported algorithm {algorithm}")))?;
+    if member_type != MEMBER_TYPE_IN_PORT {
+        return Err(bad(format!("unsupported member type {member_type}")));
+    }
+    if a.remaining() < 2 * n {
+        return Err(invalid(format!(
+            "OFPBAC_BAD_LEN: {} bytes allocated for members, {} required for {n} members",
+            a.remaining(),
+            2 * n
+        )));
+    }
+    let members = (0..n)
+        .map(|_| a.u16().map(OfPort))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Action::Bundle(Bundle {
+        fields,
+        basis,
+        algorithm,
+        dst,
+        members,
+    }))
+}
 
 /// Decodes the body of `NXAST_MULTIPATH` (after the subtype), checked as OVS's decoder
 /// checks it (`OFPBAC_BAD_ARGUMENT` for unknown fields or algorithm, or a destination too
@@ -71,6 +139,36 @@ pub(crate) fn encode_lb(w: &mut Wr, a: &Action, _cx: EncodeCtx) -> Option<Result
             put_hdr_u32(w, d)?;
             end_action(w, s)
         })(),
+        Action::Bundle(b) => (|| {
+            let s = nx_start(
+                w,
+                if b.dst.is_some() {
+                    NXAST_BUNDLE_LOAD
+                } else {
+                    NXAST_BUNDLE
+                },
+            );
+            w.u16(b.algorithm as u16);
+            w.u16(b.fields as u16);
+            w.u16(b.basis);
+            w.u32(MEMBER_TYPE_IN_PORT);
+            w.u16(b.members.len() as u16);
+            match &b.dst {
+                Some(d) => {
+                    w.u16(enc_ofs_nbits(d));
+                    put_hdr_u32(w, nxm_hdr(d.field)?)?;
+                }
+                None => {
+                    w.u16(0);
+                    w.u32(0);
+                }
+            }
+            w.zeros(4);
+            for m in &b.members {
+                w.u16(m.0);
+            }
+            end_action(w, s)
+        })(),
         _ => return None,
     })
 }
@@ -87,6 +185,50 @@ mod tests {
             version: v,
             nw_proto: 0,
         }
+    }
+
+    #[test]
+    fn bundle_round_trips_and_is_checked() {
+        let mut b = Bundle {
+            fields: HashFields::SymmetricL4,
+            basis: 60,
+            algorithm: BundleAlgorithm::Hrw,
+            dst: None,
+            members: vec![OfPort(4), OfPort(8), OfPort::ANY],
+        };
+        for v in [version::OF10, version::OF13] {
+            let enc = encode_action_list(&[Action::Bundle(b.clone())], cx(v)).unwrap();
+            assert_eq!(enc.len(), 40);
+            assert_eq!(&enc[8..10], &[0, 12]);
+            assert_eq!(
+                decode_actions(&enc, v).unwrap(),
+                [Action::Bundle(b.clone())]
+            );
+            let mut bad = enc.clone();
+            bad[29] = 1; // reserved bytes
+            assert!(decode_actions(&bad, v).is_err());
+            let mut bad = enc.clone();
+            bad[21] = 9; // 9 members in 8 bytes
+            assert!(decode_actions(&bad, v).is_err());
+        }
+        b.dst = Some(Subfield {
+            field: Mf::Reg0,
+            ofs: 0,
+            n_bits: 16,
+        });
+        let enc = encode_action_list(&[Action::Bundle(b.clone())], cx(version::OF10)).unwrap();
+        assert_eq!(&enc[8..10], &[0, 13]);
+        assert_eq!(
+            decode_actions(&enc, version::OF10).unwrap(),
+            [Action::Bundle(b.clone())]
+        );
+        b.dst = Some(Subfield {
+            field: Mf::Reg0,
+            ofs: 0,
+            n_bits: 15,
+        });
+        let enc = encode_action_list(&[Action::Bundle(b)], cx(version::OF10)).unwrap();
+        assert!(decode_actions(&enc, version::OF10).is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Random pipelines that also use the load-balancing actions of issue #17 (session 13):
-//! `multipath(...)` with every hash-field set and algorithm, for the megaflow soundness
+//! `multipath(...)` with every hash-field set and algorithm, `bundle(...)` and
+//! `bundle_load(...)` (members live, dead and reserved), for the megaflow soundness
 //! property (`crates/ofproto/tests/megaflow_soundness_lb.rs`).
 //!
 //! [`random_pipeline_lb`] draws a [`crate::pipelines::random_pipeline`] and adds rules at
@@ -46,6 +47,42 @@ fn multipath(rng: &mut TestRng, dst: &str, bits: u32) -> String {
     format!("multipath({f},{basis},{a},{n},{arg},{dst})")
 }
 
+/// One `bundle(...)` (outputs) or, with `dst`, `bundle_load(...)`: members among the
+/// bridge's ports, ports that do not exist and reserved ports.
+fn bundle(rng: &mut TestRng, dst: Option<&str>, n_ports: u32) -> String {
+    let f = FIELDS[rng.index(FIELDS.len())];
+    let a = if rng.chance(1, 2) {
+        "hrw"
+    } else {
+        "active_backup"
+    };
+    let basis = rng.below(65536);
+    let n = rng.range(0, 5);
+    let members: Vec<String> = (0..n)
+        .map(|_| match rng.below(8) {
+            0 => "NONE".to_string(),
+            1 => "IN_PORT".to_string(),
+            2 => format!("{}", u64::from(n_ports) + rng.range(1, 3)),
+            _ => format!("{}", rng.range(1, u64::from(n_ports))),
+        })
+        .collect();
+    let delim = if rng.chance(1, 2) {
+        "members"
+    } else {
+        "slaves"
+    };
+    match dst {
+        Some(d) => format!(
+            "bundle_load({f},{basis},{a},ofport,{d},{delim}:{})",
+            members.join(",")
+        ),
+        None => format!(
+            "bundle({f},{basis},{a},ofport,{delim}:{})",
+            members.join(",")
+        ),
+    }
+}
+
 /// A random pipeline with multipath rules added (see the module doc).
 pub fn random_pipeline_lb(rng: &mut TestRng, mix: &PipelineMix, max_extra: u32) -> Pipeline {
     let mut p = random_pipeline(rng, mix);
@@ -71,7 +108,12 @@ pub fn random_pipeline_lb(rng: &mut TestRng, mix: &PipelineMix, max_extra: u32) 
             m.push(l3.to_string());
         }
         let port = rng.range(1, u64::from(mix.n_ports));
-        let acts = match rng.below(4) {
+        let acts = match rng.below(6) {
+            4 => bundle(rng, None, mix.n_ports),
+            5 => format!(
+                "{},output:{port}",
+                bundle(rng, Some("NXM_OF_ETH_DST[8..23]"), mix.n_ports)
+            ),
             0 => format!(
                 "{},output:{port}",
                 multipath(rng, "NXM_OF_ETH_DST[0..15]", 16)
@@ -120,7 +162,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deterministic_and_uses_multipath() {
+    fn deterministic_and_uses_multipath_and_bundle() {
         let mix = PipelineMix::default();
         let a = random_pipeline_lb(&mut TestRng::new(9), &mix, 10);
         let b = random_pipeline_lb(&mut TestRng::new(9), &mix, 10);
@@ -128,6 +170,11 @@ mod tests {
         let all: String = (0..20)
             .flat_map(|s| random_pipeline_lb(&mut TestRng::new(s), &mix, 10).flows)
             .collect();
+        assert!(
+            all.contains("bundle(")
+                && all.contains("bundle_load(")
+                && all.contains("active_backup")
+        );
         for w in FIELDS.iter().chain(ALGORITHMS.iter()) {
             assert!(
                 all.contains(&format!("({w},")) || all.contains(&format!(",{w},")),

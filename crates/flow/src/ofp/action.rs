@@ -340,6 +340,8 @@ pub enum Action {
     // translation in `ofproto::xlate::lb`).
     /// `multipath(fields,basis,algorithm,n_links,arg,dst)`.
     Multipath(crate::ofp::lb::Multipath),
+    /// `bundle(...)` / `bundle_load(...)`.
+    Bundle(crate::ofp::lb::Bundle),
 }
 
 impl Action {

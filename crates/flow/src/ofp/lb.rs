@@ -178,3 +178,58 @@ pub fn multipath_link(
         MpAlgorithm::IterHash => iter_hash(arg),
     }
 }
+
+/// Bundle member selection (OVS `enum nx_bd_algorithm`; values are the wire codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BundleAlgorithm {
+    /// `active_backup`: the first live member.
+    ActiveBackup = 0,
+    /// `hrw`: highest random weight over the live members.
+    Hrw = 1,
+}
+
+impl BundleAlgorithm {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BundleAlgorithm::ActiveBackup => "active_backup",
+            BundleAlgorithm::Hrw => "hrw",
+        }
+    }
+
+    /// From a text name (case-insensitive).
+    pub fn from_name(s: &str) -> Option<BundleAlgorithm> {
+        [BundleAlgorithm::ActiveBackup, BundleAlgorithm::Hrw]
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(s))
+    }
+
+    /// From the wire code.
+    pub fn from_code(c: u16) -> Option<BundleAlgorithm> {
+        match c {
+            0 => Some(BundleAlgorithm::ActiveBackup),
+            1 => Some(BundleAlgorithm::Hrw),
+            _ => None,
+        }
+    }
+}
+
+/// Most members a bundle keeps (OVS `BUNDLE_MAX_MEMBERS`; the parser drops the rest).
+pub const BUNDLE_MAX_MEMBERS: usize = 2048;
+
+/// `bundle(fields,basis,algorithm,ofport,members:P,...)` (outputs to the chosen member) and
+/// `bundle_load(fields,basis,algorithm,ofport,dst,members:P,...)` (writes its port number
+/// into `dst`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Bundle {
+    /// Hashed fields (`hrw`).
+    pub fields: HashFields,
+    /// Hash basis.
+    pub basis: u16,
+    /// Member selection.
+    pub algorithm: BundleAlgorithm,
+    /// `bundle_load`'s destination; `None` for `bundle`.
+    pub dst: Option<Subfield>,
+    /// Members, in order (`OFPP_NONE` = [`crate::ofp::OfPort::ANY`] allowed).
+    pub members: Vec<crate::ofp::OfPort>,
+}

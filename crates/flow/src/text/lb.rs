@@ -1,12 +1,16 @@
-//! Text syntax of the load-balancing actions (issue #17, session 13): `multipath(...)`.
+//! Text syntax of the load-balancing actions (issue #17, session 13): `multipath(...)`,
+//! `bundle(...)`, `bundle_load(...)`.
 //! Parsed as `ovs-ofctl` does (OVS's `strtok` on `", "`, `atoi` numbers), printed as it
 //! prints them; errors carry OVS's words.
 
 use std::fmt::Write as _;
 
 use crate::ofp::action::{Action, Subfield};
-use crate::ofp::lb::{HashFields, MpAlgorithm, Multipath};
+use crate::ofp::lb::{
+    BUNDLE_MAX_MEMBERS, Bundle, BundleAlgorithm, HashFields, MpAlgorithm, Multipath,
+};
 use crate::ofp::matching::Match;
+use crate::ofp::port::OfPort;
 use crate::text::parse::parse_subfield;
 
 /// C's `atoi` as glibc has it: `(int) strtol(s, NULL, 10)` — leading blanks, a sign, digits
@@ -63,6 +67,75 @@ pub(crate) fn parse_multipath(arg: &str) -> Result<Action, String> {
     }))
 }
 
+/// C's `strtok_r` with a saved position: each call may use other delimiters.
+struct Strtok<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Strtok<'a> {
+    fn next(&mut self, delims: &[char]) -> Option<&'a str> {
+        let s = self.rest.trim_start_matches(|c| delims.contains(&c));
+        if s.is_empty() {
+            self.rest = s;
+            return None;
+        }
+        let end = s.find(|c| delims.contains(&c)).unwrap_or(s.len());
+        let tok = &s[..end];
+        // strtok skips the one delimiter that ended the token.
+        self.rest = s[end..].get(1..).unwrap_or("");
+        Some(tok)
+    }
+}
+
+/// Parses the text inside `bundle(...)` (`load` false) or `bundle_load(...)` (OVS
+/// `bundle_parse` / `bundle_parse_load`).
+pub(crate) fn parse_bundle(arg: &str, load: bool) -> Result<Action, String> {
+    let mut t = Strtok { rest: arg };
+    let cd = &[',', ' '];
+    let fields = t.next(cd);
+    let basis = t.next(cd);
+    let algorithm = t.next(cd);
+    let member_type = t.next(cd);
+    let dst = if load { t.next(cd) } else { None };
+    let delim = t.next(&[':', ' ']);
+    let (Some(fields), Some(basis), Some(algorithm), Some(member_type), Some(delim)) =
+        (fields, basis, algorithm, member_type, delim)
+    else {
+        return Err(format!("{arg}: not enough arguments to bundle action"));
+    };
+    if !delim.eq_ignore_ascii_case("members") && !delim.eq_ignore_ascii_case("slaves") {
+        return Err(format!(
+            "{arg}: missing member delimiter, expected `members', got `{delim}'"
+        ));
+    }
+    let mut members = Vec::new();
+    while members.len() < BUNDLE_MAX_MEMBERS {
+        let Some(m) = t.next(&[',', ' ', '[', ']']) else {
+            break;
+        };
+        members.push(OfPort::parse(m).ok_or_else(|| format!("{m}: bad port number"))?);
+    }
+    let basis = atoi(basis) as u16;
+    let fields =
+        HashFields::from_name(fields).ok_or_else(|| format!("{arg}: unknown fields `{fields}'"))?;
+    let algorithm = BundleAlgorithm::from_name(algorithm)
+        .ok_or_else(|| format!("{arg}: unknown algorithm `{algorithm}'"))?;
+    if !member_type.eq_ignore_ascii_case("ofport") {
+        return Err(format!("{arg}: unknown member_type `{member_type}'"));
+    }
+    let dst = match dst {
+        Some(d) => Some(parse_subfield(d)?),
+        None => None,
+    };
+    Ok(Action::Bundle(Bundle {
+        fields,
+        basis,
+        algorithm,
+        dst,
+        members,
+    }))
+}
+
 /// A destination narrower than 16 bits must hold every link number.
 fn check_links_fit(arg: &str, dst: &Subfield, n_links: u32) -> Result<(), String> {
     if dst.n_bits < 16 && n_links > (1u32 << dst.n_bits) {
@@ -91,6 +164,32 @@ pub(crate) fn format_lb(out: &mut String, a: &Action) -> bool {
             crate::text::format::format_subfield(out, &mp.dst);
             out.push(')');
         }
+        Action::Bundle(b) => {
+            let _ = write!(
+                out,
+                "{}({},{},{},ofport,",
+                if b.dst.is_some() {
+                    "bundle_load"
+                } else {
+                    "bundle"
+                },
+                b.fields.name(),
+                b.basis,
+                b.algorithm.name()
+            );
+            if let Some(d) = &b.dst {
+                crate::text::format::format_subfield(out, d);
+                out.push(',');
+            }
+            out.push_str("members:");
+            for (i, m) in b.members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{m}");
+            }
+            out.push(')');
+        }
         _ => return false,
     }
     true
@@ -100,6 +199,32 @@ pub(crate) fn format_lb(out: &mut String, a: &Action) -> bool {
 pub(crate) fn check_lb(a: &Action, m: &Match) -> Result<(), &'static str> {
     match a {
         Action::Multipath(mp) => crate::text::parse::check_dst(&mp.dst, m),
+        // OVS `bundle_check`.
+        Action::Bundle(b) => {
+            if let Some(d) = &b.dst {
+                crate::text::parse::check_dst(d, m)?;
+            }
+            for &p in &b.members {
+                if p != OfPort::ANY {
+                    crate::text::parse::check_output_port(p)?;
+                }
+                if p == OfPort::CONTROLLER {
+                    return Err("OFPBAC_BAD_OUT_PORT");
+                }
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
+}
+
+/// OVS's decoder refuses what the encoder wrote (`ovs-ofctl parse-flow`'s round trip).
+pub(crate) fn canon_lb(a: &Action) -> Result<(), String> {
+    if let Action::Bundle(b) = a
+        && b.dst.is_some_and(|d| d.n_bits < 16)
+    {
+        // "bundle_load action requires at least 16 bit destination."
+        return Err("decode error: OFPBAC_BAD_ARGUMENT".into());
+    }
+    Ok(())
 }

@@ -593,6 +593,8 @@ impl ActCtx<'_, '_> {
                 }
                 k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
                 "multipath" => super::lb::parse_multipath(value).map_err(verr)?,
+                "bundle" => super::lb::parse_bundle(value, false).map_err(verr)?,
+                "bundle_load" => super::lb::parse_bundle(value, true).map_err(verr)?,
                 // issue #17: a nested list, no instructions inside (depth > 1).
                 "clone" => Action::Clone(self.parse_list(value, false)?),
                 "write_actions" => Action::WriteActions(self.parse_list(value, false)?),
@@ -1097,7 +1099,7 @@ fn check_subfield(sf: &Subfield, m: &Match) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn check_output_port(p: OfPort) -> Result<(), &'static str> {
+pub(crate) fn check_output_port(p: OfPort) -> Result<(), &'static str> {
     if p == OfPort::ANY || (p.0 >= OfPort::MAX.0 && p.0 < OfPort::IN_PORT.0) {
         return Err("OFPBAC_BAD_OUT_PORT");
     }
@@ -1129,7 +1131,7 @@ fn check_action(
         | Action::SetQueue(_)
         | Action::Enqueue { .. }
         | Action::PopQueue => super::actions_ext::check_ext(a, m, table, usable),
-        Action::Multipath(_) => super::lb::check_lb(a, m),
+        Action::Multipath(_) | Action::Bundle(_) => super::lb::check_lb(a, m),
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),

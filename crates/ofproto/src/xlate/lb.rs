@@ -5,6 +5,14 @@
 //!   (`flow::ofp::lb::multipath_link`), the hashed fields un-wildcarded as OVS's
 //!   `flow_mask_hash_fields` does, and the link written into `dst` (exact in the megaflow).
 //!
+//! - `bundle(...)` / `bundle_load(...)`: OVS 3.1 `bundle_execute` — `active_backup` takes the
+//!   first live member, `hrw` the live member `i` with the highest `hash_2words(i, hash)`
+//!   (the hashed fields un-wildcarded only with more than one member); a member is live when
+//!   it is a reserved port OVS counts live (`IN_PORT`, `TABLE`, `NORMAL`, `FLOOD`, `ALL`,
+//!   `NONE`) or a port of the bridge (OVS `member_enabled_cb`; our ports are always up, as
+//!   select groups' `watch_port`). `bundle` outputs to it (`NONE`: nothing), `bundle_load`
+//!   writes its number into `dst`.
+//!
 //! The hash functions are OVS's, from `crate::group`.
 //!
 //! Where OVS's mask misses a bit its hash reads, we un-wildcard it too (soundness first):
@@ -13,7 +21,8 @@
 
 use flow::FieldId;
 use flow::field::{FRAG_ANY, FRAG_LATER, VLAN_CFI};
-use flow::ofp::lb::{HashFields, Multipath, multipath_link};
+use flow::ofp::OfPort;
+use flow::ofp::lb::{Bundle, BundleAlgorithm, HashFields, Multipath, multipath_link};
 use flow::ofp::matching::{ETH_TYPE_IP, ETH_TYPE_IPV6, ipproto};
 
 use super::Ctx;
@@ -37,6 +46,58 @@ impl Ctx<'_> {
         );
         self.mask_field(mp.dst.field, mp.dst.mask());
         self.set_field(mp.dst.field, u128::from(link) << mp.dst.ofs, mp.dst.mask());
+    }
+
+    /// OVS `member_enabled_cb`.
+    fn member_enabled(&self, p: OfPort) -> bool {
+        match p {
+            OfPort::IN_PORT
+            | OfPort::TABLE
+            | OfPort::NORMAL
+            | OfPort::FLOOD
+            | OfPort::ALL
+            | OfPort::ANY => true,
+            OfPort::CONTROLLER => false,
+            _ => self.br.port_is_alive(p),
+        }
+    }
+
+    /// OVS `xlate_bundle_action` over `bundle_execute`.
+    pub(super) fn bundle(&mut self, b: &Bundle) {
+        let port = match b.algorithm {
+            BundleAlgorithm::ActiveBackup => b
+                .members
+                .iter()
+                .copied()
+                .find(|&m| self.member_enabled(m))
+                .unwrap_or(OfPort::ANY),
+            BundleAlgorithm::Hrw => {
+                let saved = self.wc;
+                let hash = self.flow_hash_fields(b.fields, u32::from(b.basis));
+                if b.members.len() <= 1 {
+                    // OVS masks the hashed fields only with more than one member.
+                    self.wc = saved;
+                }
+                let mut best: Option<(OfPort, u32)> = None;
+                for (i, &m) in b.members.iter().enumerate() {
+                    if self.member_enabled(m) {
+                        let h = hash_int(i as u32, hash);
+                        if best.is_none_or(|(_, bh)| h > bh) {
+                            best = Some((m, h));
+                        }
+                    }
+                }
+                best.map_or(OfPort::ANY, |(m, _)| m)
+            }
+        };
+        match &b.dst {
+            Some(dst) => {
+                self.mask_field(dst.field, dst.mask());
+                self.set_field(dst.field, u128::from(port.0) << dst.ofs, dst.mask());
+                self.report_subfield(dst);
+            }
+            None => self.output_action(port, 0),
+        }
     }
 
     fn mac_xor(&self) -> [u8; 6] {
