@@ -783,6 +783,9 @@ impl Ctx<'_> {
                 }
                 Action::Multipath(mp) => self.multipath(mp),
                 Action::Bundle(b) => self.bundle(b),
+                // OVS 3.1 `xlate_sample_action` without an IPFIX exporter on the bridge (we
+                // have none): nothing, not even a commit.
+                Action::Sample(_) => {}
                 // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
                 // anyway (e.g. a packet-out), it does nothing, as in OVS.
                 Action::Conjunction { .. } => {}

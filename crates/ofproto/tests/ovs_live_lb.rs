@@ -162,6 +162,17 @@ fn cases() -> Vec<Case> {
             flows,
         });
     }
+    // sample without an IPFIX exporter: nothing, not even a commit of pending changes.
+    out.push(Case {
+        name: "sample".into(),
+        flows: vec![
+            "table=0,in_port=1,actions=mod_dl_src:00:00:5e:00:00:01,sample(probability=65535,collector_set_id=1,obs_domain_id=2,obs_point_id=3),output:2".into(),
+            "table=0,in_port=2,actions=sample(probability=1,sampling_port=3,ingress),mod_vlan_vid:9,sample(probability=7,sampling_port=9,egress),output:3".into(),
+            "table=0,in_port=3,actions=sample(probability=100)".into(),
+            "table=0,in_port=4,actions=clone(sample(probability=5),output:1),write_metadata:1,goto_table:1".into(),
+            "table=1,actions=sample(probability=9,sampling_port=LOCAL),output:2".into(),
+        ],
+    });
     out
 }
 
@@ -298,4 +309,60 @@ fn multipath_and_bundle_match_live_ovs() {
         diffs.join("\n")
     );
     assert!(wider.is_empty(), "{}", wider.join("\n"));
+}
+
+/// The trace tree (`ofproto/trace` between the bridge line and `Final flow:`) of flows using
+/// `multipath`, `bundle`, `bundle_load` and `sample` equals OVS's.
+#[test]
+fn lb_trace_text_matches_live_ovs() {
+    if let Some(why) = ovs_missing_reason() {
+        testutil::skip(&why);
+        return;
+    }
+    let sb = OvsSandbox::start(4).expect("start OVS sandbox");
+    let c = Case {
+        name: "trace".into(),
+        flows: vec![
+            "table=0,in_port=1,actions=multipath(symmetric_l4,5,hrw,4,0,NXM_NX_REG0[0..3]),bundle_load(eth_src,1,hrw,ofport,NXM_NX_REG1[0..15],members:2,3,7),resubmit(,1)".into(),
+            "table=0,in_port=2,actions=sample(probability=3,collector_set_id=4),bundle(nw_src,2,active_backup,ofport,members:9,3,4)".into(),
+            "table=0,in_port=3,actions=bundle_load(symmetric_l3,0,active_backup,ofport,NXM_NX_REG2[],members:8),bundle(symmetric_l3l4,0,hrw,ofport,members:NONE)".into(),
+            "table=1,reg1=2,actions=output:4".into(),
+            "table=1,reg1=3,actions=output:1".into(),
+        ],
+    };
+    sb.del_flows().expect("del-flows");
+    sb.add_flows(&c.flows).expect("add-flows");
+    let br = our_bridge(&c);
+    let tree = |raw: &str| -> String {
+        let start = raw.find("bridge(\"br0\")").unwrap_or(0);
+        let end = raw.find("\nFinal flow:").unwrap_or(raw.len());
+        raw[start..end].trim_end().to_string()
+    };
+    let pkts = packets();
+    let mut diffs = Vec::new();
+    let mut n = 0;
+    for in_port in 1..=3u32 {
+        for pkt in pkts.iter().take(6) {
+            let t = sb.trace_full(in_port, pkt).expect("ovs trace");
+            let mut key = FlowKey::ZERO;
+            extract(pkt, &PacketMeta::port(in_port), &mut key);
+            let out = xlate(
+                &br,
+                &XlateIn {
+                    trace: true,
+                    ..XlateIn::new(key)
+                },
+            );
+            let ours = tree(&ofproto::trace::format_trace(&key, &out));
+            let ovs = tree(&t.raw);
+            n += 1;
+            if ours != ovs {
+                diffs.push(format!(
+                    "in_port {in_port}:\n--- ours\n{ours}\n--- ovs\n{ovs}"
+                ));
+            }
+        }
+    }
+    assert_eq!(n, 18);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

@@ -3,6 +3,7 @@
 //! | action | wire (every OpenFlow version) |
 //! |---|---|
 //! | `multipath(...)` | `NXAST_MULTIPATH` (subtype 10, 32 bytes): fields, basis, 2 pad, algorithm, max_link, arg, 2 pad, ofs_nbits, dst header |
+//! | `sample(...)` | `NXAST_SAMPLE` (29, 24 bytes), or `NXAST_SAMPLE2` (38, 32 bytes: + sampling port) with a sampling port, or `NXAST_SAMPLE3` (41: + direction) with a direction, as OVS chooses |
 //! | `bundle(...)` / `bundle_load(...)` | `NXAST_BUNDLE` (12) / `NXAST_BUNDLE_LOAD` (13): algorithm, fields, basis, member type (`NXM_OF_IN_PORT`), n_members, ofs_nbits, dst header (zero for `bundle`), 4 zero bytes, then the members (16 bits each), padded to 8 |
 
 use crate::action::{
@@ -11,7 +12,8 @@ use crate::action::{
 use crate::codec::{Rd, Wr};
 use crate::error::{Result, invalid};
 use flow::ofp::lb::{
-    BUNDLE_MAX_MEMBERS, Bundle, BundleAlgorithm, HashFields, MpAlgorithm, Multipath,
+    BUNDLE_MAX_MEMBERS, Bundle, BundleAlgorithm, HashFields, MpAlgorithm, Multipath, Sample,
+    SampleDirection,
 };
 use flow::ofp::{Action, OfPort};
 
@@ -81,6 +83,55 @@ pub(crate) fn decode_nx_bundle(a: &mut Rd<'_>, load: bool) -> Result<Action> {
         dst,
         members,
     }))
+}
+
+/// `NXAST_SAMPLE`.
+pub const NXAST_SAMPLE: u16 = 29;
+/// `NXAST_SAMPLE2`.
+pub const NXAST_SAMPLE2: u16 = 38;
+/// `NXAST_SAMPLE3`.
+pub const NXAST_SAMPLE3: u16 = 41;
+
+/// Decodes the body of `NXAST_SAMPLE`, `NXAST_SAMPLE2` or `NXAST_SAMPLE3` (after the
+/// subtype), checked as OVS's decoders (probability 0 and an unknown direction are
+/// `OFPBAC_BAD_ARGUMENT`, non-zero padding of `SAMPLE3` `NXBRC_MUST_BE_ZERO`).
+pub(crate) fn decode_nx_sample(a: &mut Rd<'_>, sub: u16) -> Result<Action> {
+    let probability = a.u16()?;
+    let collector_set_id = a.u32()?;
+    let obs_domain_id = a.u32()?;
+    let obs_point_id = a.u32()?;
+    let mut s = Sample {
+        probability,
+        collector_set_id,
+        obs_domain_id,
+        obs_point_id,
+        sampling_port: OfPort::ANY,
+        direction: SampleDirection::Default,
+    };
+    if sub != NXAST_SAMPLE {
+        s.sampling_port = OfPort(a.u16()?);
+        let dir = a.u8()?;
+        let zeros = a.bytes(5)?;
+        if sub == NXAST_SAMPLE3 {
+            if zeros.iter().any(|b| *b != 0) {
+                return Err(invalid("NXAST_SAMPLE3: NXBRC_MUST_BE_ZERO"));
+            }
+            s.direction = match dir {
+                0 => SampleDirection::Default,
+                1 => SampleDirection::Ingress,
+                2 => SampleDirection::Egress,
+                d => {
+                    return Err(invalid(format!(
+                        "OFPBAC_BAD_ARGUMENT: invalid sample direction {d}"
+                    )));
+                }
+            };
+        }
+    }
+    if probability == 0 {
+        return Err(invalid("OFPBAC_BAD_ARGUMENT: sample probability 0"));
+    }
+    Ok(Action::Sample(s))
 }
 
 /// Decodes the body of `NXAST_MULTIPATH` (after the subtype), checked as OVS's decoder
@@ -169,6 +220,26 @@ pub(crate) fn encode_lb(w: &mut Wr, a: &Action, _cx: EncodeCtx) -> Option<Result
             }
             end_action(w, s)
         })(),
+        Action::Sample(x) => {
+            let sub = if x.direction != SampleDirection::Default {
+                NXAST_SAMPLE3
+            } else if x.sampling_port != OfPort::ANY {
+                NXAST_SAMPLE2
+            } else {
+                NXAST_SAMPLE
+            };
+            let s = nx_start(w, sub);
+            w.u16(x.probability);
+            w.u32(x.collector_set_id);
+            w.u32(x.obs_domain_id);
+            w.u32(x.obs_point_id);
+            if sub != NXAST_SAMPLE {
+                w.u16(x.sampling_port.0);
+                w.u8(x.direction as u8);
+                w.zeros(5);
+            }
+            end_action(w, s)
+        }
         _ => return None,
     })
 }
@@ -184,6 +255,43 @@ mod tests {
         EncodeCtx {
             version: v,
             nw_proto: 0,
+        }
+    }
+
+    #[test]
+    fn sample_round_trips_in_the_form_ovs_picks() {
+        let mut x = Sample {
+            probability: 12345,
+            collector_set_id: 23456,
+            obs_domain_id: 34567,
+            obs_point_id: 45678,
+            sampling_port: OfPort::ANY,
+            direction: SampleDirection::Default,
+        };
+        for (port, dir, sub, len) in [
+            (OfPort::ANY, SampleDirection::Default, NXAST_SAMPLE, 24),
+            (OfPort(7), SampleDirection::Default, NXAST_SAMPLE2, 32),
+            (OfPort::ANY, SampleDirection::Egress, NXAST_SAMPLE3, 32),
+        ] {
+            x.sampling_port = port;
+            x.direction = dir;
+            let enc = encode_action_list(&[Action::Sample(x)], cx(version::OF13)).unwrap();
+            assert_eq!(
+                (enc.len(), u16::from_be_bytes([enc[8], enc[9]])),
+                (len, sub)
+            );
+            assert_eq!(
+                decode_actions(&enc, version::OF13).unwrap(),
+                [Action::Sample(x)]
+            );
+            let mut bad = enc.clone();
+            bad[10..12].copy_from_slice(&[0, 0]);
+            assert!(decode_actions(&bad, version::OF13).is_err());
+            if sub == NXAST_SAMPLE3 {
+                let mut bad = enc.clone();
+                bad[26] = 3;
+                assert!(decode_actions(&bad, version::OF13).is_err());
+            }
         }
     }
 

@@ -342,6 +342,8 @@ pub enum Action {
     Multipath(crate::ofp::lb::Multipath),
     /// `bundle(...)` / `bundle_load(...)`.
     Bundle(crate::ofp::lb::Bundle),
+    /// `sample(...)`.
+    Sample(crate::ofp::lb::Sample),
 }
 
 impl Action {

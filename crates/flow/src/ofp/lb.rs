@@ -1,4 +1,6 @@
-//! Load-balancing actions (issue #17, session 13): `multipath(...)` (`NXAST_MULTIPATH`).
+//! Load-balancing actions (issue #17, session 13): `multipath(...)` (`NXAST_MULTIPATH`),
+//! `bundle(...)`/`bundle_load(...)` (`NXAST_BUNDLE[_LOAD]`), and `sample(...)`
+//! (`NXAST_SAMPLE[2|3]`).
 //! Text in `text::lb`, wire in `openflow::action_lb`, translation in `ofproto::xlate::lb`.
 
 use crate::ofp::action::Subfield;
@@ -232,4 +234,33 @@ pub struct Bundle {
     pub dst: Option<Subfield>,
     /// Members, in order (`OFPP_NONE` = [`crate::ofp::OfPort::ANY`] allowed).
     pub members: Vec<crate::ofp::OfPort>,
+}
+
+/// `sample(...)`'s direction (`NX_ACTION_SAMPLE_*`; values are the wire codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SampleDirection {
+    /// Neither given.
+    Default = 0,
+    /// `ingress`.
+    Ingress = 1,
+    /// `egress`.
+    Egress = 2,
+}
+
+/// `sample(probability=N,collector_set_id=…,obs_domain_id=…,obs_point_id=…[,sampling_port=P][,ingress|egress])`:
+/// IPFIX flow sampling (`NXAST_SAMPLE`/`SAMPLE2`/`SAMPLE3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sample {
+    /// Packets sampled out of 65535 (never 0).
+    pub probability: u16,
+    /// Collector set id.
+    pub collector_set_id: u32,
+    /// Observation domain id.
+    pub obs_domain_id: u32,
+    /// Observation point id.
+    pub obs_point_id: u32,
+    /// Sampling port (`OFPP_NONE` = [`crate::ofp::OfPort::ANY`] when not given).
+    pub sampling_port: crate::ofp::OfPort,
+    /// Direction.
+    pub direction: SampleDirection,
 }

@@ -1,5 +1,5 @@
 //! Text syntax of the load-balancing actions (issue #17, session 13): `multipath(...)`,
-//! `bundle(...)`, `bundle_load(...)`.
+//! `bundle(...)`, `bundle_load(...)`; and `sample(...)`.
 //! Parsed as `ovs-ofctl` does (OVS's `strtok` on `", "`, `atoi` numbers), printed as it
 //! prints them; errors carry OVS's words.
 
@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 
 use crate::ofp::action::{Action, Subfield};
 use crate::ofp::lb::{
-    BUNDLE_MAX_MEMBERS, Bundle, BundleAlgorithm, HashFields, MpAlgorithm, Multipath,
+    BUNDLE_MAX_MEMBERS, Bundle, BundleAlgorithm, HashFields, MpAlgorithm, Multipath, Sample,
+    SampleDirection,
 };
 use crate::ofp::matching::Match;
 use crate::ofp::port::OfPort;
@@ -136,6 +137,52 @@ pub(crate) fn parse_bundle(arg: &str, load: bool) -> Result<Action, String> {
     }))
 }
 
+/// Parses the text inside `sample(...)` (OVS `parse_SAMPLE`).
+pub(crate) fn parse_sample(arg: &str) -> Result<Action, String> {
+    use crate::text::value::{str_to_u16, str_to_u64};
+    let u32v = |v: &str| -> Result<u32, String> {
+        if v.is_empty() {
+            return Err("missing required numeric argument".into());
+        }
+        str_to_u64(v)
+            .map(|x| x as u32)
+            .ok_or_else(|| format!("invalid numeric format {v}"))
+    };
+    let mut s = Sample {
+        probability: 0,
+        collector_set_id: 0,
+        obs_domain_id: 0,
+        obs_point_id: 0,
+        sampling_port: OfPort::ANY,
+        direction: SampleDirection::Default,
+    };
+    for kv in crate::text::lex::KvIter::new(arg) {
+        let v = kv.value;
+        match kv.key {
+            "probability" => {
+                s.probability =
+                    str_to_u16(v).ok_or_else(|| format!("invalid probability \"{v}\""))?;
+                if s.probability == 0 {
+                    return Err(format!("invalid probability value \"{v}\""));
+                }
+            }
+            "collector_set_id" => s.collector_set_id = u32v(v)?,
+            "obs_domain_id" => s.obs_domain_id = u32v(v)?,
+            "obs_point_id" => s.obs_point_id = u32v(v)?,
+            "sampling_port" => {
+                s.sampling_port = OfPort::parse(v).ok_or_else(|| format!("{v}: unknown port"))?;
+            }
+            "ingress" => s.direction = SampleDirection::Ingress,
+            "egress" => s.direction = SampleDirection::Egress,
+            k => return Err(format!("invalid key \"{k}\" in \"sample\" argument")),
+        }
+    }
+    if s.probability == 0 {
+        return Err("non-zero \"probability\" must be specified on sample".into());
+    }
+    Ok(Action::Sample(s))
+}
+
 /// A destination narrower than 16 bits must hold every link number.
 fn check_links_fit(arg: &str, dst: &Subfield, n_links: u32) -> Result<(), String> {
     if dst.n_bits < 16 && n_links > (1u32 << dst.n_bits) {
@@ -187,6 +234,22 @@ pub(crate) fn format_lb(out: &mut String, a: &Action) -> bool {
                     out.push(',');
                 }
                 let _ = write!(out, "{m}");
+            }
+            out.push(')');
+        }
+        Action::Sample(x) => {
+            let _ = write!(
+                out,
+                "sample(probability={},collector_set_id={},obs_domain_id={},obs_point_id={}",
+                x.probability, x.collector_set_id, x.obs_domain_id, x.obs_point_id
+            );
+            if x.sampling_port != OfPort::ANY {
+                let _ = write!(out, ",sampling_port={}", x.sampling_port);
+            }
+            match x.direction {
+                SampleDirection::Ingress => out.push_str(",ingress"),
+                SampleDirection::Egress => out.push_str(",egress"),
+                SampleDirection::Default => {}
             }
             out.push(')');
         }

@@ -46,6 +46,7 @@ impl Ctx<'_> {
         );
         self.mask_field(mp.dst.field, mp.dst.mask());
         self.set_field(mp.dst.field, u128::from(link) << mp.dst.ofs, mp.dst.mask());
+        self.report_subfield(&mp.dst);
     }
 
     /// OVS `member_enabled_cb`.
