@@ -228,6 +228,24 @@ const CASES: &[&str] = &[
     "actions=sample(obs_domain_id=2,probability=3),output:1",
     "actions=write_actions(sample(probability=1))",
     "actions=clone(sample(probability=1),output:2)",
+    // check_pkt_larger
+    "actions=check_pkt_larger(1500)->NXM_NX_REG0[0]",
+    "actions=check_pkt_larger(1500)->reg0[3]",
+    "actions=check_pkt_larger(x)->reg0[0]",
+    "actions=check_pkt_larger(70000)->reg0[0]",
+    "actions=check_pkt_larger(1500)->reg0[0..1]",
+    "actions=check_pkt_larger(1500)->reg0",
+    "actions=check_pkt_larger(1500)",
+    "actions=check_pkt_larger(1500)->",
+    "actions=check_pkt_larger(1500)->nosuch[0]",
+    "actions=check_pkt_larger(1500)->NXM_OF_IP_SRC[0]",
+    "actions=check_pkt_larger(1500)->in_port[0]",
+    "actions=check_pkt_larger(0)->reg0[31],output:1",
+    "actions=write_actions(check_pkt_larger(1)->reg0[0])",
+    "actions=check_pkt_larger:100->reg0[0]",
+    "actions=check_pkt_larger(0x10)->reg0[0]",
+    "actions=clone(check_pkt_larger(10)->reg0[0])",
+    "actions=check_pkt_larger(65535)->metadata[63],resubmit(,1)",
 ];
 
 fn live(of13: bool) {

@@ -786,6 +786,11 @@ impl Ctx<'_> {
                 // OVS 3.1 `xlate_sample_action` without an IPFIX exporter on the bridge (we
                 // have none): nothing, not even a commit.
                 Action::Sample(_) => {}
+                // Translates the rest of this list twice, into the datapath action's branches.
+                Action::CheckPktLarger { pkt_len, dst } => {
+                    self.check_pkt_larger(*pkt_len, dst, &actions[i + 1..]);
+                    break;
+                }
                 // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
                 // anyway (e.g. a packet-out), it does nothing, as in OVS.
                 Action::Conjunction { .. } => {}

@@ -1,7 +1,9 @@
 //! Differential test against a live OVS 3.1 (`testutil::ovs::OvsSandbox`, dummy datapath) for
 //! the load-balancing actions of issue #17 (session 13): `multipath` with every hash-field
 //! set and algorithm, `bundle`/`bundle_load` with both algorithms, live and dead members
-//! (ports that do not exist) and reserved ports. The chosen link or member is written into
+//! (ports that do not exist) and reserved ports; `sample` (no IPFIX: nothing);
+//! `check_pkt_larger` (a datapath `check_pkt_len` with both branches, the action set and
+//! `exit` in them). The chosen link or member is written into
 //! header bits (`eth_dst`, `ip_src`), output to, or put in a register that a second table
 //! turns into an output, so the datapath actions show it: equal actions mean an equal hash
 //! and an equal choice.
@@ -173,6 +175,26 @@ fn cases() -> Vec<Case> {
             "table=1,actions=sample(probability=9,sampling_port=LOCAL),output:2".into(),
         ],
     });
+    // check_pkt_larger: the rest of the list (and the action set) in both branches.
+    out.push(Case {
+        name: "check_pkt_larger".into(),
+        flows: vec![
+            "table=0,in_port=1,actions=mod_dl_src:00:00:5e:00:00:01,check_pkt_larger(100)->NXM_NX_REG0[0],resubmit(,1),output:4".into(),
+            "table=0,in_port=2,ip,actions=check_pkt_larger(64)->NXM_NX_REG1[5],mod_nw_ttl:9,clone(check_pkt_larger(70)->NXM_NX_REG1[6],ct(commit),output:1),output:3".into(),
+            "table=0,in_port=2,priority=10,actions=check_pkt_larger(64)->NXM_NX_REG1[5],mod_vlan_vid:7,output:3".into(),
+            "table=0,in_port=3,actions=check_pkt_larger(1500)->NXM_NX_REG2[0],write_actions(output:4),goto_table:2".into(),
+            "table=0,in_port=4,actions=resubmit(,3),output:1".into(),
+            "table=1,reg0=1,actions=mod_dl_dst:00:00:5e:00:00:02,output:2".into(),
+            "table=1,reg0=0,actions=output:3".into(),
+            "table=2,reg2=0x1/0x1,actions=write_actions(output:1)".into(),
+            "table=2,priority=10,reg2=0,actions=mod_dl_dst:00:00:5e:00:00:03".into(),
+            "table=3,actions=check_pkt_larger(200)->NXM_NX_REG3[0],resubmit(,4),output:2".into(),
+            "table=4,reg3=1,actions=exit".into(),
+            "table=4,reg3=0,actions=output:3".into(),
+            "table=0,in_port=3,priority=10,tcp,actions=write_actions(output:4),goto_table:5".into(),
+            "table=5,actions=check_pkt_larger(90)->NXM_NX_REG4[0],output:2,write_actions(mod_dl_dst:00:00:5e:00:00:04,output:1)".into(),
+        ],
+    });
     out
 }
 
@@ -241,7 +263,7 @@ fn unmask_macs(actions: &str, key: &FlowKey) -> String {
 }
 
 #[test]
-fn multipath_and_bundle_match_live_ovs() {
+fn lb_actions_match_live_ovs() {
     if let Some(why) = ovs_missing_reason() {
         testutil::skip(&why);
         return;
@@ -298,7 +320,7 @@ fn multipath_and_bundle_match_live_ovs() {
         }
     }
     eprintln!(
-        "live OVS (multipath, bundle): {equal}/{total} datapath actions equal; {} megaflows with more 1-bits than OVS, {fewer} with fewer, {short} wider where OVS's mask misses hashed bits",
+        "live OVS (multipath, bundle, sample, check_pkt_larger): {equal}/{total} datapath actions equal; {} megaflows with more 1-bits than OVS, {fewer} with fewer, {short} wider where OVS's mask misses hashed bits",
         wider.len()
     );
     assert!(total >= 100, "too few packets traced: {total}");
@@ -312,7 +334,7 @@ fn multipath_and_bundle_match_live_ovs() {
 }
 
 /// The trace tree (`ofproto/trace` between the bridge line and `Final flow:`) of flows using
-/// `multipath`, `bundle`, `bundle_load` and `sample` equals OVS's.
+/// `multipath`, `bundle`, `bundle_load`, `sample` and `check_pkt_larger` equals OVS's.
 #[test]
 fn lb_trace_text_matches_live_ovs() {
     if let Some(why) = ovs_missing_reason() {
@@ -328,6 +350,9 @@ fn lb_trace_text_matches_live_ovs() {
             "table=0,in_port=3,actions=bundle_load(symmetric_l3,0,active_backup,ofport,NXM_NX_REG2[],members:8),bundle(symmetric_l3l4,0,hrw,ofport,members:NONE)".into(),
             "table=1,reg1=2,actions=output:4".into(),
             "table=1,reg1=3,actions=output:1".into(),
+            "table=0,in_port=4,actions=check_pkt_larger(60)->NXM_NX_REG4[0],resubmit(,2),output:3".into(),
+            "table=2,reg4=1,actions=mod_dl_dst:00:00:5e:00:00:05,output:2".into(),
+            "table=2,reg4=0,actions=output:1".into(),
         ],
     };
     sb.del_flows().expect("del-flows");
@@ -341,7 +366,7 @@ fn lb_trace_text_matches_live_ovs() {
     let pkts = packets();
     let mut diffs = Vec::new();
     let mut n = 0;
-    for in_port in 1..=3u32 {
+    for in_port in 1..=4u32 {
         for pkt in pkts.iter().take(6) {
             let t = sb.trace_full(in_port, pkt).expect("ovs trace");
             let mut key = FlowKey::ZERO;
@@ -363,6 +388,6 @@ fn lb_trace_text_matches_live_ovs() {
             }
         }
     }
-    assert_eq!(n, 18);
+    assert_eq!(n, 24);
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

@@ -406,6 +406,9 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
         crate::action_lb::NXAST_SAMPLE
         | crate::action_lb::NXAST_SAMPLE2
         | crate::action_lb::NXAST_SAMPLE3 => crate::action_lb::decode_nx_sample(a, sub)?,
+        crate::action_lb::NXAST_CHECK_PKT_LARGER => {
+            crate::action_lb::decode_nx_check_pkt_larger(a)?
+        }
         crate::action_ext::NXAST_CLONE => crate::action_ext::decode_nx_clone(a, ver)?,
         crate::action_ext::NXAST_WRITE_METADATA => crate::action_ext::decode_nx_write_metadata(a)?,
         // conjunctive matches (issue #17): `clause:8, n_clauses:8, id:32` (OVS
@@ -878,7 +881,10 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         | Action::Enqueue { .. }
         | Action::PopQueue => Ok(()),
         // Encoded by `action_lb::encode_lb` above.
-        Action::Multipath(_) | Action::Bundle(_) | Action::Sample(_) => Ok(()),
+        Action::Multipath(_)
+        | Action::Bundle(_)
+        | Action::Sample(_)
+        | Action::CheckPktLarger { .. } => Ok(()),
     }
 }
 

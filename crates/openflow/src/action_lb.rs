@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `multipath(...)` | `NXAST_MULTIPATH` (subtype 10, 32 bytes): fields, basis, 2 pad, algorithm, max_link, arg, 2 pad, ofs_nbits, dst header |
 //! | `sample(...)` | `NXAST_SAMPLE` (29, 24 bytes), or `NXAST_SAMPLE2` (38, 32 bytes: + sampling port) with a sampling port, or `NXAST_SAMPLE3` (41: + direction) with a direction, as OVS chooses |
+//! | `check_pkt_larger(N)->dst` | `NXAST_CHECK_PKT_LARGER` (49, 24 bytes): pkt_len, the bit offset, the destination's header, zeros |
 //! | `bundle(...)` / `bundle_load(...)` | `NXAST_BUNDLE` (12) / `NXAST_BUNDLE_LOAD` (13): algorithm, fields, basis, member type (`NXM_OF_IN_PORT`), n_members, ofs_nbits, dst header (zero for `bundle`), 4 zero bytes, then the members (16 bits each), padded to 8 |
 
 use crate::action::{
@@ -134,6 +135,27 @@ pub(crate) fn decode_nx_sample(a: &mut Rd<'_>, sub: u16) -> Result<Action> {
     Ok(Action::Sample(s))
 }
 
+/// `NXAST_CHECK_PKT_LARGER`.
+pub const NXAST_CHECK_PKT_LARGER: u16 = 49;
+
+/// Decodes the body of `NXAST_CHECK_PKT_LARGER` (after the subtype): the rest must be zero
+/// (`NXBRC_MUST_BE_ZERO`) and the destination writable (`mf_check_dst` without a match).
+pub(crate) fn decode_nx_check_pkt_larger(a: &mut Rd<'_>) -> Result<Action> {
+    let pkt_len = a.u16()?;
+    let ofs = u32::from(a.u16()?);
+    let mf = crate::action::read_subfield_header(a)?;
+    let dst = crate::action::subfield(mf, ofs, 1)?;
+    if a.rest().iter().any(|b| *b != 0) {
+        return Err(invalid("NXAST_CHECK_PKT_LARGER: NXBRC_MUST_BE_ZERO"));
+    }
+    if !mf.def().writable {
+        return Err(invalid(
+            "OFPBAC_BAD_SET_ARGUMENT: check_pkt_larger destination not writable",
+        ));
+    }
+    Ok(Action::CheckPktLarger { pkt_len, dst })
+}
+
 /// Decodes the body of `NXAST_MULTIPATH` (after the subtype), checked as OVS's decoder
 /// checks it (`OFPBAC_BAD_ARGUMENT` for unknown fields or algorithm, or a destination too
 /// narrow for the links).
@@ -240,6 +262,14 @@ pub(crate) fn encode_lb(w: &mut Wr, a: &Action, _cx: EncodeCtx) -> Option<Result
             }
             end_action(w, s)
         }
+        Action::CheckPktLarger { pkt_len, dst } => (|| {
+            let s = nx_start(w, NXAST_CHECK_PKT_LARGER);
+            w.u16(*pkt_len);
+            w.u16(dst.ofs as u16);
+            put_hdr_u32(w, nxm_hdr(dst.field)?)?;
+            w.zeros(6);
+            end_action(w, s)
+        })(),
         _ => return None,
     })
 }
@@ -293,6 +323,28 @@ mod tests {
                 assert!(decode_actions(&bad, version::OF13).is_err());
             }
         }
+    }
+
+    #[test]
+    fn check_pkt_larger_round_trips() {
+        let a = Action::CheckPktLarger {
+            pkt_len: 1500,
+            dst: Subfield {
+                field: Mf::Reg0,
+                ofs: 3,
+                n_bits: 1,
+            },
+        };
+        let enc = encode_action_list(std::slice::from_ref(&a), cx(version::OF13)).unwrap();
+        assert_eq!(enc.len(), 24);
+        assert_eq!(&enc[8..14], &[0, 49, 0x05, 0xdc, 0, 3]);
+        assert_eq!(decode_actions(&enc, version::OF13).unwrap(), [a]);
+        let mut bad = enc.clone();
+        bad[23] = 1;
+        assert!(decode_actions(&bad, version::OF13).is_err());
+        let mut bad = enc;
+        bad[13] = 40; // bit 40 of a 32-bit register
+        assert!(decode_actions(&bad, version::OF13).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Random pipelines that also use the load-balancing actions of issue #17 (session 13):
 //! `multipath(...)` with every hash-field set and algorithm, `bundle(...)` and
-//! `bundle_load(...)` (members live, dead and reserved), for the megaflow soundness
+//! `bundle_load(...)` (members live, dead and reserved) and `check_pkt_larger(...)`, for the
+//! megaflow soundness
 //! property (`crates/ofproto/tests/megaflow_soundness_lb.rs`).
 //!
 //! [`random_pipeline_lb`] draws a [`crate::pipelines::random_pipeline`] and adds rules at
@@ -108,7 +109,21 @@ pub fn random_pipeline_lb(rng: &mut TestRng, mix: &PipelineMix, max_extra: u32) 
             m.push(l3.to_string());
         }
         let port = rng.range(1, u64::from(mix.n_ports));
-        let acts = match rng.below(6) {
+        let acts = match rng.below(7) {
+            6 => {
+                // The rest of the list in both branches of a datapath check_pkt_len.
+                let to = rng.below(u64::from(tables));
+                let tail = if to > u64::from(table) {
+                    format!("resubmit(,{to})")
+                } else {
+                    format!("output:{port}")
+                };
+                format!(
+                    "check_pkt_larger({})->NXM_NX_REG2[0],{tail},output:{}",
+                    rng.range(40, 1600),
+                    rng.range(1, u64::from(mix.n_ports))
+                )
+            }
             4 => bundle(rng, None, mix.n_ports),
             5 => format!(
                 "{},output:{port}",

@@ -344,6 +344,14 @@ pub enum Action {
     Bundle(crate::ofp::lb::Bundle),
     /// `sample(...)`.
     Sample(crate::ofp::lb::Sample),
+    /// `check_pkt_larger(N)->dst`: writes 1 into the 1-bit `dst` when the packet is longer
+    /// than `pkt_len` bytes, else 0 (`NXAST_CHECK_PKT_LARGER`; datapath `check_pkt_len`).
+    CheckPktLarger {
+        /// Length compared with.
+        pkt_len: u16,
+        /// 1-bit destination.
+        dst: Subfield,
+    },
 }
 
 impl Action {

@@ -691,7 +691,10 @@ fn format_action(out: &mut String, a: &Action) {
         | Action::Enqueue { .. }
         | Action::PopQueue => {}
         // Printed by `lb::format_lb` above.
-        Action::Multipath(_) | Action::Bundle(_) | Action::Sample(_) => {}
+        Action::Multipath(_)
+        | Action::Bundle(_)
+        | Action::Sample(_)
+        | Action::CheckPktLarger { .. } => {}
     }
 }
 

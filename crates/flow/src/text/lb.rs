@@ -1,5 +1,5 @@
 //! Text syntax of the load-balancing actions (issue #17, session 13): `multipath(...)`,
-//! `bundle(...)`, `bundle_load(...)`; and `sample(...)`.
+//! `bundle(...)`, `bundle_load(...)`; `sample(...)` and `check_pkt_larger(N)->dst`.
 //! Parsed as `ovs-ofctl` does (OVS's `strtok` on `", "`, `atoi` numbers), printed as it
 //! prints them; errors carry OVS's words.
 
@@ -183,6 +183,28 @@ pub(crate) fn parse_sample(arg: &str) -> Result<Action, String> {
     Ok(Action::Sample(s))
 }
 
+/// Parses the text after `check_pkt_larger(` (the lexer hands over `N)->dst`; OVS
+/// `parse_CHECK_PKT_LARGER`).
+pub(crate) fn parse_check_pkt_larger(arg: &str) -> Result<Action, String> {
+    let Some(i) = arg.find("->") else {
+        return Err(format!("{arg}: missing `->'"));
+    };
+    let key = &arg[i + 2..];
+    if key.is_empty() {
+        return Err(format!("{arg}: missing field name following `->'"));
+    }
+    let value = &arg[..i];
+    let value = value.strip_suffix(')').unwrap_or(value);
+    let dst = parse_subfield(key)?;
+    if dst.n_bits != 1 {
+        return Err("Only 1-bit destination field is allowed".into());
+    }
+    // OVS passes no name to `str_to_u16`, and glibc prints it as "(null)".
+    let pkt_len = crate::text::value::str_to_u16(value)
+        .ok_or_else(|| format!("invalid (null) \"{value}\""))?;
+    Ok(Action::CheckPktLarger { pkt_len, dst })
+}
+
 /// A destination narrower than 16 bits must hold every link number.
 fn check_links_fit(arg: &str, dst: &Subfield, n_links: u32) -> Result<(), String> {
     if dst.n_bits < 16 && n_links > (1u32 << dst.n_bits) {
@@ -252,6 +274,10 @@ pub(crate) fn format_lb(out: &mut String, a: &Action) -> bool {
                 SampleDirection::Default => {}
             }
             out.push(')');
+        }
+        Action::CheckPktLarger { pkt_len, dst } => {
+            let _ = write!(out, "check_pkt_larger({pkt_len})->");
+            crate::text::format::format_subfield(out, dst);
         }
         _ => return false,
     }

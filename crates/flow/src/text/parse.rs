@@ -596,6 +596,7 @@ impl ActCtx<'_, '_> {
                 "bundle" => super::lb::parse_bundle(value, false).map_err(verr)?,
                 "bundle_load" => super::lb::parse_bundle(value, true).map_err(verr)?,
                 "sample" => super::lb::parse_sample(value).map_err(verr)?,
+                "check_pkt_larger" => super::lb::parse_check_pkt_larger(value).map_err(verr)?,
                 // issue #17: a nested list, no instructions inside (depth > 1).
                 "clone" => Action::Clone(self.parse_list(value, false)?),
                 "write_actions" => Action::WriteActions(self.parse_list(value, false)?),
@@ -1132,7 +1133,10 @@ fn check_action(
         | Action::SetQueue(_)
         | Action::Enqueue { .. }
         | Action::PopQueue => super::actions_ext::check_ext(a, m, table, usable),
-        Action::Multipath(_) | Action::Bundle(_) | Action::Sample(_) => super::lb::check_lb(a, m),
+        Action::Multipath(_)
+        | Action::Bundle(_)
+        | Action::Sample(_)
+        | Action::CheckPktLarger { .. } => super::lb::check_lb(a, m),
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),

@@ -13,6 +13,15 @@
 //!   select groups' `watch_port`). `bundle` outputs to it (`NONE`: nothing), `bundle_load`
 //!   writes its number into `dst`.
 //!
+//! - `check_pkt_larger(N)->dst`: OVS 3.1 `xlate_check_pkt_larger` for a datapath that has
+//!   `check_pkt_len` (OVS's netdev datapath and our PMD): pending changes committed, then
+//!   the rest of the current action list and the action set translated twice — with `dst`
+//!   = 1 into `gt(...)`, with `dst` = 0 into `le(...)` — each from the flow and datapath
+//!   packet as they were (as in OVS, the first branch empties the action set, so the second
+//!   starts without it, and the set as it was is restored for the pipeline's end); the list
+//!   ends there (its outer lists go on from the flow before the action). `dst` costs no
+//!   megaflow bit (OVS writes only the flow).
+//!
 //! The hash functions are OVS's, from `crate::group`.
 //!
 //! Where OVS's mask misses a bit its hash reads, we un-wildcard it too (soundness first):
@@ -21,12 +30,13 @@
 
 use flow::FieldId;
 use flow::field::{FRAG_ANY, FRAG_LATER, VLAN_CFI};
-use flow::ofp::OfPort;
 use flow::ofp::lb::{Bundle, BundleAlgorithm, HashFields, Multipath, multipath_link};
 use flow::ofp::matching::{ETH_TYPE_IP, ETH_TYPE_IPV6, ipproto};
+use flow::ofp::{Action, OfPort, Subfield};
 
 use super::Ctx;
 use crate::group::{hash_finish, hash_int, jhash_bytes, mhash_add};
+use crate::odp::OdpAction;
 
 /// OVS `hash_add64`: the two halves, low first.
 fn hash_add64(h: u32, v: u64) -> u32 {
@@ -47,6 +57,53 @@ impl Ctx<'_> {
         self.mask_field(mp.dst.field, mp.dst.mask());
         self.set_field(mp.dst.field, u128::from(link) << mp.dst.ofs, mp.dst.mask());
         self.report_subfield(&mp.dst);
+    }
+
+    /// OVS 3.1 `xlate_check_pkt_larger` (see the module doc).
+    pub(super) fn check_pkt_larger(&mut self, pkt_len: u16, dst: &Subfield, rest: &[Action]) {
+        let old_flow = self.flow;
+        let old_skb = self.skb_priority;
+        self.commit();
+        let old_base = self.base;
+        let old_base_skb = self.base_skb_priority;
+        let old_vlan_written = self.vlan_written;
+        let old_last = self.list_last;
+        let old_set = self.action_set.clone();
+        let branch = |this: &mut Self, bit: u128| -> Vec<OdpAction> {
+            let start = this.odp.len();
+            this.set_field(dst.field, bit << dst.ofs, dst.mask());
+            this.list_last = true;
+            this.do_actions(rest);
+            // OVS runs the action set here and empties it: the second branch starts with an
+            // empty set, and the set as it was runs again when the pipeline ends.
+            if this.hash_freeze.is_some() {
+                this.finish_hash_freeze();
+            } else {
+                this.execute_action_set();
+            }
+            this.action_set.clear();
+            let body = this.odp.drain(start..).collect();
+            this.flow = old_flow;
+            this.skb_priority = old_skb;
+            this.base = old_base;
+            this.base_skb_priority = old_base_skb;
+            this.vlan_written = old_vlan_written;
+            body
+        };
+        let gt = branch(self, 1);
+        // OVS: an `exit` (or a freeze) in the first branch does not stop the second, but
+        // stands afterwards.
+        let exit_after_gt = self.exit;
+        self.exit = false;
+        let le = branch(self, 0);
+        self.exit = exit_after_gt;
+        self.list_last = old_last;
+        self.action_set = old_set;
+        self.odp.push(OdpAction::CheckPktLen {
+            size: pkt_len,
+            gt,
+            le,
+        });
     }
 
     /// OVS `member_enabled_cb`.
