@@ -191,6 +191,8 @@ fn cases() -> Vec<Case> {
             "table=3,actions=check_pkt_larger(200)->NXM_NX_REG3[0],resubmit(,4),output:2".into(),
             "table=4,reg3=1,actions=exit".into(),
             "table=4,reg3=0,actions=output:3".into(),
+            "table=0,in_port=1,priority=10,udp,actions=check_pkt_larger(100)->NXM_NX_REG5[1],mod_nw_ttl:7,ct(table=6),output:3".into(),
+            "table=6,actions=output:2".into(),
             "table=0,in_port=3,priority=10,tcp,actions=write_actions(output:4),goto_table:5".into(),
             "table=5,actions=check_pkt_larger(90)->NXM_NX_REG4[0],output:2,write_actions(mod_dl_dst:00:00:5e:00:00:04,output:1)".into(),
         ],
