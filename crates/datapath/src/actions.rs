@@ -132,6 +132,19 @@ pub enum DpAction {
     /// (OVS's netdev datapath only carries it in the packet metadata, which no OpenFlow
     /// match can read).
     SetSkbPriority(u32),
+    /// `check_pkt_len(size=N,gt(...),le(...))`: the next `gt` actions are run for a packet
+    /// longer than `size` bytes ([`crate::check_len::check_len_size`]), the `le` after them
+    /// for the others, each on a copy of the packet and its metadata (the packet itself when
+    /// nothing follows); the list goes on after both with the packet as it was. Flat, as
+    /// [`DpAction::Clone`]; nesting counted inside.
+    CheckPktLen {
+        /// Length compared with.
+        size: u16,
+        /// Actions of the greater branch (all nesting levels).
+        gt: u16,
+        /// Actions of the less-or-equal branch (all nesting levels).
+        le: u16,
+    },
 }
 
 /// A masked sub-field of `N` bytes, big-endian: bits of `mask` take `value`'s.
@@ -978,6 +991,12 @@ fn write_action(out: &mut String, a: &DpAction) {
         DpAction::Clone { len } => {
             let _ = write!(out, "clone(<{len} actions>)");
         }
+        DpAction::CheckPktLen { size, gt, le } => {
+            let _ = write!(
+                out,
+                "check_pkt_len(size={size},<{gt} actions>,<{le} actions>)"
+            );
+        }
         DpAction::SetEth(s) => {
             out.push_str("set(eth(");
             put_masked(out, "src", Fmt::Eth, &s.src, MAC);
@@ -1068,6 +1087,18 @@ pub fn format_dp_actions(actions: &[DpAction]) -> String {
             out.push_str("set(ipv6(");
             put_ipv6_fields(&mut out, &parts);
             close_set(&mut out);
+            continue;
+        }
+        if let DpAction::CheckPktLen { size, gt, le } = actions[i] {
+            let g = (i + 1 + usize::from(gt)).min(actions.len());
+            let end = (g + usize::from(le)).min(actions.len());
+            let _ = write!(
+                out,
+                "check_pkt_len(size={size},gt({}),le({}))",
+                format_dp_actions(&actions[i + 1..g]),
+                format_dp_actions(&actions[g..end])
+            );
+            i = end;
             continue;
         }
         if let DpAction::Clone { len } = actions[i] {

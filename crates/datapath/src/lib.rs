@@ -39,6 +39,7 @@
 pub mod action_table;
 pub mod actions;
 pub mod bursts;
+pub mod check_len;
 pub mod ct;
 pub mod dpcls;
 pub mod dpctl;

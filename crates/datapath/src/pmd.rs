@@ -1942,6 +1942,36 @@ impl Pmd {
             }
             let last = j + 1 == list.len();
             match *a {
+                DpAction::CheckPktLen { size, gt, le } => {
+                    let g = (j + 1 + usize::from(gt)).min(list.len());
+                    let end = (g + usize::from(le)).min(list.len());
+                    resume = end;
+                    let Some(p) = pkt.as_ref() else {
+                        continue;
+                    };
+                    let larger = crate::check_len::check_len_size(p.data()) > usize::from(size);
+                    let (from, to) = if larger { (j + 1, g) } else { (g, end) };
+                    // As a clone: a copy with the metadata as it is now, or the packet itself
+                    // when the check is the list's last action.
+                    let body = if end == list.len() {
+                        pkt.take()
+                    } else {
+                        self.clone_packet(p)
+                    };
+                    let Some(copy) = body else {
+                        self.stats.output_errors += 1;
+                        continue;
+                    };
+                    let saved = self.s.metas.get(i).copied();
+                    let body = list.get(from..to).unwrap_or_default();
+                    sent |= self.run_actions(body, 0, copy, i);
+                    if let (Some(m), Some(md)) = (saved, self.s.metas.get_mut(i)) {
+                        *md = m;
+                    }
+                    if pkt.is_none() {
+                        break;
+                    }
+                }
                 DpAction::Clone { len } => {
                     let end = (j + 1 + usize::from(len)).min(list.len());
                     resume = end;

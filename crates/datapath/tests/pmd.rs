@@ -150,7 +150,55 @@ fn random_mask(rng: &mut Rng) -> FlowMask {
 
 fn random_outcome(rng: &mut Rng) -> Outcome {
     let port = [1, 2, 3][rng.below(3) as usize];
-    match rng.below(10) {
+    match rng.below(13) {
+        // check_pkt_len: a branch per frame size (42/46 UDP, 54/58 TCP bytes), the packet
+        // as it was after it.
+        10 => Outcome::Acts(vec![
+            DpAction::CheckPktLen {
+                size: 50,
+                gt: 2,
+                le: 1,
+            },
+            DpAction::PushVlan {
+                tpid: 0x8100,
+                tci: 0x0003,
+            },
+            DpAction::Output(2),
+            DpAction::Output(3),
+            DpAction::Output(1),
+        ]),
+        // Nested in a branch, a clone inside, and a check as the last action.
+        11 => Outcome::Acts(vec![
+            DpAction::CheckPktLen {
+                size: 45,
+                gt: 1,
+                le: 5,
+            },
+            DpAction::Output(2),
+            DpAction::Clone { len: 2 },
+            DpAction::PopVlan,
+            DpAction::Output(3),
+            DpAction::CheckPktLen {
+                size: 55,
+                gt: 1,
+                le: 0,
+            },
+            DpAction::Output(port),
+        ]),
+        // The length after a push_vlan.
+        12 => Outcome::Acts(vec![
+            DpAction::PushVlan {
+                tpid: 0x88a8,
+                tci: 0x0004,
+            },
+            DpAction::CheckPktLen {
+                size: 56,
+                gt: 1,
+                le: 1,
+            },
+            DpAction::Output(2),
+            DpAction::Output(3),
+        ]),
         // `clone(push_vlan,2),3`: the tag only on the clone's copy.
         8 => Outcome::Acts(vec![
             DpAction::Clone { len: 2 },
@@ -197,6 +245,32 @@ fn random_outcome(rng: &mut Rng) -> Outcome {
     }
 }
 
+/// The length `check_pkt_len` compares, written independently of the PMD: the frame up to
+/// the end of its IPv4/IPv6 datagram when padding follows it, else the whole frame.
+fn ip_frame_len(f: &[u8]) -> usize {
+    let mut l3 = 14;
+    while l3 + 4 <= f.len() && (f[l3 - 2..l3] == [0x81, 0] || f[l3 - 2..l3] == [0x88, 0xa8]) {
+        l3 += 4;
+    }
+    let Some(et) = f.get(l3 - 2..l3) else {
+        return f.len();
+    };
+    let datagram = match et {
+        [0x08, 0x00] if f.len() >= l3 + 20 && f[l3] >> 4 == 4 && f[l3] & 15 >= 5 => {
+            let tot = usize::from(f[l3 + 2]) * 256 + usize::from(f[l3 + 3]);
+            (tot >= usize::from(f[l3] & 15) * 4).then_some(tot)
+        }
+        [0x86, 0xdd] if f.len() >= l3 + 40 && f[l3] >> 4 == 6 => {
+            Some(40 + usize::from(f[l3 + 4]) * 256 + usize::from(f[l3 + 5]))
+        }
+        _ => None,
+    };
+    match datagram {
+        Some(d) if l3 + d < f.len() => l3 + d,
+        _ => f.len(),
+    }
+}
+
 /// What executing `acts` on `frame` sends, written independently of the PMD.
 fn reference_exec(acts: &[DpAction], frame: &[u8]) -> Vec<(u32, Vec<u8>)> {
     let mut f = frame.to_vec();
@@ -209,6 +283,17 @@ fn reference_exec(acts: &[DpAction], frame: &[u8]) -> Vec<(u32, Vec<u8>)> {
             DpAction::Clone { len } => {
                 let end = (j + usize::from(len)).min(acts.len());
                 out.extend(reference_exec(&acts[j..end], &f));
+                j = end;
+            }
+            DpAction::CheckPktLen { size, gt, le } => {
+                let g = (j + usize::from(gt)).min(acts.len());
+                let end = (g + usize::from(le)).min(acts.len());
+                let branch = if ip_frame_len(&f) > usize::from(size) {
+                    &acts[j..g]
+                } else {
+                    &acts[g..end]
+                };
+                out.extend(reference_exec(branch, &f));
                 j = end;
             }
             DpAction::Output(p) => {

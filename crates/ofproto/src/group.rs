@@ -510,7 +510,8 @@ impl Bridge {
 // ---- OVS's hash functions (lib/hash.h, the portable murmur-based variant OVS's Debian
 // build uses), as select groups score buckets with them. ----
 
-fn mhash_add(hash: u32, data: u32) -> u32 {
+/// OVS `hash_add` (the portable murmur step).
+pub fn mhash_add(hash: u32, data: u32) -> u32 {
     let mut h = hash;
     if data != 0 {
         let d = data
@@ -530,7 +531,8 @@ fn mhash_finish(mut h: u32) -> u32 {
     h ^ (h >> 16)
 }
 
-fn hash_finish(hash: u32, fin: u32) -> u32 {
+/// OVS `hash_finish`.
+pub fn hash_finish(hash: u32, fin: u32) -> u32 {
     mhash_finish(hash ^ fin)
 }
 

@@ -129,6 +129,17 @@ pub enum OdpAction {
         /// Hash basis.
         basis: u32,
     },
+    /// `check_pkt_len(size=N,gt(...),le(...))`: the first list for packets longer than `size`
+    /// bytes, the second for the others, each on a copy of the packet unless last (issue #17,
+    /// `check_pkt_larger`).
+    CheckPktLen {
+        /// Length compared with.
+        size: u16,
+        /// Actions for longer packets.
+        gt: Vec<OdpAction>,
+        /// Actions for the others.
+        le: Vec<OdpAction>,
+    },
 }
 
 impl fmt::Display for OdpAction {
@@ -236,6 +247,14 @@ impl fmt::Display for OdpAction {
             }
             OdpAction::Clone(inner) => {
                 let _ = write!(s, "clone({})", format_odp_actions(inner));
+            }
+            OdpAction::CheckPktLen { size, gt, le } => {
+                let _ = write!(
+                    s,
+                    "check_pkt_len(size={size},gt({}),le({}))",
+                    format_odp_actions(gt),
+                    format_odp_actions(le)
+                );
             }
             OdpAction::Hash { symmetric, basis } => {
                 let alg = if *symmetric { "sym_l4" } else { "l4" };

@@ -676,27 +676,7 @@ impl Ctx<'_> {
                         self.unwc_subfield(src);
                         self.unwc_subfield(dst);
                         self.set_field(dst.field, v << dst.ofs, dst.mask());
-                        if self.tr.is_some() {
-                            // OVS `xlate_report_subfield`: the destination's new value, as
-                            // the field prints when whole, else as hex.
-                            let now = self.read_subfield(dst);
-                            let mut text = String::new();
-                            flow::text::format::format_subfield(&mut text, dst);
-                            text.push_str(" is now ");
-                            if dst.is_whole() {
-                                flow::text::format::format_mf_value(
-                                    &mut text,
-                                    dst.field,
-                                    now,
-                                    dst.field.byte_max(),
-                                );
-                            } else if now == 0 {
-                                text.push('0');
-                            } else {
-                                text.push_str(&format!("{now:#x}"));
-                            }
-                            self.report(NodeKind::Detail, || text);
-                        }
+                        self.report_subfield(dst);
                     }
                 }
                 Action::ModDlSrc(mac) => {
@@ -808,6 +788,16 @@ impl Ctx<'_> {
                 | Action::PopQueue => {
                     self.do_action_ext(a);
                 }
+                Action::Multipath(mp) => self.multipath(mp),
+                Action::Bundle(b) => self.bundle(b),
+                // OVS 3.1 `xlate_sample_action` without an IPFIX exporter on the bridge (we
+                // have none): nothing, not even a commit.
+                Action::Sample(_) => {}
+                // Translates the rest of this list twice, into the datapath action's branches.
+                Action::CheckPktLarger { pkt_len, dst } => {
+                    self.check_pkt_larger(*pkt_len, dst, &actions[i + 1..]);
+                    break;
+                }
                 // conjunctive matches (issue #17): a soft rule is never a lookup's result; run
                 // anyway (e.g. a packet-out), it does nothing, as in OVS.
                 Action::Conjunction { .. } => {}
@@ -870,6 +860,26 @@ impl Ctx<'_> {
         for f in CT_FIELDS {
             self.set(f, 0);
         }
+    }
+
+    /// OVS `xlate_report_subfield`: the destination's new value, as the field prints when
+    /// whole, else as hex.
+    fn report_subfield(&mut self, dst: &Subfield) {
+        if self.tr.is_none() {
+            return;
+        }
+        let now = self.read_subfield(dst);
+        let mut text = String::new();
+        flow::text::format::format_subfield(&mut text, dst);
+        text.push_str(" is now ");
+        if dst.is_whole() {
+            flow::text::format::format_mf_value(&mut text, dst.field, now, dst.field.byte_max());
+        } else if now == 0 {
+            text.push('0');
+        } else {
+            text.push_str(&format!("{now:#x}"));
+        }
+        self.report(NodeKind::Detail, || text);
     }
 
     /// Reads a subfield's value (in subfield units).
@@ -1693,6 +1703,7 @@ pub fn megaflow_covers(p: &FlowKey, mask: &FlowMask, q: &FlowKey) -> bool {
 
 mod actions_ext;
 mod group;
+mod lb;
 mod liveness;
 #[cfg(test)]
 mod tests;

@@ -270,7 +270,7 @@ pub(crate) fn tlv_mf(d: &HeaderDef) -> Result<Mf> {
     }
 }
 
-fn read_subfield_header(a: &mut Rd<'_>) -> Result<Mf> {
+pub(crate) fn read_subfield_header(a: &mut Rd<'_>) -> Result<Mf> {
     let rh = fields::read_header(a)?;
     let d = fields::lookup(rh.class, rh.field, rh.experimenter).ok_or_else(|| {
         unsupported(format!(
@@ -281,7 +281,7 @@ fn read_subfield_header(a: &mut Rd<'_>) -> Result<Mf> {
     tlv_mf(d)
 }
 
-fn subfield(field: Mf, ofs: u32, n_bits: u32) -> Result<Subfield> {
+pub(crate) fn subfield(field: Mf, ofs: u32, n_bits: u32) -> Result<Subfield> {
     if n_bits == 0 || ofs + n_bits > field.def().n_bits {
         return Err(invalid(format!(
             "subfield {}[{}..{}]",
@@ -400,6 +400,15 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
         NAT => return Err(invalid("nat outside ct")),
         CT_CLEAR => Action::CtClear,
         crate::action_ext::NXAST_EXIT => Action::Exit,
+        crate::action_lb::NXAST_MULTIPATH => crate::action_lb::decode_nx_multipath(a)?,
+        crate::action_lb::NXAST_BUNDLE => crate::action_lb::decode_nx_bundle(a, false)?,
+        crate::action_lb::NXAST_BUNDLE_LOAD => crate::action_lb::decode_nx_bundle(a, true)?,
+        crate::action_lb::NXAST_SAMPLE
+        | crate::action_lb::NXAST_SAMPLE2
+        | crate::action_lb::NXAST_SAMPLE3 => crate::action_lb::decode_nx_sample(a, sub)?,
+        crate::action_lb::NXAST_CHECK_PKT_LARGER => {
+            crate::action_lb::decode_nx_check_pkt_larger(a)?
+        }
         crate::action_ext::NXAST_CLONE => crate::action_ext::decode_nx_clone(a, ver)?,
         crate::action_ext::NXAST_WRITE_METADATA => crate::action_ext::decode_nx_write_metadata(a)?,
         // conjunctive matches (issue #17): `clause:8, n_clauses:8, id:32` (OVS
@@ -567,6 +576,9 @@ fn set_field(w: &mut Wr, mf: Mf, value: u128, mask: u128, cx: EncodeCtx) -> Resu
 
 fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
     if let Some(r) = crate::action_ext::encode_ext(w, a, cx) {
+        return r;
+    }
+    if let Some(r) = crate::action_lb::encode_lb(w, a, cx) {
         return r;
     }
     let v10 = cx.version == version::OF10;
@@ -868,6 +880,11 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
         | Action::SetQueue(_)
         | Action::Enqueue { .. }
         | Action::PopQueue => Ok(()),
+        // Encoded by `action_lb::encode_lb` above.
+        Action::Multipath(_)
+        | Action::Bundle(_)
+        | Action::Sample(_)
+        | Action::CheckPktLarger { .. } => Ok(()),
     }
 }
 

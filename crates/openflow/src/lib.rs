@@ -32,6 +32,7 @@
 
 pub mod action;
 pub mod action_ext;
+pub mod action_lb;
 pub mod bundle;
 mod codec;
 pub mod ct_action;

@@ -38,6 +38,7 @@ pub mod ovs;
 pub mod packets;
 pub mod pipelines;
 pub mod pipelines_ext;
+pub mod pipelines_lb;
 pub mod rng;
 
 pub use rng::TestRng;

@@ -87,6 +87,21 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
                 dp.push(DpAction::Clone { len });
                 dp.extend(body);
             }
+            OdpAction::CheckPktLen { size, gt, le } => {
+                // Flat: the marker, then both branches (`DpAction::CheckPktLen`).
+                let gt = to_dp_actions(gt)?;
+                let le = to_dp_actions(le)?;
+                let n = |b: &[DpAction]| {
+                    u16::try_from(b.len()).map_err(|_| refuse("check_pkt_len branch too long"))
+                };
+                dp.push(DpAction::CheckPktLen {
+                    size: *size,
+                    gt: n(&gt)?,
+                    le: n(&le)?,
+                });
+                dp.extend(gt);
+                dp.extend(le);
+            }
         }
     }
     Ok(dp)
@@ -338,6 +353,35 @@ mod tests {
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].0, 3);
         assert_eq!(pk::to_hex(&sent[0].1), pk::to_hex(&ipv6_out()), "{dp}");
+    }
+
+    /// `check_pkt_larger` becomes the flat `CheckPktLen { size, gt, le }` + both branches
+    /// and prints back as xlate's text, a nested clone included.
+    #[test]
+    fn check_pkt_len_is_flat_and_prints_back() {
+        let br = bridge(
+            "table=0,in_port=1,tcp,actions=mod_dl_src:02:00:00:00:00:01,check_pkt_larger(60)->reg0[0],resubmit(,1)
+             table=1,ip,reg0=1,actions=clone(ct(commit),output:2),output:3
+             table=1,ip,reg0=0,actions=mod_nw_dst:10.9.9.9,output:2",
+        );
+        let out = xlate(&br, &XlateIn::new(key_of(&ipv4_in(), 1)));
+        let odp = format_odp_actions(&out.actions);
+        assert!(odp.contains("check_pkt_len(size=60,gt(clone("), "{odp}");
+        let dp = to_dp_actions(&out.actions).expect("convertible");
+        assert_eq!(format_dp_actions(&dp), odp);
+        let at = dp
+            .iter()
+            .position(|a| matches!(a, DpAction::CheckPktLen { .. }))
+            .expect("check_pkt_len");
+        assert_eq!(
+            dp[at],
+            DpAction::CheckPktLen {
+                size: 60,
+                gt: 4,
+                le: 2
+            },
+            "{dp:?}"
+        );
     }
 
     /// A datapath `clone(...)` becomes the flat `Clone { len }` + body and prints back as

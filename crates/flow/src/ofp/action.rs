@@ -336,6 +336,22 @@ pub enum Action {
     },
     /// `pop_queue`.
     PopQueue,
+    // --- issue #17, session 13: load balancing (`crate::ofp::lb`; text in `text::lb`,
+    // translation in `ofproto::xlate::lb`).
+    /// `multipath(fields,basis,algorithm,n_links,arg,dst)`.
+    Multipath(crate::ofp::lb::Multipath),
+    /// `bundle(...)` / `bundle_load(...)`.
+    Bundle(crate::ofp::lb::Bundle),
+    /// `sample(...)`.
+    Sample(crate::ofp::lb::Sample),
+    /// `check_pkt_larger(N)->dst`: writes 1 into the 1-bit `dst` when the packet is longer
+    /// than `pkt_len` bytes, else 0 (`NXAST_CHECK_PKT_LARGER`; datapath `check_pkt_len`).
+    CheckPktLarger {
+        /// Length compared with.
+        pkt_len: u16,
+        /// 1-bit destination.
+        dst: Subfield,
+    },
 }
 
 impl Action {

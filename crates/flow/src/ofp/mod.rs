@@ -7,6 +7,7 @@
 pub mod action;
 pub mod fields;
 pub mod group;
+pub mod lb;
 pub mod matching;
 pub mod port;
 

@@ -466,6 +466,10 @@ fn canon_actions(
             | Action::Enqueue { .. } => {
                 super::actions_ext::canon_ext(a, &actions[i + 1..], m, dialect, &mut out)?;
             }
+            Action::Bundle(_) => {
+                super::lb::canon_lb(a)?;
+                out.push(a.clone());
+            }
             Action::Clone(inner) => {
                 // The clone's VLAN changes stay inside it.
                 let mut hv = *has_vlan;

@@ -513,6 +513,9 @@ fn format_action(out: &mut String, a: &Action) {
     if super::actions_ext::format_ext(out, a) {
         return;
     }
+    if super::lb::format_lb(out, a) {
+        return;
+    }
     match a {
         Action::Output { port, max_len } => {
             if port.0 < OfPort::MAX.0 {
@@ -687,6 +690,11 @@ fn format_action(out: &mut String, a: &Action) {
         | Action::SetQueue(_)
         | Action::Enqueue { .. }
         | Action::PopQueue => {}
+        // Printed by `lb::format_lb` above.
+        Action::Multipath(_)
+        | Action::Bundle(_)
+        | Action::Sample(_)
+        | Action::CheckPktLarger { .. } => {}
     }
 }
 

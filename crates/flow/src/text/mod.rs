@@ -17,6 +17,7 @@ pub mod conj;
 pub mod flow_line;
 pub mod format;
 pub mod group;
+pub(crate) mod lb;
 pub mod lex;
 pub mod parse;
 pub mod value;

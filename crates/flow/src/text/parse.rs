@@ -592,6 +592,11 @@ impl ActCtx<'_, '_> {
                     return Err(kerr("apply_actions is the default instruction".into()));
                 }
                 k if super::actions_ext::handles(k) => self.parse_ext(k, value).map_err(verr)?,
+                "multipath" => super::lb::parse_multipath(value).map_err(verr)?,
+                "bundle" => super::lb::parse_bundle(value, false).map_err(verr)?,
+                "bundle_load" => super::lb::parse_bundle(value, true).map_err(verr)?,
+                "sample" => super::lb::parse_sample(value).map_err(verr)?,
+                "check_pkt_larger" => super::lb::parse_check_pkt_larger(value).map_err(verr)?,
                 // issue #17: a nested list, no instructions inside (depth > 1).
                 "clone" => Action::Clone(self.parse_list(value, false)?),
                 "write_actions" => Action::WriteActions(self.parse_list(value, false)?),
@@ -1077,6 +1082,15 @@ fn inconsistent(usable: &mut Protocols) {
     *usable = usable.and(Protocols::OF10_ANY);
 }
 
+/// OVS `mf_check_dst`: a writable field, bits in range, prerequisites in the match.
+pub(crate) fn check_dst(sf: &Subfield, m: &Match) -> Result<(), &'static str> {
+    check_subfield(sf, m)?;
+    if !sf.field.def().writable {
+        return Err("OFPBAC_BAD_SET_ARGUMENT");
+    }
+    Ok(())
+}
+
 fn check_subfield(sf: &Subfield, m: &Match) -> Result<(), &'static str> {
     if sf.n_bits == 0 || sf.ofs + sf.n_bits > sf.field.def().n_bits {
         return Err("OFPBAC_BAD_SET_LEN");
@@ -1087,7 +1101,7 @@ fn check_subfield(sf: &Subfield, m: &Match) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn check_output_port(p: OfPort) -> Result<(), &'static str> {
+pub(crate) fn check_output_port(p: OfPort) -> Result<(), &'static str> {
     if p == OfPort::ANY || (p.0 >= OfPort::MAX.0 && p.0 < OfPort::IN_PORT.0) {
         return Err("OFPBAC_BAD_OUT_PORT");
     }
@@ -1119,6 +1133,10 @@ fn check_action(
         | Action::SetQueue(_)
         | Action::Enqueue { .. }
         | Action::PopQueue => super::actions_ext::check_ext(a, m, table, usable),
+        Action::Multipath(_)
+        | Action::Bundle(_)
+        | Action::Sample(_)
+        | Action::CheckPktLarger { .. } => super::lb::check_lb(a, m),
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
         Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),

@@ -310,8 +310,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// OVS `flow_mask_hash_fields(NX_HASH_FIELDS_SYMMETRIC_L4)` + `flow_hash_symmetric_l4`.
+    /// OVS `flow_mask_hash_fields(NX_HASH_FIELDS_SYMMETRIC_L4)` + `flow_hash_symmetric_l4`
+    /// with basis 0, as select groups use it.
     fn symmetric_l4_hash(&mut self) -> u32 {
+        self.symmetric_l4_hash_with(0)
+    }
+
+    /// OVS `flow_mask_hash_fields(NX_HASH_FIELDS_SYMMETRIC_L4)` + `flow_hash_symmetric_l4`
+    /// (also `multipath` and `bundle`'s `symmetric_l4`, `xlate::lb`).
+    pub(super) fn symmetric_l4_hash_with(&mut self, basis: u32) -> u32 {
         let dl = self.dl_type();
         let proto = self.nw_proto();
         for f in [FieldId::DlSrc, FieldId::DlDst] {
@@ -381,7 +388,7 @@ impl<'a> Ctx<'a> {
             f[28] = proto;
             f[20..22].copy_from_slice(&ports(self).to_be_bytes());
         }
-        jhash_bytes(&f, 0)
+        jhash_bytes(&f, basis)
     }
 
     /// Collects the continuation of a `dp_hash` freeze from the action list being run (the
