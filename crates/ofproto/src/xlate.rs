@@ -195,6 +195,9 @@ struct Ctx<'a> {
     base: FlowKey,
     wc: FlowMask,
     odp: Vec<OdpAction>,
+    /// Datapath actions moved into nested bodies (`check_pkt_len` branches): with
+    /// `odp.len()`, every action emitted so far, for the [`MAX_ODP_ACTIONS`] bound.
+    nested_odp: usize,
     depth: u32,
     /// The next table lookup is the translation's first (not a resubmit).
     first_lookup: bool,
@@ -276,6 +279,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         base: input.key,
         wc: FlowMask::CATCHALL,
         odp: Vec::new(),
+        nested_odp: 0,
         depth: 0,
         first_lookup: false,
         resubmits: 0,
@@ -482,7 +486,7 @@ impl Ctx<'_> {
                 format!("over {MAX_RESUBMITS} resubmit actions")
             });
             XlateError::TooManyResubmits
-        } else if self.odp.len() > MAX_ODP_ACTIONS {
+        } else if self.odp.len() + self.nested_odp > MAX_ODP_ACTIONS {
             self.report(NodeKind::Error, || {
                 "resubmits yielded over 64 kB of actions".into()
             });

@@ -61,6 +61,12 @@ impl Ctx<'_> {
 
     /// OVS 3.1 `xlate_check_pkt_larger` (see the module doc).
     pub(super) fn check_pkt_larger(&mut self, pkt_len: u16, dst: &Subfield, rest: &[Action]) {
+        // Both branches translate the rest of the list, so n of these in a row make 2^n
+        // leaves: the actions emitted so far, nested bodies included, are bounded here as
+        // at a resubmit (OVS checks only at resubmits and would go on doubling).
+        if !self.check_resources() {
+            return;
+        }
         let old_flow = self.flow;
         let old_skb = self.skb_priority;
         self.commit();
@@ -82,7 +88,8 @@ impl Ctx<'_> {
                 this.execute_action_set();
             }
             this.action_set.clear();
-            let body = this.odp.drain(start..).collect();
+            let body: Vec<OdpAction> = this.odp.drain(start..).collect();
+            this.nested_odp += body.len();
             this.flow = old_flow;
             this.skb_priority = old_skb;
             this.base = old_base;
