@@ -34,6 +34,10 @@
 //! OVS's: resubmit depth 64 (a resubmit deepens only when it goes to the same or an earlier
 //! table), 4096 resubmits in total, 64 kB of datapath actions. Hitting one stops translation;
 //! the packet is dropped (`Datapath actions: drop`) and the error is reported and counted.
+//! Two more, where OVS would run away: at most 4096 group buckets run (chained `all` groups
+//! double the work at each link), and the actions nested in `check_pkt_len` branches count
+//! toward the action limit, checked at each `check_pkt_larger` (n in a row make 2^n
+//! leaves) — `tests/xlate_bounds.rs`.
 
 use std::fmt::Write as _;
 
@@ -198,6 +202,9 @@ struct Ctx<'a> {
     /// Datapath actions moved into nested bodies (`check_pkt_len` branches): with
     /// `odp.len()`, every action emitted so far, for the [`MAX_ODP_ACTIONS`] bound.
     nested_odp: usize,
+    /// Group buckets run so far (bounded by [`MAX_RESUBMITS`]: chained `all` groups double
+    /// the work at each link without resubmitting).
+    bucket_runs: u32,
     depth: u32,
     /// The next table lookup is the translation's first (not a resubmit).
     first_lookup: bool,
@@ -280,6 +287,7 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
         wc: FlowMask::CATCHALL,
         odp: Vec::new(),
         nested_odp: 0,
+        bucket_runs: 0,
         depth: 0,
         first_lookup: false,
         resubmits: 0,

@@ -46,3 +46,42 @@ fn sequential_check_pkt_larger_is_bounded() {
         eprintln!("n={n}: {:?}", t.elapsed());
     }
 }
+
+#[test]
+fn chains_of_all_groups_are_bounded() {
+    use flow::ofp::group::GroupCommand;
+    // Group i (an `all` group) runs group i+1 from each of its two buckets: 2^n bucket runs,
+    // none of them emitting an action (the last group only rewrites a field).
+    for n in [3u32, 40] {
+        let mut br = Bridge::ovs_sandbox(4, Backend::TupleSpace);
+        for i in 1..n {
+            br.group_mod_text(
+                GroupCommand::Add,
+                &format!(
+                    "group_id={i},type=all,bucket=group:{},bucket=group:{}",
+                    i + 1,
+                    i + 1
+                ),
+                0,
+            )
+            .expect("group");
+        }
+        br.group_mod_text(
+            GroupCommand::Add,
+            &format!("group_id={n},type=all,bucket=mod_nw_tos:8"),
+            0,
+        )
+        .expect("last group");
+        br.flow_mod_text(FlowModCommand::Add, "in_port=1,actions=group:1,output:2", 0)
+            .expect("flow");
+        let t = std::time::Instant::now();
+        let out = xlate_ro(&br, &XlateIn::new(key()));
+        eprintln!("n={n}: {:?} {:?}", t.elapsed(), out.error);
+        if n == 3 {
+            assert_eq!(out.error, None);
+            assert_eq!(ofproto::format_odp_actions(&out.actions), "2");
+        } else {
+            assert_eq!(out.error, Some(XlateError::TooManyResubmits));
+        }
+    }
+}

@@ -116,6 +116,16 @@ impl<'a> Ctx<'a> {
 
     /// OVS `xlate_group_bucket`.
     fn group_bucket(&mut self, b: &Bucket) {
+        // OVS counts no bucket runs; a chain of `all` groups with two buckets each runs
+        // 2^n buckets without a resubmit or an action, so runs are bounded as resubmits are.
+        self.bucket_runs += 1;
+        if self.bucket_runs > super::MAX_RESUBMITS {
+            self.report(NodeKind::Error, || {
+                format!("over {} group bucket runs", super::MAX_RESUBMITS)
+            });
+            self.error = Some(super::XlateError::TooManyResubmits);
+            return;
+        }
         let entered = self
             .tr
             .as_mut()
