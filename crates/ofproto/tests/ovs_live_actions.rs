@@ -363,11 +363,6 @@ fn action_set_trace_text_matches_live_ovs() {
         flows: flows.clone(),
         packets: Vec::new(),
     });
-    let tree = |raw: &str| -> String {
-        let start = raw.find("bridge(\"br0\")").unwrap_or(0);
-        let end = raw.find("\nFinal flow:").unwrap_or(raw.len());
-        raw[start..end].trim_end().to_string()
-    };
     let mut diffs = Vec::new();
     let mut n = 0;
     for (in_port, pkt) in [
@@ -378,24 +373,8 @@ fn action_set_trace_text_matches_live_ovs() {
         (2, eth_arp()),
         (3, eth_udp([10, 0, 0, 1], [10, 0, 0, 2], 8)),
     ] {
-        let t = sb.trace_full(in_port, &pkt).expect("ovs trace");
-        let mut key = FlowKey::ZERO;
-        extract(&pkt, &PacketMeta::port(in_port), &mut key);
-        let out = xlate(
-            &br,
-            &XlateIn {
-                trace: true,
-                ..XlateIn::new(key)
-            },
-        );
-        let ours = tree(&ofproto::trace::format_trace(&key, &out));
-        let ovs = tree(&t.raw);
         n += 1;
-        if ours != ovs {
-            diffs.push(format!(
-                "in_port {in_port}:\n--- ours\n{ours}\n--- ovs\n{ovs}"
-            ));
-        }
+        diffs.extend(common::trace_tree_diff(&sb, &br, in_port, &pkt));
     }
     assert_eq!(n, 6);
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));

@@ -360,34 +360,13 @@ fn lb_trace_text_matches_live_ovs() {
     sb.del_flows().expect("del-flows");
     sb.add_flows(&c.flows).expect("add-flows");
     let br = our_bridge(&c);
-    let tree = |raw: &str| -> String {
-        let start = raw.find("bridge(\"br0\")").unwrap_or(0);
-        let end = raw.find("\nFinal flow:").unwrap_or(raw.len());
-        raw[start..end].trim_end().to_string()
-    };
     let pkts = packets();
     let mut diffs = Vec::new();
     let mut n = 0;
     for in_port in 1..=4u32 {
         for pkt in pkts.iter().take(6) {
-            let t = sb.trace_full(in_port, pkt).expect("ovs trace");
-            let mut key = FlowKey::ZERO;
-            extract(pkt, &PacketMeta::port(in_port), &mut key);
-            let out = xlate(
-                &br,
-                &XlateIn {
-                    trace: true,
-                    ..XlateIn::new(key)
-                },
-            );
-            let ours = tree(&ofproto::trace::format_trace(&key, &out));
-            let ovs = tree(&t.raw);
             n += 1;
-            if ours != ovs {
-                diffs.push(format!(
-                    "in_port {in_port}:\n--- ours\n{ours}\n--- ovs\n{ovs}"
-                ));
-            }
+            diffs.extend(common::trace_tree_diff(&sb, &br, in_port, pkt));
         }
     }
     assert_eq!(n, 24);

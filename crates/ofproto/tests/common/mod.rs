@@ -288,3 +288,31 @@ pub fn bridge_for(
         .collect();
     (br, keys, ext_ok, ext_total)
 }
+
+/// Our trace tree against OVS's for one packet (`ofproto/trace` from the bridge line to the
+/// line before `Final flow:`): `None` when they are equal, else both, for a failure message.
+pub fn trace_tree_diff(
+    sb: &testutil::ovs::OvsSandbox,
+    br: &ofproto::Bridge,
+    in_port: u32,
+    pkt: &[u8],
+) -> Option<String> {
+    let tree = |raw: &str| -> String {
+        let start = raw.find("bridge(\"br0\")").unwrap_or(0);
+        let end = raw.find("\nFinal flow:").unwrap_or(raw.len());
+        raw[start..end].trim_end().to_string()
+    };
+    let t = sb.trace_full(in_port, pkt).expect("ovs trace");
+    let mut key = FlowKey::ZERO;
+    flow::extract::extract(pkt, &flow::extract::PacketMeta::port(in_port), &mut key);
+    let out = ofproto::xlate(
+        br,
+        &ofproto::XlateIn {
+            trace: true,
+            ..ofproto::XlateIn::new(key)
+        },
+    );
+    let ours = tree(&ofproto::trace::format_trace(&key, &out));
+    let ovs = tree(&t.raw);
+    (ours != ovs).then(|| format!("in_port {in_port}:\n--- ours\n{ours}\n--- ovs\n{ovs}"))
+}
