@@ -105,7 +105,14 @@ pub enum OfpErr {
     /// `OFPBFC_*` with its code (0 unknown, 2 bad id, 3 exists, 4 closed, 6 bad type,
     /// 7 bad flags, 12 too many, 13 message failed, 15 in progress).
     Bundle(u16),
+    /// `NXBAC_BAD_CONJUNCTION`, a Nicira vendor error: `NX1.0-1.1(2,526)` (inside an
+    /// `NXET_VENDOR` error) and `NX1.2+(15)` (an experimenter error), as OVS encodes it.
+    NxBadConjunction,
 }
+
+/// OVS's `NXET_VENDOR` error type (OpenFlow 1.0 and 1.1): the vendor error follows in the
+/// data as `nx_vendor_error` (vendor, type, code), then the request.
+const NXET_VENDOR: u16 = 0xb0c2;
 
 impl OfpErr {
     /// (type, code, experimenter id for an experimenter error) in wire version `ver`.
@@ -152,6 +159,11 @@ impl OfpErr {
             OfpErr::Bundle(code) => (17, code),
             OfpErr::GroupMod(code) => (6, code),
             OfpErr::BadPropValue => (14, 2),
+            OfpErr::NxBadConjunction if ver >= version::OF12 => {
+                return (0xffff, 15, Some(openflow::msg::NX_VENDOR_ID));
+            }
+            // NXVC_VENDOR_ERROR; [`OfpErr::reply`] puts the vendor error in the data.
+            OfpErr::NxBadConjunction => (NXET_VENDOR, 0),
         };
         (t, c, None)
     }
@@ -176,6 +188,8 @@ impl OfpErr {
                     OfpErr::BadLen
                 } else if s.starts_with("OpenFlow wire version") {
                     OfpErr::BadVersion
+                } else if s.starts_with("NXBAC_BAD_CONJUNCTION") {
+                    OfpErr::NxBadConjunction
                 } else if s.contains("action") {
                     if unsup {
                         OfpErr::BadActionType
@@ -205,9 +219,7 @@ impl OfpErr {
             FlowModError::BadOutPort(_) => OfpErr::BadOutPort,
             FlowModError::Overlap => OfpErr::FlowModOverlap,
             FlowModError::Parse(_) => OfpErr::FlowModUnknown,
-            // OVS sends the Nicira vendor error NXBAC_BAD_CONJUNCTION, which this server
-            // cannot encode yet; the nearest standard code.
-            FlowModError::BadConjunction(_) => OfpErr::BadActionArgument,
+            FlowModError::BadConjunction(_) => OfpErr::NxBadConjunction,
             FlowModError::BadOutGroup(_) => OfpErr::BadOutGroup,
         }
     }
@@ -218,9 +230,15 @@ impl OfpErr {
     pub fn reply(self, request: &[u8], ver: u8) -> Msg {
         let xid = Header::parse(request).map_or(0, |h| h.xid);
         let (typ, code, exp) = self.wire(ver);
-        let mut data = Vec::with_capacity(68);
+        let mut data = Vec::with_capacity(76);
         if let Some(e) = exp {
             data.extend_from_slice(&e.to_be_bytes());
+        }
+        if typ == NXET_VENDOR {
+            // `nx_vendor_error`: vendor, type, code (only NXBAC_BAD_CONJUNCTION today).
+            data.extend_from_slice(&openflow::msg::NX_VENDOR_ID.to_be_bytes());
+            data.extend_from_slice(&2u16.to_be_bytes());
+            data.extend_from_slice(&526u16.to_be_bytes());
         }
         data.extend_from_slice(&request[..request.len().min(MAX_ERROR_DATA)]);
         Msg::new(ver, xid, Body::Error(ErrorMsg { typ, code, data }))

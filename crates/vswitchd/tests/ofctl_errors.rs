@@ -153,6 +153,21 @@ fn malformed_messages_get_the_same_errors_and_the_connection_lives() {
             "features request of another version",
             vec![hex("01 05 0008 00000018")],
         ),
+        // Nicira vendor errors (NXBAC_BAD_CONJUNCTION, an experimenter error in 1.3): a
+        // conjunction of one clause (refused while decoding), and a conjunction beside an
+        // output (refused by the switch's action checks).
+        (
+            "conjunction of one clause",
+            vec![hex(
+                "04 0e 0050 00000021 0000000000000000 0000000000000000 00 00 0000 0000 8000 ffffffff ffffffff ffffffff 0000 0000 0001 0004 00000000 0004 0018 00000000 ffff 0010 00002320 0022 00 01 00000001",
+            )],
+        ),
+        (
+            "conjunction beside an output",
+            vec![hex(
+                "04 0e 0060 00000022 0000000000000000 0000000000000000 00 00 0000 0000 8000 ffffffff ffffffff ffffffff 0000 0000 0001 0004 00000000 0004 0028 00000000 ffff 0010 00002320 0022 00 02 00000001 0000 0010 00000001 ffff 000000000000",
+            )],
+        ),
         // Multipart of an unknown type: OFPBRC_BAD_MULTIPART.
         (
             "unknown multipart",
