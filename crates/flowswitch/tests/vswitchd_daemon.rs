@@ -8,11 +8,10 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, pcap_frames};
 
 #[test]
 fn stock_tools_find_and_stop_the_daemon() {
@@ -156,25 +155,6 @@ fn bad_invocations_are_clear_errors() {
         assert!(e.contains(want), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{e}");
     }
-}
-
-/// Reads a pcap file's packets (a cut-short last record, as a live file may end, is left
-/// out).
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        if at + 16 + incl > bytes.len() {
-            break;
-        }
-        out.push(bytes[at + 16..at + 16 + incl].to_vec());
-        at += 16 + incl;
-    }
-    out
 }
 
 #[test]

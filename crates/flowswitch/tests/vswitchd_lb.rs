@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, pcap_frames};
 use testutil::packets::{tcp4, to_hex, udp4};
 
 const FLOWS: &[&str] = &[
@@ -39,23 +38,6 @@ fn frames() -> Vec<(&'static str, Vec<u8>)> {
         v.push(("p4", tcp4(s, d, 4000, 80, 0x10, 200)));
     }
     v
-}
-
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        if at + 16 + incl > bytes.len() {
-            break;
-        }
-        out.push(bytes[at + 16..at + 16 + incl].to_vec());
-        at += 16 + incl;
-    }
-    out
 }
 
 /// Runs the bridge in one daemon; the frames each of p1..p4 sent, once `want` (when given)

@@ -157,3 +157,22 @@ impl Drop for Env {
         }
     }
 }
+
+/// Reads a pcap file's packets (a cut-short last record, as a live file may end, is left
+/// out).
+pub fn pcap_frames(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if at + 16 + incl > bytes.len() {
+            break;
+        }
+        out.push(bytes[at + 16..at + 16 + incl].to_vec());
+        at += 16 + incl;
+    }
+    out
+}
