@@ -10,7 +10,7 @@ mod common;
 use common::{megaflow_bits, same_actions};
 use flow::FlowKey;
 use flow::extract::{PacketMeta, extract};
-use ofproto::{Backend, Bridge, FlowMod, FlowModCommand, VlanMode, XlateIn, xlate};
+use ofproto::{Backend, Bridge, VlanMode, XlateIn, xlate};
 use testutil::ovs::{OvsSandbox, ovs_missing_reason};
 use testutil::packets::{Ipv4Spec, TcpSpec, arp, ethernet, icmp4, ipv4, tcp, udp};
 use testutil::pipelines::{PortCfg, VlanMode as TVlan, flow_protocol};
@@ -181,16 +181,7 @@ fn our_bridge(c: &Case) -> Bridge {
         } else {
             flow::text::Dialect::OpenFlow10
         };
-        let spec = flow::text::parse_flow_with(f, d).unwrap_or_else(|e| panic!("{f}: {e}"));
-        br.flow_mod(
-            &FlowMod {
-                command: FlowModCommand::Add,
-                spec,
-                reset_counts: false,
-            },
-            0,
-        )
-        .unwrap_or_else(|e| panic!("{f}: {e}"));
+        common::add_flow(&mut br, f, d);
     }
     br
 }

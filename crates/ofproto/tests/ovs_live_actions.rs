@@ -207,16 +207,7 @@ fn our_bridge(c: &Case) -> Bridge {
         } else {
             flow::text::Dialect::OpenFlow10
         };
-        let spec = flow::text::parse_flow_with(f, d).unwrap_or_else(|e| panic!("{f}: {e}"));
-        br.flow_mod(
-            &FlowMod {
-                command: FlowModCommand::Add,
-                spec,
-                reset_counts: false,
-            },
-            0,
-        )
-        .unwrap_or_else(|e| panic!("{f}: {e}"));
+        common::add_flow(&mut br, f, d);
     }
     br
 }

@@ -19,7 +19,7 @@ mod common;
 use common::{megaflow_bits, same_actions};
 use flow::FlowKey;
 use flow::extract::{PacketMeta, extract};
-use ofproto::{Backend, Bridge, FlowMod, FlowModCommand, XlateIn, xlate};
+use ofproto::{Backend, Bridge, XlateIn, xlate};
 use testutil::ovs::{OvsSandbox, ovs_missing_reason};
 use testutil::packets::{arp, ethernet, icmp4_echo, sctp4, tcp4, tcp6, udp4, udp6};
 use testutil::rng::TestRng;
@@ -203,17 +203,7 @@ fn cases() -> Vec<Case> {
 fn our_bridge(c: &Case) -> Bridge {
     let mut br = Bridge::ovs_sandbox(4, Backend::TupleSpace);
     for f in &c.flows {
-        let spec = flow::text::parse_flow_with(f, flow::text::Dialect::OpenFlow13)
-            .unwrap_or_else(|e| panic!("{f}: {e}"));
-        br.flow_mod(
-            &FlowMod {
-                command: FlowModCommand::Add,
-                spec,
-                reset_counts: false,
-            },
-            0,
-        )
-        .unwrap_or_else(|e| panic!("{f}: {e}"));
+        common::add_flow(&mut br, f, flow::text::Dialect::OpenFlow13);
     }
     br
 }

@@ -316,3 +316,17 @@ pub fn trace_tree_diff(
     let ovs = tree(&t.raw);
     (ours != ovs).then(|| format!("in_port {in_port}:\n--- ours\n{ours}\n--- ovs\n{ovs}"))
 }
+
+/// Adds flow text `f` (parsed in `dialect`) to `br`; a refusal is a test failure.
+pub fn add_flow(br: &mut ofproto::Bridge, f: &str, dialect: flow::text::Dialect) {
+    let spec = flow::text::parse_flow_with(f, dialect).unwrap_or_else(|e| panic!("{f}: {e}"));
+    br.flow_mod(
+        &ofproto::FlowMod {
+            command: ofproto::FlowModCommand::Add,
+            spec,
+            reset_counts: false,
+        },
+        0,
+    )
+    .unwrap_or_else(|e| panic!("{f}: {e}"));
+}
