@@ -209,14 +209,12 @@ impl<'a> Ctx<'a> {
             });
             return false;
         }
-        if g.desc.group_type == GroupType::Select && b.weight == 0 {
-            return false;
-        }
-        !b.has_liveness()
-            || (b.watch_port != OfPort::ANY
-                && b.watch_port != OfPort::CONTROLLER
-                && self.br.port_is_alive(b.watch_port))
-            || (b.watch_group != OFPG_ANY && self.group_is_alive(b.watch_group, depth + 1))
+        // The same bucket test as the search's; only the watched group recurses.
+        let life = bucket_life(self.br, g, b);
+        life.live_alone
+            || life
+                .watch_group
+                .is_some_and(|w| self.group_is_alive(w, depth + 1))
     }
 
     fn group_is_alive(&mut self, id: u32, depth: u32) -> bool {
