@@ -50,6 +50,26 @@ pub struct Round {
     pub incremental_items: Option<usize>,
 }
 
+/// What the daemon knows of the SB between rounds: its logical flows and the indexes of
+/// its binding rows, both kept up to date from the session's change lists.
+#[derive(Debug, Default)]
+struct SbKnown {
+    flows: sb::FlowCache,
+    index: crate::sb_index::SbIndex,
+}
+
+impl SbKnown {
+    fn apply(&mut self, db: &ovsdb::Database, changes: &[(String, ovsdb::Uuid)]) {
+        self.flows.apply(db, changes);
+        self.index.apply(db, changes);
+    }
+
+    fn invalidate(&mut self) {
+        self.flows.invalidate();
+        self.index.invalidate();
+    }
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -75,11 +95,15 @@ pub fn run_until(
     let mut last_nb_cfg: Option<i64> = None;
     // What the SB's logical flows are, kept between rounds (rebuilt after a reconnect or a
     // datapath change).
-    let mut cache = sb::FlowCache::default();
+    let mut cache = SbKnown::default();
     // The incremental engine and the NB rows changed since its last round.
     let mut engine = incr::Engine::default();
     let mut pending: Vec<(String, ovsdb::Uuid)> = Vec::new();
     let mut nb_connects = 0;
+    // When the round answering the newest `nb_cfg` started (`NB_Global.nb_cfg_timestamp`,
+    // as ovn-northd writes it: `ovn-nbctl --print-wait-time` prints it as the delay before
+    // processing).
+    let mut started_ms = now_ms();
     loop {
         let _ = nb
             .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
@@ -126,6 +150,7 @@ pub fn run_until(
             .and_then(|r| r.int("sb_cfg"))
             .unwrap_or(0);
         if dirty {
+            started_ms = now_ms();
             let changes = std::mem::take(&mut pending);
             let round = match compute_and_sync(
                 cfg,
@@ -172,7 +197,14 @@ pub fn run_until(
             dirty = false;
         }
         if nb_cfg != sb_cfg {
-            handshake(&mut nb, &mut sbs, nb_cfg).map_err(|e| format!("nb_cfg handshake: {e}"))?;
+            handshake(&mut nb, &mut sbs, nb_cfg, started_ms)
+                .map_err(|e| format!("nb_cfg handshake: {e}"))?;
+        }
+        // Work off the change's path: free the replaced context, index the SB's bindings
+        // for the next incremental round.
+        engine.tidy();
+        if let Some(db) = sbs.replica() {
+            cache.index.ensure(db);
         }
         if cfg.once || stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
@@ -184,7 +216,7 @@ fn compute_and_sync(
     cfg: &Config,
     nb: &mut Session,
     sbs: &mut Session,
-    cache: &mut sb::FlowCache,
+    cache: &mut SbKnown,
     engine: &mut incr::Engine,
     nb_changes: &[(String, ovsdb::Uuid)],
     log: &mut impl FnMut(&str),
@@ -303,13 +335,20 @@ fn compute_and_sync(
                 compute += t2.elapsed();
                 let t3 = Instant::now();
                 let ctx = engine.ctx().ok_or("engine lost its context")?;
-                let dpu = sb::sb_datapaths(ctx, sbdb);
+                cache.index.ensure(sbdb);
+                let dpu = cache.index.sb_datapaths(ctx);
                 let (flow_ops, added, deleted) =
-                    sb::plan_flow_changes(&dpu, &flow_changes, sbdb, cache)
+                    sb::plan_flow_changes(&dpu, &flow_changes, sbdb, &mut cache.flows)
                         .ok_or("SB datapaths missing after binding them")?;
                 mark("flow-ops");
                 let mut txns = match &scope {
-                    Some(scope) => vec![sb::plan_bindings_delta(ctx, scope, &dpu, sbdb)],
+                    Some(scope) => vec![sb::plan_bindings_delta(
+                        ctx,
+                        scope,
+                        &dpu,
+                        sbdb,
+                        &cache.index,
+                    )],
                     None => sb::plan(ctx, &want, None, sbdb, None).into_txns().collect(),
                 };
                 txns.retain(|t| !t.is_empty());
@@ -339,7 +378,7 @@ fn compute_and_sync(
                     Some(_) => sb::want_threads(ctx, cfg.threads),
                     None => want,
                 };
-                let plan = sb::plan(ctx, &want, Some(flows), sbdb, Some(cache));
+                let plan = sb::plan(ctx, &want, Some(flows), sbdb, Some(&mut cache.flows));
                 mark("plan");
                 round.flows = flows.len();
                 round.added = plan.flows_added;
@@ -381,14 +420,19 @@ fn ensure_sb_global(sbs: &mut Session) -> Result<(), String> {
     Ok(())
 }
 
-fn handshake(nb: &mut Session, sbs: &mut Session, nb_cfg: i64) -> ovsdb::Result<()> {
+fn handshake(
+    nb: &mut Session,
+    sbs: &mut Session,
+    nb_cfg: i64,
+    started_ms: i64,
+) -> ovsdb::Result<()> {
     let ts = now_ms();
     sbs.transact(vec![
         json!({"op": "update", "table": "SB_Global", "where": [], "row": {"nb_cfg": nb_cfg}}),
     ])?;
     nb.transact(vec![
         json!({"op": "update", "table": "NB_Global", "where": [],
-        "row": {"sb_cfg": nb_cfg, "sb_cfg_timestamp": ts}}),
+        "row": {"sb_cfg": nb_cfg, "sb_cfg_timestamp": ts, "nb_cfg_timestamp": started_ms}}),
     ])?;
     let _ = nb.take_changes();
     Ok(())

@@ -29,7 +29,7 @@ use crate::build::{self, Ctx, DpKind, Item};
 use crate::lflow::{DpId, Dps, Dup, FlowKey, Lflow};
 use ovsdb::Uuid;
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// The merged flows with per-datapath reference counts.
 #[derive(Debug, Default, Clone)]
@@ -128,17 +128,18 @@ impl FlowState {
         let mut changes = Vec::new();
         for (key, deltas) in net {
             let before = self.flows.get(&key).cloned();
-            let mut dps: BTreeSet<DpId> = before
-                .as_ref()
-                .map(|d| d.as_slice().iter().copied().collect())
-                .unwrap_or_default();
-            let mut touched = false;
+            let have: &[DpId] = before.as_ref().map_or(&[], |d| d.as_slice());
+            // Datapaths gained and lost; a count that moves between two non-zero values
+            // leaves the flow's datapaths alone (most flows of a re-run item: the
+            // datapath lists of flows shared by hundreds of datapaths are not copied).
+            let (mut gained, mut lost) = (Vec::new(), Vec::new());
             for (d, delta) in deltas {
                 if delta == 0 {
                     continue;
                 }
                 let xk = (key.clone(), d);
-                let cur = if dps.contains(&d) {
+                let present = have.binary_search(&d).is_ok();
+                let cur = if present {
                     1 + i64::from(self.extra.get(&xk).copied().unwrap_or(0))
                 } else {
                     0
@@ -151,11 +152,9 @@ impl FlowState {
                     ));
                 }
                 if n == 0 {
-                    dps.remove(&d);
-                    touched = true;
+                    lost.push(d);
                 } else if cur == 0 {
-                    dps.insert(d);
-                    touched = true;
+                    gained.push(d);
                 }
                 if n > 1 {
                     self.extra.insert(xk, (n - 1) as u32);
@@ -163,10 +162,18 @@ impl FlowState {
                     self.extra.remove(&xk);
                 }
             }
-            if !touched {
+            if gained.is_empty() && lost.is_empty() {
                 continue;
             }
-            let after = Dps::from_sorted(dps.into_iter().collect());
+            lost.sort_unstable();
+            let mut dps: Vec<DpId> = have
+                .iter()
+                .copied()
+                .filter(|d| lost.binary_search(d).is_err())
+                .chain(gained)
+                .collect();
+            dps.sort_unstable();
+            let after = Dps::from_sorted(dps);
             match &after {
                 Some(a) => self.flows.insert(key.clone(), a.clone()),
                 None => self.flows.remove(&key),
@@ -188,12 +195,15 @@ pub fn dirty_items(
     changes: &[(String, Uuid)],
 ) -> Result<(Vec<Item>, Vec<Item>), String> {
     // The shape the items are indexed by must not move.
-    let same_dps = old.datapaths.len() == new.datapaths.len()
-        && old
-            .datapaths
-            .iter()
-            .zip(&new.datapaths)
-            .all(|(a, b)| a.uuid == b.uuid && a.name == b.name && a.kind == b.kind);
+    // (Shared parts — a patched context shares what it did not recompute — compare by
+    // pointer first.)
+    let same_dps = Arc::ptr_eq(&old.datapaths, &new.datapaths)
+        || old.datapaths.len() == new.datapaths.len()
+            && old
+                .datapaths
+                .iter()
+                .zip(new.datapaths.iter())
+                .all(|(a, b)| a.uuid == b.uuid && a.name == b.name && a.kind == b.kind);
     let shape = [
         (!same_dps, "datapaths added, removed or renamed"),
         (old.tunnel_keys != new.tunnel_keys, "datapath tunnel keys"),
@@ -219,10 +229,9 @@ pub fn dirty_items(
             "router load-balancer classes",
         ),
         (
-            attachments(old) != attachments(new),
-            "switch-router attachments",
+            !same_lists(&old.switch_lbs, &new.switch_lbs),
+            "switch load balancers",
         ),
-        (old.switch_lbs != new.switch_lbs, "switch load balancers"),
         (old.router_lbs != new.router_lbs, "router load balancers"),
     ];
     if let Some((_, why)) = shape.iter().find(|(changed, _)| *changed) {
@@ -284,6 +293,9 @@ pub fn dirty_items(
             t => return Err(format!("a change to {t}")),
         }
     }
+    if attachments(old, &dirty_sw) != attachments(new, &dirty_sw) {
+        return Err("switch-router attachments".into());
+    }
     for i in 0..n_sw {
         if old.switch_facts[i] != new.switch_facts[i] {
             dirty_sw.insert(i);
@@ -333,6 +345,9 @@ pub fn dirty_items(
             continue;
         }
         let (o, n) = (&old.switch_acls[i], &new.switch_acls[i]);
+        if acls.is_empty() && Arc::ptr_eq(o, n) {
+            continue;
+        }
         let changed = |a: &Uuid| {
             acls.contains(a) || o.binary_search(a).is_err() != n.binary_search(a).is_err()
         };
@@ -388,13 +403,17 @@ pub fn dirty_items(
     Ok((olds, news))
 }
 
-/// Which switch port attaches each router port: (router, router port, switch, switch port
-/// UUID). Switch port *indices* move when a port is added before them; UUIDs do not.
-fn attachments(c: &Ctx) -> Vec<(usize, usize, usize, Uuid)> {
+/// Which switch port attaches each router port attached to one of `switches`: (router,
+/// router port, switch, switch port UUID). Switch port *indices* move when a port is added
+/// before them; UUIDs do not. (A context patched for a change of some switches moves only
+/// their attachments.)
+fn attachments(c: &Ctx, switches: &FxHashSet<usize>) -> Vec<(usize, usize, usize, Uuid)> {
     let mut v = Vec::new();
     for (rt, ports) in c.lrp_switch_peer.iter().enumerate() {
         for (p, peer) in ports.iter().enumerate() {
-            if let Some((si, sj)) = *peer {
+            if let Some((si, sj)) = *peer
+                && switches.contains(&si)
+            {
                 v.push((rt, p, si, c.lsp(si, sj).uuid));
             }
         }
@@ -402,11 +421,18 @@ fn attachments(c: &Ctx) -> Vec<(usize, usize, usize, Uuid)> {
     v
 }
 
-fn same_classes(a: &[build::LbClass], b: &[build::LbClass]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.rep == y.rep && x.dps == y.dps && x.lbs == y.lbs)
+/// Per-datapath lists compared by pointer first (`Arc<[T]>`'s `==` compares elements even
+/// when both sides share the list: a node switch's 1,600 load balancers, 1,600 times).
+fn same_lists<T: PartialEq>(a: &[Arc<[T]>], b: &[Arc<[T]>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y) || x == y)
+}
+
+fn same_classes(a: &Arc<Vec<build::LbClass>>, b: &Arc<Vec<build::LbClass>>) -> bool {
+    Arc::ptr_eq(a, b)
+        || a.len() == b.len()
+            && a.iter()
+                .zip(b.iter())
+                .all(|(x, y)| x.rep == y.rep && x.dps == y.dps && x.lbs == y.lbs)
 }
 
 /// Builds `items` with `ctx`, unmerged.
@@ -423,6 +449,9 @@ pub fn build_items(ctx: &Ctx, items: &[Item]) -> Vec<Lflow> {
 pub struct Engine {
     ctx: Option<Ctx>,
     state: FlowState,
+    /// The context an incremental round replaced, dropped by [`Engine::tidy`] once the
+    /// round's result is written (freeing it is not on the change's path).
+    retired: Option<Ctx>,
 }
 
 impl Engine {
@@ -497,15 +526,27 @@ impl Engine {
             .map(|(u, _)| *u)
             .collect();
         for c in &ctxs {
-            for g in &c.nb.port_groups {
-                if patch.port_groups.contains(&g.uuid) || g.ports.iter().any(|p| ports.contains(p))
-                {
-                    scope.port_groups.insert(g.name.clone());
+            // A group holding one of those ports has a port on a rebuilt switch, so it is
+            // in that switch's `switch_pgs` (in the context that holds the port).
+            for &i in &patch.switches {
+                for g in c.switch_pgs[i].iter() {
+                    if g.ports.iter().any(|p| ports.contains(p)) {
+                        scope.port_groups.insert(g.name.clone());
+                    }
                 }
             }
-            for a in &c.nb.address_sets {
-                if patch.address_sets.contains(&a.uuid) {
-                    scope.address_sets.insert(a.name.clone());
+            if !patch.port_groups.is_empty() {
+                for g in &c.nb.port_groups {
+                    if patch.port_groups.contains(&g.uuid) {
+                        scope.port_groups.insert(g.name.clone());
+                    }
+                }
+            }
+            if !patch.address_sets.is_empty() {
+                for a in &c.nb.address_sets {
+                    if patch.address_sets.contains(&a.uuid) {
+                        scope.address_sets.insert(a.name.clone());
+                    }
                 }
             }
         }
@@ -516,6 +557,12 @@ impl Engine {
     pub fn reset(&mut self) {
         self.ctx = None;
         self.state = FlowState::default();
+        self.retired = None;
+    }
+
+    /// Frees what the last round left behind (the context it replaced).
+    pub fn tidy(&mut self) {
+        self.retired = None;
     }
 
     /// A full recompute of `ctx` with `threads` threads; returns the flows (merged).
@@ -552,7 +599,7 @@ impl Engine {
         let new_flows = build_items(&ctx, &news);
         match self.state.apply(old_flows, new_flows) {
             Ok(changes) => {
-                self.ctx = Some(ctx);
+                self.retired = self.ctx.replace(ctx);
                 Ok((changes, n_items))
             }
             Err(e) => {

@@ -34,5 +34,6 @@ pub mod nb;
 pub mod output;
 pub mod par;
 pub mod sb;
+pub mod sb_index;
 pub mod stage;
 pub mod topology;

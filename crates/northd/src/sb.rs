@@ -78,7 +78,7 @@ pub fn want(ctx: &Ctx) -> SbWant {
 pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
     let nb = &*ctx.nb;
     let mut w = SbWant::default();
-    for d in &ctx.datapaths {
+    for d in ctx.datapaths.iter() {
         let mut e = Smap::new();
         e.insert("name".into(), d.name.clone());
         match d.kind {
@@ -540,10 +540,18 @@ pub fn plan<'a>(
     for (dp, name, ports) in &want.port_groups {
         pgs.insert(format!("{}_{}", dp_key[*dp], name), ports.clone());
     }
-    sync_named(&mut base, sb, "Port_Group", "ports", &pgs, |_| true);
+    let all = |t: &str| sb.table(t).rows.iter().map(|(u, r)| (*u, &**r));
     sync_named(
         &mut base,
-        sb,
+        all("Port_Group"),
+        "Port_Group",
+        "ports",
+        &pgs,
+        |_| true,
+    );
+    sync_named(
+        &mut base,
+        all("Address_Set"),
         "Address_Set",
         "addresses",
         &want.address_sets,
@@ -738,18 +746,19 @@ fn sync_mcast(
 }
 
 /// Brings the rows of `table` named `in_scope` in line with `want` (name → `col`'s
-/// strings): updates, inserts, and deletes of rows in scope that `want` lacks. Rows out of
-/// scope are left alone.
-fn sync_named(
+/// strings): updates, inserts, and deletes of rows in scope that `want` lacks. `rows` are
+/// the table's rows to look at (all, or at least all in scope); rows out of scope are left
+/// alone.
+fn sync_named<'a>(
     ops: &mut Vec<Value>,
-    sb: &Database,
+    rows: impl Iterator<Item = (Uuid, &'a Row)>,
     table: &str,
     col: &str,
     want: &BTreeMap<String, Vec<String>>,
     in_scope: impl Fn(&str) -> bool,
 ) {
     let mut seen = HashSet::default();
-    for (&u, r) in &sb.table(table).rows {
+    for (u, r) in rows {
         let name = r.str("name");
         if !in_scope(name) {
             continue;
@@ -923,16 +932,14 @@ impl FlowCache {
     }
 }
 
-/// The SB datapath UUID of each of `ctx`'s datapaths (`None` where the SB has no binding).
+/// The SB datapath UUID of each of `ctx`'s datapaths (`None` where the SB has no binding;
+/// of two bindings of one NB row, the lower UUID).
 pub fn sb_datapaths(ctx: &Ctx, sb: &Database) -> Vec<Option<Uuid>> {
     let mut by_nb: HashMap<Uuid, Uuid> = HashMap::default();
     for (&u, r) in &sb.table("Datapath_Binding").rows {
-        if let Some(n) = r
-            .map_get("external_ids", "logical-switch")
-            .or_else(|| r.map_get("external_ids", "logical-router"))
-            .and_then(Uuid::parse)
-        {
-            by_nb.entry(n).or_insert(u);
+        if let Some(n) = crate::sb_index::bound_nb_datapath(r) {
+            let e = by_nb.entry(n).or_insert(u);
+            *e = (*e).min(u);
         }
     }
     ctx.datapaths
@@ -1019,34 +1026,32 @@ pub struct BindingScope {
 /// The operations that bring the SB bindings, multicast groups, port groups and address
 /// sets of `scope` in line with `ctx`, leaving everything else alone (an incremental round
 /// knows the rest is in line already). `dp_uuid` is each datapath's SB row
-/// ([`sb_datapaths`]); all of the scope's must exist.
+/// ([`sb_datapaths`]); all of the scope's must exist. The scope's SB rows are found
+/// through `index`, which must be up to date with `sb`.
 pub fn plan_bindings_delta(
     ctx: &Ctx,
     scope: &BindingScope,
     dp_uuid: &[Option<Uuid>],
     sb: &Database,
+    index: &crate::sb_index::SbIndex,
 ) -> Vec<Value> {
     let mut ops = Vec::new();
-    let dps: HashMap<Uuid, usize> = scope
+    let dps: Vec<(usize, Uuid)> = scope
         .switches
         .iter()
         .filter_map(|&i| {
             let dp = ctx.switch_dp(i).0 as usize;
-            dp_uuid[dp].map(|u| (u, dp))
+            dp_uuid[dp].map(|u| (dp, u))
         })
         .collect();
-    let dp_of = |r: &Row| {
-        r.get("datapath")
-            .keys
-            .first()
-            .and_then(|a| a.as_uuid())
-            .and_then(|u| dps.get(&u).copied())
-    };
     // Port bindings of the scope's switches, by name; their datapaths' keys in use.
     let mut have_pb: HashMap<&str, (Uuid, &Row)> = HashMap::default();
     let mut used: HashMap<usize, HashSet<i64>> = HashMap::default();
-    for (&u, r) in &sb.table("Port_Binding").rows {
-        if let Some(dp) = dp_of(r) {
+    for &(dp, dpu) in &dps {
+        for u in index.port_bindings(dpu) {
+            let Some(r) = sb.row("Port_Binding", u) else {
+                continue;
+            };
             have_pb.insert(r.str("logical_port"), (u, r));
             used.entry(dp)
                 .or_default()
@@ -1076,9 +1081,11 @@ pub fn plan_bindings_delta(
     }
     mcast.extend(wanted.iter().flat_map(|(_, m)| m));
     let mut have_mc: HashMap<(usize, &str), (Uuid, &Row)> = HashMap::default();
-    for (&u, r) in &sb.table("Multicast_Group").rows {
-        if let Some(dp) = dp_of(r) {
-            have_mc.insert((dp, r.str("name")), (u, r));
+    for &(dp, dpu) in &dps {
+        for u in index.mcast_groups(dpu) {
+            if let Some(r) = sb.row("Multicast_Group", u) {
+                have_mc.insert((dp, r.str("name")), (u, r));
+            }
         }
     }
     for m in &mcast {
@@ -1113,13 +1120,29 @@ pub fn plan_bindings_delta(
     {
         sets.insert(a.name.clone(), a.addresses.clone());
     }
+    let rows = |t: &'static str, us: Vec<Uuid>| {
+        us.into_iter()
+            .filter_map(move |u| sb.row(t, u).map(|r| (u, r)))
+    };
     // SB port groups are `<datapath key>_<group>`.
     let pg_in_scope = |n: &str| {
         n.split_once('_').is_some_and(|(k, g)| {
             !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) && scope.port_groups.contains(g)
         })
     };
-    sync_named(&mut ops, sb, "Port_Group", "ports", &pgs, pg_in_scope);
+    let pg_rows: Vec<Uuid> = scope
+        .port_groups
+        .iter()
+        .flat_map(|g| index.port_groups(g))
+        .collect();
+    sync_named(
+        &mut ops,
+        rows("Port_Group", pg_rows),
+        "Port_Group",
+        "ports",
+        &pgs,
+        pg_in_scope,
+    );
     let set_in_scope = |n: &str| {
         scope.address_sets.contains(n)
             || [n.strip_suffix("_ip4"), n.strip_suffix("_ip6")]
@@ -1127,9 +1150,18 @@ pub fn plan_bindings_delta(
                 .flatten()
                 .any(|g| scope.port_groups.contains(g))
     };
+    let mut set_names: BTreeSet<String> = scope.address_sets.clone();
+    for g in &scope.port_groups {
+        set_names.insert(format!("{g}_ip4"));
+        set_names.insert(format!("{g}_ip6"));
+    }
+    let set_rows: Vec<Uuid> = set_names
+        .iter()
+        .flat_map(|n| index.address_sets(n))
+        .collect();
     sync_named(
         &mut ops,
-        sb,
+        rows("Address_Set", set_rows),
         "Address_Set",
         "addresses",
         &sets,

@@ -79,7 +79,7 @@ fn random_change(db: &mut Database, rng: &mut TestRng, step: u64) -> Vec<(String
     let mut ch = Vec::new();
     let mut note = |t: &str, u: Uuid| ch.push((t.to_owned(), u));
     match rng
-        .weighted(&[6, 4, 3, 3, 3, 2, 3, 2, 1, 1, 2])
+        .weighted(&[6, 4, 3, 3, 3, 2, 3, 2, 1, 1, 2, 2])
         .unwrap_or(0)
     {
         0 => {
@@ -287,6 +287,36 @@ fn random_change(db: &mut Database, rng: &mut TestRng, step: u64) -> Vec<(String
             }
             note("Port_Group", g);
         }
+        11 => {
+            // A pod moves to another node switch; its port groups' rows stay as they are
+            // (only the two switches' rows change).
+            let vifs = vif_ports(db);
+            let Some(&(s, p)) = rng.pick(&vifs) else {
+                return ch;
+            };
+            let others: Vec<Uuid> = rows(db, "Logical_Switch")
+                .into_iter()
+                .filter(|&x| {
+                    x != s
+                        && db
+                            .row("Logical_Switch", x)
+                            .is_some_and(|r| r.str("name").starts_with("node-"))
+                })
+                .collect();
+            let Some(&to) = rng.pick(&others) else {
+                return ch;
+            };
+            let from: Vec<Uuid> = uuids(db, "Logical_Switch", s, "ports")
+                .into_iter()
+                .filter(|&x| x != p)
+                .collect();
+            set_col(db, "Logical_Switch", s, "ports", uset(&from));
+            let mut onto = uuids(db, "Logical_Switch", to, "ports");
+            onto.push(p);
+            set_col(db, "Logical_Switch", to, "ports", uset(&onto));
+            note("Logical_Switch", s);
+            note("Logical_Switch", to);
+        }
         _ => {
             // A router-side change (not followed incrementally).
             let pols = rows(db, "Logical_Router_Policy");
@@ -375,6 +405,33 @@ fn incremental_equals_full_after_random_changes() {
                         .map(|f| ((f.stage, f.priority, f.match_, f.actions), f.dps))
                         .collect();
                 }
+            }
+            // The patched lookups equal a fresh context's.
+            if let Some(c) = engine.ctx() {
+                let fresh = Ctx::new(Nb::from_db(&db).0);
+                let pgs = |c: &Ctx| -> Vec<Vec<Uuid>> {
+                    c.switch_pgs
+                        .iter()
+                        .map(|v| v.iter().map(|g| g.uuid).collect())
+                        .collect()
+                };
+                assert_eq!(pgs(c), pgs(&fresh), "seed {seed} step {step}: switch_pgs");
+                assert_eq!(
+                    c.switch_acls, fresh.switch_acls,
+                    "seed {seed} step {step}: switch_acls"
+                );
+                assert_eq!(
+                    c.switch_facts, fresh.switch_facts,
+                    "seed {seed} step {step}: switch_facts"
+                );
+                assert_eq!(
+                    c.lsp_by_uuid, fresh.lsp_by_uuid,
+                    "seed {seed} step {step}: lsp_by_uuid"
+                );
+                assert_eq!(
+                    c.lsp_by_name, fresh.lsp_by_name,
+                    "seed {seed} step {step}: lsp_by_name"
+                );
             }
             let want = full_state(&db);
             let got = engine.state();

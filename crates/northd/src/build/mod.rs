@@ -25,11 +25,14 @@ pub mod ls_stateful;
 
 use crate::addr::{LportAddresses, parse_lrp_networks};
 use crate::lflow::{DpId, Dps, Lflow, Sink};
-use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb};
+use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb, PortGroup};
 use ovsdb::Uuid;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
+
+/// The port groups with a port on one switch (sorted by UUID).
+pub type SwitchPgs = Arc<[Arc<PortGroup>]>;
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,13 +61,13 @@ pub struct Ctx {
     /// reference).
     pub nb: Arc<Nb>,
     /// Datapaths: switches first (in `nb.switches` order), then routers.
-    pub datapaths: Vec<Datapath>,
+    pub datapaths: Arc<Vec<Datapath>>,
     /// LSP name → (switch index, port index).
-    pub lsp_by_name: HashMap<String, (usize, usize)>,
+    pub lsp_by_name: HashMap<Arc<str>, (usize, usize)>,
     /// LSP UUID → (switch index, port index).
     pub lsp_by_uuid: HashMap<Uuid, (usize, usize)>,
     /// LRP name → (router index, port index).
-    pub lrp_by_name: HashMap<String, (usize, usize)>,
+    pub lrp_by_name: Arc<HashMap<String, (usize, usize)>>,
     /// Per switch: per port, the router port it is attached to (`type=router`,
     /// `options:router-port`), as (router index, port index).
     pub lsp_router_peer: Vec<Vec<Option<(usize, usize)>>>,
@@ -72,28 +75,30 @@ pub struct Ctx {
     /// index), when one does.
     pub lrp_switch_peer: Vec<Vec<Option<(usize, usize)>>>,
     /// Per router: per port, its parsed MAC and networks (`None` when malformed).
-    pub lrp_networks: Vec<Vec<Option<LportAddresses>>>,
+    pub lrp_networks: Arc<Vec<Vec<Option<LportAddresses>>>>,
     /// Per switch: the ACLs applied (its own and those of port groups with a port on it),
     /// sorted by UUID.
-    pub switch_acls: Vec<Vec<Uuid>>,
+    pub switch_acls: Vec<Arc<[Uuid]>>,
+    /// Per switch: the port groups with a port on it, by UUID (the rows `nb` holds).
+    pub switch_pgs: Vec<SwitchPgs>,
     /// Per switch: the load balancers applied (own and groups'), sorted by UUID.
     pub switch_lbs: Vec<Arc<[Uuid]>>,
     /// Per router: the load balancers applied (own and groups'), sorted by UUID.
-    pub router_lbs: Vec<Arc<[Uuid]>>,
+    pub router_lbs: Arc<Vec<Arc<[Uuid]>>>,
     /// Load-balancer classes of switches: switches that apply the same load-balancer
     /// groups share one class (the groups' LBs built once for all of them), and each switch
     /// with LBs of its own has a class of one for those.
-    pub switch_lb_classes: Vec<LbClass>,
+    pub switch_lb_classes: Arc<Vec<LbClass>>,
     /// Load-balancer classes of routers, likewise, also split by the router properties
     /// the LB flows depend on ([`router_lb_flavor`]).
-    pub router_lb_classes: Vec<LbClass>,
+    pub router_lb_classes: Arc<Vec<LbClass>>,
     /// Per router: the `external_ip`s of its NAT rules (parsed; malformed ones left out).
-    pub router_nat_ips: Vec<HashSet<IpAddr>>,
+    pub router_nat_ips: Arc<Vec<HashSet<IpAddr>>>,
     /// Per router: its distributed gateway ports (`gateway_chassis`, `ha_chassis_group` or
     /// `options:redirect-chassis` set), as port indices in UUID order.
-    pub router_dgps: Vec<Vec<usize>>,
+    pub router_dgps: Arc<Vec<Vec<usize>>>,
     /// The NAT external addresses of all routers (see [`Item::RouterLb`]).
-    pub all_nat_ips: HashSet<IpAddr>,
+    pub all_nat_ips: Arc<HashSet<IpAddr>>,
     /// Per switch: whether it has ACLs, stateful ACLs, LB VIPs (datapath-wide flow choices).
     pub switch_facts: Vec<ls_stateful::SwitchFacts>,
     /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
@@ -107,20 +112,20 @@ pub struct Ctx {
     /// Per router: its load balancers' VIP addresses, as sets whose union is the router's
     /// VIPs — one per load-balancer group (shared by the routers using the group) and one
     /// for its own load balancers.
-    pub router_lb_ips: Vec<Vec<Arc<LbIps>>>,
+    pub router_lb_ips: Arc<Vec<Vec<Arc<LbIps>>>>,
     /// Per switch port (switch index, port index): the service-monitor source IPs that
     /// health-checked load balancers map to it (`ip_port_mappings` `PORT:SRC_IP`), sorted.
-    pub svc_mon_src_ips: HashMap<(usize, usize), Vec<IpAddr>>,
+    pub svc_mon_src_ips: Arc<HashMap<(usize, usize), Vec<IpAddr>>>,
     /// Per router: next-hop lookup and ECMP groups of its static routes
     /// ([`lr_routing::index_routers`]).
-    pub lr_index: Vec<lr_routing::RouterIndex>,
+    pub lr_index: Arc<Vec<lr_routing::RouterIndex>>,
     /// Per datapath (same order as `datapaths`): its SB tunnel key. Defaults to the
     /// position + 1; a caller that knows the SB `Datapath_Binding` keys may overwrite them
     /// (they appear in flows as `$_rtr_lb_KEY_ip4`).
-    pub tunnel_keys: Vec<u32>,
+    pub tunnel_keys: Arc<Vec<u32>>,
     /// Per router: per port, its SB `Port_Binding` tunnel key (default position + 1;
     /// [`Ctx::load_tunnel_keys`] takes the SB's). Appears in ECMP symmetric-reply flows.
-    pub lrp_tunnel_keys: Vec<Vec<u32>>,
+    pub lrp_tunnel_keys: Arc<Vec<Vec<u32>>>,
     /// Problems found while building the context.
     pub diags: Vec<Diag>,
 }
@@ -265,12 +270,12 @@ impl LbLists {
 fn index_ports(
     nb: &Nb,
     i: usize,
-    lsp_by_name: &mut HashMap<String, (usize, usize)>,
+    lsp_by_name: &mut HashMap<Arc<str>, (usize, usize)>,
     lsp_by_uuid: &mut HashMap<Uuid, (usize, usize)>,
     diags: &mut Vec<Diag>,
 ) {
     for (j, p) in nb.switches[i].ports.iter().enumerate() {
-        if lsp_by_name.insert(p.name.clone(), (i, j)).is_some() {
+        if lsp_by_name.insert(p.name.as_str().into(), (i, j)).is_some() {
             diags.push(Diag {
                 table: "Logical_Switch_Port",
                 uuid: p.uuid,
@@ -314,34 +319,46 @@ fn attach_switch(
     }
 }
 
-/// Per switch, the ACLs that apply to it (its own and those of port groups with a port on
-/// it), sorted.
-fn applied_acls(nb: &Nb, lsp_by_uuid: &HashMap<Uuid, (usize, usize)>) -> Vec<Vec<Uuid>> {
-    let mut switch_acls: Vec<BTreeSet<Uuid>> = nb
-        .switches
-        .iter()
-        .map(|s| s.acls.iter().copied().collect())
-        .collect();
+/// Per switch, the port groups with a port on it (sorted by UUID).
+fn switch_port_groups(nb: &Nb, lsp_by_uuid: &HashMap<Uuid, (usize, usize)>) -> Vec<SwitchPgs> {
+    let mut on: Vec<Vec<Arc<PortGroup>>> = vec![Vec::new(); nb.switches.len()];
     for pg in &nb.port_groups {
-        let mut on: BTreeSet<usize> = BTreeSet::new();
-        for p in &pg.ports {
-            if let Some(&(i, _)) = lsp_by_uuid.get(p) {
-                on.insert(i);
-            }
-        }
-        for i in on {
-            switch_acls[i].extend(pg.acls.iter().copied());
+        let sws: BTreeSet<usize> = pg
+            .ports
+            .iter()
+            .filter_map(|p| lsp_by_uuid.get(p).map(|&(i, _)| i))
+            .collect();
+        for i in sws {
+            on[i].push(pg.clone());
         }
     }
-    switch_acls
-        .into_iter()
-        .map(|s| s.into_iter().collect())
+    on.into_iter()
+        .map(|mut v| {
+            v.sort_by_key(|g| g.uuid);
+            v.into()
+        })
         .collect()
 }
 
+/// The ACLs applied to switch `sw` whose port groups are `pgs`: its own and the groups',
+/// sorted by UUID.
+fn applied_acls(sw: &LogicalSwitch, pgs: &[Arc<PortGroup>]) -> Arc<[Uuid]> {
+    let mut v: Vec<Uuid> = sw.acls.clone();
+    for g in pgs {
+        v.extend(g.acls.iter().copied());
+    }
+    v.sort_unstable();
+    v.dedup();
+    v.into()
+}
+
 /// Adds to `map` the flows of every applied ACL it lacks.
-fn add_acl_flows(nb: &Nb, applied: &[Vec<Uuid>], map: &mut HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>) {
-    for u in applied.iter().flatten().collect::<BTreeSet<_>>() {
+fn add_acl_flows(nb: &Nb, applied: &[Arc<[Uuid]>], map: &mut HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>) {
+    for u in applied
+        .iter()
+        .flat_map(|a| a.iter())
+        .collect::<BTreeSet<_>>()
+    {
         if !map.contains_key(u)
             && let Some(acl) = nb.acls.get(u)
         {
@@ -396,7 +413,7 @@ fn router_lb_ips(nb: &Nb) -> Vec<Vec<Arc<LbIps>>> {
 /// ([`Ctx::svc_mon_src_ips`]).
 fn svc_mon_src_ips(
     nb: &Nb,
-    lsp_by_name: &HashMap<String, (usize, usize)>,
+    lsp_by_name: &HashMap<Arc<str>, (usize, usize)>,
 ) -> HashMap<(usize, usize), Vec<IpAddr>> {
     let mut out: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();
     for lb in nb.lbs.values() {
@@ -484,7 +501,10 @@ impl Ctx {
                 &mut diags,
             );
         }
-        let switch_acls_sorted = applied_acls(nb, &lsp_by_uuid);
+        let switch_pgs = switch_port_groups(nb, &lsp_by_uuid);
+        let switch_acls_sorted: Vec<Arc<[Uuid]>> = (0..nb.switches.len())
+            .map(|i| applied_acls(&nb.switches[i], &switch_pgs[i]))
+            .collect();
         let mut lb_lists = LbLists::default();
         let switch_lbs: Vec<Arc<[Uuid]>> = nb
             .switches
@@ -565,30 +585,31 @@ impl Ctx {
             .collect();
         Ctx {
             nb: nb_arc.clone(),
-            lr_index,
-            tunnel_keys,
-            lrp_tunnel_keys,
-            datapaths,
+            lr_index: Arc::new(lr_index),
+            tunnel_keys: Arc::new(tunnel_keys),
+            lrp_tunnel_keys: Arc::new(lrp_tunnel_keys),
+            datapaths: Arc::new(datapaths),
             lsp_by_name,
             lsp_by_uuid,
-            lrp_by_name,
+            lrp_by_name: Arc::new(lrp_by_name),
             lsp_router_peer,
             lrp_switch_peer,
-            lrp_networks,
+            lrp_networks: Arc::new(lrp_networks),
             switch_acls: switch_acls_sorted,
+            switch_pgs,
             switch_lbs,
-            router_lbs,
-            switch_lb_classes,
-            router_lb_classes,
-            all_nat_ips,
-            router_nat_ips,
-            router_dgps,
+            router_lbs: Arc::new(router_lbs),
+            switch_lb_classes: Arc::new(switch_lb_classes),
+            router_lb_classes: Arc::new(router_lb_classes),
+            all_nat_ips: Arc::new(all_nat_ips),
+            router_nat_ips: Arc::new(router_nat_ips),
+            router_dgps: Arc::new(router_dgps),
             switch_facts,
             switch_acl_flows,
             switch_router_ports,
             switch_localnet_ports,
-            router_lb_ips,
-            svc_mon_src_ips,
+            router_lb_ips: Arc::new(router_lb_ips),
+            svc_mon_src_ips: Arc::new(svc_mon_src_ips),
             diags,
         }
     }
@@ -611,8 +632,11 @@ impl Ctx {
         let mut switch_lbs = self.switch_lbs.clone();
         for &i in &patch.switches {
             for p in &self.nb.switches[i].ports {
-                if lsp_by_name.get(&p.name).is_some_and(|&(s, _)| s == i) {
-                    lsp_by_name.remove(&p.name);
+                if lsp_by_name
+                    .get(p.name.as_str())
+                    .is_some_and(|&(s, _)| s == i)
+                {
+                    lsp_by_name.remove(p.name.as_str());
                 }
                 lsp_by_uuid.remove(&p.uuid);
             }
@@ -647,50 +671,69 @@ impl Ctx {
                 nb.lbs_of(&s.load_balancer, &s.load_balancer_group).into()
             };
         }
-        let switch_acls = applied_acls(nb, &lsp_by_uuid);
+        // The switches whose port groups may differ: the rebuilt ones and those a changed
+        // group had or has a port on. Elsewhere neither the groups nor their rows changed.
+        let (switch_pgs, moved) = self.patched_switch_pgs(nb, patch, &lsp_by_uuid);
+        let mut switch_acls = self.switch_acls.clone();
+        for &i in &moved {
+            let acls = applied_acls(&nb.switches[i], &switch_pgs[i]);
+            // Unchanged lists stay shared (later comparisons are then by pointer).
+            if acls != self.switch_acls[i] {
+                switch_acls[i] = acls;
+            }
+        }
         // Facts follow the applied ACLs and load balancers: recomputed where those or their
         // rows changed.
         let all_facts = !patch.acls.is_empty() || !patch.lbs.is_empty();
-        let switch_facts = (0..nb.switches.len())
-            .map(|i| {
-                if all_facts || patch.switches.contains(&i) || switch_acls[i] != self.switch_acls[i]
-                {
-                    ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i])
-                } else {
-                    self.switch_facts[i]
-                }
-            })
-            .collect();
+        let mut switch_facts = self.switch_facts.clone();
+        for (i, f) in switch_facts.iter_mut().enumerate() {
+            if all_facts || moved.contains(&i) || patch.switches.contains(&i) {
+                *f = ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i]);
+            }
+        }
         let lb_lists_moved = patch.switches.iter().any(|&i| {
             let (a, b) = (&self.nb.switches[i], &nb.switches[i]);
             a.load_balancer != b.load_balancer || a.load_balancer_group != b.load_balancer_group
         });
         let switch_lb_classes = if lb_lists_moved {
-            lb_classes(
+            Arc::new(lb_classes(
                 &nb.switches,
                 |i| DpId(i as u32),
                 |s| &s.load_balancer,
                 |s| &s.load_balancer_group,
                 |_| String::new(),
                 nb,
-            )
+            ))
         } else {
             self.switch_lb_classes.clone()
         };
+        // ACL flows: a changed ACL's are remade; an ACL newly applied somewhere gets its.
+        // (An entry may outlive the last switch applying it; lookups go through
+        // `switch_acls`.)
         let mut switch_acl_flows = self.switch_acl_flows.clone();
         for u in &patch.acls {
             switch_acl_flows.remove(u);
+            if let Some(acl) = nb.acls.get(u) {
+                switch_acl_flows.insert(*u, Arc::new(ls_stateful::acl_flows(nb, acl)));
+            }
         }
-        add_acl_flows(nb, &switch_acls, &mut switch_acl_flows);
+        let moved_acls: Vec<Arc<[Uuid]>> = moved.iter().map(|&i| switch_acls[i].clone()).collect();
+        add_acl_flows(nb, &moved_acls, &mut switch_acl_flows);
         let (router_lb_ips, lr_index) = if patch.lbs.is_empty() {
             (self.router_lb_ips.clone(), self.lr_index.clone())
         } else {
             (
-                router_lb_ips(nb),
-                lr_routing::index_routers(nb, &self.lrp_networks),
+                Arc::new(router_lb_ips(nb)),
+                Arc::new(lr_routing::index_routers(nb, &self.lrp_networks)),
             )
         };
-        let svc_mon_src_ips = svc_mon_src_ips(nb, &lsp_by_name);
+        // Health-checked load balancers map port names to (switch, port index): remade
+        // when there are any (indices move as ports come and go) or when LBs changed.
+        let svc_mon_src_ips = if patch.lbs.is_empty() && self.svc_mon_src_ips.is_empty() {
+            self.svc_mon_src_ips.clone()
+        } else {
+            Arc::new(svc_mon_src_ips(nb, &lsp_by_name))
+        };
         Ctx {
             nb: nb_arc.clone(),
             datapaths: self.datapaths.clone(),
@@ -701,6 +744,7 @@ impl Ctx {
             lrp_switch_peer,
             lrp_networks: self.lrp_networks.clone(),
             switch_acls,
+            switch_pgs,
             switch_lbs,
             router_lbs: self.router_lbs.clone(),
             switch_lb_classes,
@@ -721,6 +765,94 @@ impl Ctx {
         }
     }
 
+    /// The per-switch port groups after `patch` (`lsp_by_uuid` already patched), and the
+    /// switches whose list was recomputed: the rebuilt switches and every switch a changed
+    /// port group had or has a port on. A group gains a switch only through a change of
+    /// its row or a port moving onto the switch; it can lose one only where it was listed
+    /// — so the candidates for switch `i` are its old groups, the changed groups, and the
+    /// groups of ports that moved onto it. Unchanged lists stay shared.
+    fn patched_switch_pgs(
+        &self,
+        nb: &Nb,
+        patch: &crate::nb::Patch,
+        lsp_by_uuid: &HashMap<Uuid, (usize, usize)>,
+    ) -> (Vec<SwitchPgs>, BTreeSet<usize>) {
+        let changed: HashSet<Uuid> = patch.port_groups.iter().copied().collect();
+        let new_changed: Vec<&Arc<PortGroup>> = if changed.is_empty() {
+            Vec::new()
+        } else {
+            nb.port_groups
+                .iter()
+                .filter(|g| changed.contains(&g.uuid))
+                .collect()
+        };
+        let mut todo: BTreeSet<usize> = patch.switches.iter().copied().collect();
+        if !changed.is_empty() {
+            for g in self
+                .nb
+                .port_groups
+                .iter()
+                .filter(|g| changed.contains(&g.uuid))
+            {
+                todo.extend(
+                    g.ports
+                        .iter()
+                        .filter_map(|p| self.lsp_by_uuid.get(p).map(|&(i, _)| i)),
+                );
+            }
+        }
+        for g in &new_changed {
+            todo.extend(
+                g.ports
+                    .iter()
+                    .filter_map(|p| lsp_by_uuid.get(p).map(|&(i, _)| i)),
+            );
+        }
+        let mut out = self.switch_pgs.clone();
+        for &i in &todo {
+            let mut cand: Vec<&Arc<PortGroup>> = self.switch_pgs[i]
+                .iter()
+                .filter(|g| !changed.contains(&g.uuid))
+                .collect();
+            cand.extend(new_changed.iter().copied());
+            if patch.switches.contains(&i) {
+                // Ports that were on another switch before: their groups are candidates.
+                let moved_in: HashSet<Uuid> = nb.switches[i]
+                    .ports
+                    .iter()
+                    .filter(|p| self.lsp_by_uuid.get(&p.uuid).is_some_and(|&(s, _)| s != i))
+                    .map(|p| p.uuid)
+                    .collect();
+                if !moved_in.is_empty() {
+                    cand.extend(
+                        nb.port_groups
+                            .iter()
+                            .filter(|g| g.ports.iter().any(|p| moved_in.contains(p))),
+                    );
+                }
+            }
+            let mut v: Vec<Arc<PortGroup>> = cand
+                .into_iter()
+                .filter(|g| {
+                    g.ports
+                        .iter()
+                        .any(|p| lsp_by_uuid.get(p).is_some_and(|&(s, _)| s == i))
+                })
+                .cloned()
+                .collect();
+            v.sort_by_key(|g| g.uuid);
+            v.dedup_by_key(|g| g.uuid);
+            let same = v.len() == self.switch_pgs[i].len()
+                && v.iter()
+                    .zip(self.switch_pgs[i].iter())
+                    .all(|(a, b)| Arc::ptr_eq(a, b));
+            if !same {
+                out[i] = v.into();
+            }
+        }
+        (out, todo)
+    }
+
     /// Takes the datapaths' tunnel keys from an `OVN_Southbound` replica's
     /// `Datapath_Binding` rows (matched by `external_ids:logical-switch` /
     /// `logical-router`), as ovn-northd keeps the keys it assigned before. Datapaths the SB
@@ -739,7 +871,7 @@ impl Ctx {
         }
         for (i, d) in self.datapaths.iter().enumerate() {
             if let Some(&k) = by_uuid.get(&d.uuid.to_string()) {
-                self.tunnel_keys[i] = k;
+                Arc::make_mut(&mut self.tunnel_keys)[i] = k;
             }
         }
         for r in sb.table("Port_Binding").rows.values() {
@@ -747,7 +879,7 @@ impl Ctx {
                 continue;
             };
             if let Some(&(ri, rj)) = self.lrp_by_name.get(r.str("logical_port")) {
-                self.lrp_tunnel_keys[ri][rj] = key;
+                Arc::make_mut(&mut self.lrp_tunnel_keys)[ri][rj] = key;
             }
         }
     }
