@@ -7,7 +7,11 @@
 #   - initial build into an empty SB (wall time of the first `--wait=sb sync`),
 #   - full recompute: `ovn-nbctl --print-wait-time --wait=sb sync` completion ms (both
 #     northds recompute everything on a new nb_cfg),
-#   - one LSP add (`lsp-add` + addresses, --wait=sb) completion ms,
+#   - one LSP add (`lsp-add` + addresses, --wait=sb) completion ms, and the part of it
+#     before the northd started its round ("delay before processing": nbctl's
+#     transaction through the NB ovsdb-server and its update reaching the northd; both
+#     northds write NB_Global.nb_cfg_timestamp when they start), and the difference
+#     (the northd's own part: its round and the SB commit),
 #   - peak RSS (VmHWM) of each northd.
 # Env: REPS (default 5), THREADS (default 1: both northds' --n-threads), FLOWSWITCH (binary,
 # default target/release/flowswitch), KEEP=1 keeps the scratch directory.
@@ -42,10 +46,12 @@ for s in a b; do
   done
 done
 for s in a b; do for x in nb sb; do
-  for _ in $(seq 200); do [ -S "$D/$s-$x.sock" ] && break; sleep 0.05; done
+  for _ in $(seq 2400); do [ -S "$D/$s-$x.sock" ] && break; sleep 0.05; done
 done; done
 nbctl() { ovn-nbctl --no-leader-only --db=unix:"$D/$1-nb.sock" --timeout=900 "${@:2}"; }
 ms_of() { awk '/completion/{gsub("ms","",$NF); print $NF}'; }
+# "DELAY COMPLETION" of one --print-wait-time output.
+both_of() { awk '/delay before/{gsub("ms","",$NF); d=$NF} /completion/{gsub("ms","",$NF); c=$NF} END{print d, c}'; }
 hwm() { awk '/^VmHWM/{printf "%.0f", $2/1024}' "/proc/$1/status"; }
 
 t0=$(date +%s%N)
@@ -62,16 +68,20 @@ BPID=$!; PIDS+=($BPID)
 nbctl b --wait=sb sync
 tb=$(( ($(date +%s%N) - t0) / 1000000 ))
 
-sync_a=(); sync_b=(); add_a=(); add_b=()
+sync_a=(); sync_b=(); add_a=(); add_b=(); delay_a=(); delay_b=(); own_a=(); own_b=()
 for r in $(seq "$REPS"); do
   sync_a+=("$(nbctl a --print-wait-time --wait=sb sync | ms_of)")
   sync_b+=("$(nbctl b --print-wait-time --wait=sb sync | ms_of)")
 done
 for r in $(seq "$REPS"); do
   for s in a b; do
-    v=$(nbctl $s --print-wait-time --wait=sb lsp-add node-0 "sbs-pod-$r" \
-        -- lsp-set-addresses "sbs-pod-$r" "0a:58:0a:80:00:$(printf %02x $((200 + r))) 10.128.0.$((200 + r))" | ms_of)
-    if [ $s = a ]; then add_a+=("$v"); else add_b+=("$v"); fi
+    read -r d v < <(nbctl $s --print-wait-time --wait=sb lsp-add node-0 "sbs-pod-$r" \
+        -- lsp-set-addresses "sbs-pod-$r" "0a:58:0a:80:00:$(printf %02x $((200 + r))) 10.128.0.$((200 + r))" | both_of)
+    if [ $s = a ]; then
+      add_a+=("$v"); delay_a+=("$d"); own_a+=("$((v - d))")
+    else
+      add_b+=("$v"); delay_b+=("$d"); own_b+=("$((v - d))")
+    fi
   done
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
@@ -85,6 +95,10 @@ ma=$(med "${sync_a[@]}"); mb=$(med "${sync_b[@]}")
 printf '%-34s %14s %14s %8.3f\n' "full recompute (sync), median ms" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
 ma=$(med "${add_a[@]}"); mb=$(med "${add_b[@]}")
 printf '%-34s %14s %14s %8.3f\n' "one LSP add, median ms" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
+ma=$(med "${delay_a[@]}"); mb=$(med "${delay_b[@]}")
+printf '%-34s %14s %14s\n' "  of which before the round, ms" "$ma" "$mb"
+ma=$(med "${own_a[@]}"); mb=$(med "${own_b[@]}")
+printf '%-34s %14s %14s %8.3f\n' "  the northd's own part, ms" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
 ha=$(hwm "$APID"); hb=$(hwm "$BPID")
 printf '%-34s %14s %14s %8.3f\n' "peak RSS (VmHWM), MB" "$ha" "$hb" "$(echo "$hb / $ha" | bc -l)"
-echo "all samples: sync A ${sync_a[*]} | sync B ${sync_b[*]} | add A ${add_a[*]} | add B ${add_b[*]}"
+echo "all samples: sync A ${sync_a[*]} | sync B ${sync_b[*]} | add A ${add_a[*]} | add B ${add_b[*]} | delay A ${delay_a[*]} | delay B ${delay_b[*]}"
