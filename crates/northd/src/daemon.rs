@@ -247,12 +247,9 @@ fn compute_and_sync(
         .as_ref()
         .filter(|p| p.lbs.is_empty())
         .map(|p| engine.binding_scope(&ctx, p));
-    let want = if scope.is_some() {
-        sb::SbWant::default()
-    } else {
-        sb::want_threads(&ctx, cfg.threads)
-    };
-    mark("want");
+    // The bindings wanted (all of them) are made when first needed: a full round makes them
+    // after its flows, so the two are not held at once.
+    let mut want: Option<sb::SbWant> = None;
     let mut compute = t0.elapsed();
     let t1 = Instant::now();
     ensure_sb_global(sbs)?;
@@ -294,7 +291,7 @@ fn compute_and_sync(
         }
         let plan = sb::plan(
             &ctx,
-            &want,
+            want.get_or_insert_with(|| sb::want_threads(&ctx, cfg.threads)),
             None,
             sbs.replica().ok_or("SB not connected")?,
             None,
@@ -324,12 +321,15 @@ fn compute_and_sync(
     let sbdb = sbs.replica().ok_or("SB not connected")?;
     cache.apply(sbdb, &changes);
     let mut round = Round::default();
-    // A full round's flows, which its insert batches borrow while they are sent.
-    let full_flows: Vec<crate::lflow::Lflow>;
     let txns: Box<dyn Iterator<Item = Vec<serde_json::Value>>> =
         match engine.incremental(ctx, nb_changes) {
             Ok((flow_changes, items)) => {
                 mark("items");
+                if scope.is_none() && want.is_none() {
+                    let ctx = engine.ctx().ok_or("engine lost its context")?;
+                    want = Some(sb::want_threads(ctx, cfg.threads));
+                    mark("want");
+                }
                 round.incremental_items = Some(items);
                 round.flows = engine.state().len();
                 compute += t2.elapsed();
@@ -349,7 +349,9 @@ fn compute_and_sync(
                         sbdb,
                         &cache.index,
                     )],
-                    None => sb::plan(ctx, &want, None, sbdb, None).into_txns().collect(),
+                    None => sb::plan(ctx, want.as_ref().ok_or("no bindings")?, None, sbdb, None)
+                        .into_txns()
+                        .collect(),
                 };
                 txns.retain(|t| !t.is_empty());
                 mark("plan");
@@ -367,17 +369,19 @@ fn compute_and_sync(
                 if !nb_changes.is_empty() && !why.starts_with("no previous") {
                     log(&format!("full recompute: {why}"));
                 }
-                full_flows = engine.full(ctx, cfg.threads, cfg.strategy);
-                let flows = &full_flows;
+                // The engine keeps the flows; the insert batches borrow them while they are
+                // sent.
+                engine.full(ctx, cfg.threads, cfg.strategy);
+                let flows = engine.state().flows();
                 mark("flows");
+                let ctx = engine.ctx().ok_or("engine lost its context")?;
+                let want = match want.take() {
+                    Some(w) => w,
+                    None => sb::want_threads(ctx, cfg.threads),
+                };
+                mark("want");
                 compute += t2.elapsed();
                 let t3 = Instant::now();
-                let ctx = engine.ctx().ok_or("engine lost its context")?;
-                // The bindings were left unwanted for a delta plan that is not happening now.
-                let want = match scope {
-                    Some(_) => sb::want_threads(ctx, cfg.threads),
-                    None => want,
-                };
                 let plan = sb::plan(ctx, &want, Some(flows), sbdb, Some(&mut cache.flows));
                 mark("plan");
                 round.flows = flows.len();
@@ -389,6 +393,7 @@ fn compute_and_sync(
         };
     round.compute = compute;
     let t4 = Instant::now();
+    let mut failed = None;
     for txn in txns {
         let r = sbs.transact(txn);
         let changes = sbs.take_changes();
@@ -396,10 +401,14 @@ fn compute_and_sync(
             cache.apply(db, &changes);
         }
         if let Err(e) = r {
-            cache.invalidate();
-            engine.reset();
-            return Err(format!("SB transaction: {e}"));
+            failed = Some(e);
+            break;
         }
+    }
+    if let Some(e) = failed {
+        cache.invalidate();
+        engine.reset();
+        return Err(format!("SB transaction: {e}"));
     }
     round.sync += t4.elapsed();
     mark("commit");

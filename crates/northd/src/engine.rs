@@ -17,7 +17,7 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{Dup, Lflow, MergeMap, finish_unordered_dups, merge_maps, merge_one, shard_of};
+use crate::lflow::{Dup, Groups, Lflow, MergeMap, finish_shared, merge_maps, merge_one, shard_of};
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -133,6 +133,7 @@ fn per_thread(
                 s.spawn(|| {
                     let mut out = Vec::new();
                     let mut my_dups = Vec::new();
+                    let mut groups = Groups::default();
                     loop {
                         let next = work.lock().unwrap_or_else(|p| p.into_inner()).pop();
                         let Some(maps) = next else { break };
@@ -141,9 +142,10 @@ fn per_thread(
                         for m in maps {
                             merge_maps(&mut all, m);
                         }
-                        out.extend(finish_unordered_dups(
+                        out.extend(finish_shared(
                             all,
                             want_dups.then_some(&mut my_dups),
+                            &mut groups,
                         ));
                     }
                     (out, my_dups)
@@ -230,10 +232,12 @@ fn bucket_locks(
             .sum()
     });
     let mut out = Vec::with_capacity(counted);
+    let mut groups = Groups::default();
     for b in table {
-        out.extend(finish_unordered_dups(
+        out.extend(finish_shared(
             b.into_inner().unwrap_or_else(|p| p.into_inner()),
             dups.as_deref_mut(),
+            &mut groups,
         ));
     }
     out

@@ -27,17 +27,29 @@
 
 use crate::build::{self, Ctx, DpKind, Item};
 use crate::lflow::{DpId, Dps, Dup, FlowKey, Lflow};
+use crate::stage::Stage;
 use ovsdb::Uuid;
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// The merged flows with per-datapath reference counts.
+///
+/// Each flow is held once, in a vector (the full round's SB plan borrows it as it is: no
+/// copy), found by its key through a table of positions.
 #[derive(Debug, Default, Clone)]
 pub struct FlowState {
-    /// Flow → the datapaths it is on (sorted).
-    flows: FxHashMap<FlowKey, Dps>,
+    /// The flows, one per key, in no order.
+    flows: Vec<Lflow>,
+    /// Positions in `flows`, hashed by key ([`key_hash`]).
+    index: hashbrown::HashTable<u32>,
     /// (flow, datapath) → how many items beyond the first produce it (absent = one).
     extra: FxHashMap<(FlowKey, DpId), u32>,
+}
+
+/// The hash a flow's key is indexed by.
+fn key_hash(stage: Stage, priority: u16, m: &str, a: &str) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one((stage, priority, m, a))
 }
 
 /// One flow whose datapaths changed.
@@ -52,14 +64,21 @@ pub struct FlowChange {
 }
 
 impl FlowState {
-    /// The state of a full build ([`crate::engine::build_with_dups`]).
+    /// The state of a full build ([`crate::engine::build_with_dups`]), which it keeps.
     pub fn from_build(flows: Vec<Lflow>, dups: Vec<Dup>) -> FlowState {
-        let mut s = FlowState::default();
-        s.flows.reserve(flows.len());
-        for f in flows {
-            s.flows
-                .insert((f.stage, f.priority, f.match_, f.actions), f.dps);
+        let mut index = hashbrown::HashTable::with_capacity(flows.len());
+        for (i, f) in flows.iter().enumerate() {
+            let h = key_hash(f.stage, f.priority, &f.match_, &f.actions);
+            index.insert_unique(h, i as u32, |&j| {
+                let g = &flows[j as usize];
+                key_hash(g.stage, g.priority, &g.match_, &g.actions)
+            });
         }
+        let mut s = FlowState {
+            flows,
+            index,
+            extra: FxHashMap::default(),
+        };
         for (k, d, n) in dups {
             s.extra.insert((k, d), n - 1);
         }
@@ -76,24 +95,76 @@ impl FlowState {
         self.flows.is_empty()
     }
 
+    /// Every flow, in no particular order.
+    pub fn flows(&self) -> &[Lflow] {
+        &self.flows
+    }
+
+    /// The position of the flow `key` in `flows`.
+    fn find(&self, stage: Stage, priority: u16, m: &str, a: &str) -> Option<usize> {
+        let flows = &self.flows;
+        self.index
+            .find(key_hash(stage, priority, m, a), |&i| {
+                let f = &flows[i as usize];
+                f.stage == stage && f.priority == priority && f.match_ == m && f.actions == a
+            })
+            .map(|&i| i as usize)
+    }
+
     /// The flow `key`'s datapaths.
     pub fn get(&self, key: &FlowKey) -> Option<&Dps> {
-        self.flows.get(key)
+        self.find(key.0, key.1, &key.2, &key.3)
+            .map(|i| &self.flows[i].dps)
+    }
+
+    /// Sets the flow `key`'s datapaths (`None`: removes it).
+    fn set(&mut self, key: &FlowKey, dps: Option<Dps>) {
+        let (stage, priority, m, a) = key;
+        let at = self.find(*stage, *priority, m, a);
+        match (at, dps) {
+            (Some(i), Some(d)) => self.flows[i].dps = d,
+            (None, Some(d)) => {
+                let h = key_hash(*stage, *priority, m, a);
+                let flows = &self.flows;
+                self.index.insert_unique(h, flows.len() as u32, |&j| {
+                    let g = &flows[j as usize];
+                    key_hash(g.stage, g.priority, &g.match_, &g.actions)
+                });
+                if self.flows.len() == self.flows.capacity() {
+                    // Grow by an eighth, not double: the vector of a full build is exactly
+                    // full, and one added flow would otherwise hold 133k empty slots.
+                    self.flows.reserve_exact(self.flows.len() / 8 + 16);
+                }
+                self.flows.push(Lflow {
+                    stage: *stage,
+                    priority: *priority,
+                    match_: m.clone(),
+                    actions: a.clone(),
+                    dps: d,
+                });
+            }
+            (Some(i), None) => {
+                let h = key_hash(*stage, *priority, m, a);
+                if let Ok(e) = self.index.find_entry(h, |&j| j as usize == i) {
+                    e.remove();
+                }
+                self.flows.swap_remove(i);
+                // The last flow moved to `i`: point its entry there.
+                if let Some(g) = self.flows.get(i) {
+                    let last = self.flows.len() as u32;
+                    let h = key_hash(g.stage, g.priority, &g.match_, &g.actions);
+                    if let Some(j) = self.index.find_mut(h, |&j| j == last) {
+                        *j = i as u32;
+                    }
+                }
+            }
+            (None, None) => {}
+        }
     }
 
     /// Every flow, sorted by key (for comparisons and printing).
     pub fn to_sorted_vec(&self) -> Vec<Lflow> {
-        let mut v: Vec<Lflow> = self
-            .flows
-            .iter()
-            .map(|((stage, priority, m, a), dps)| Lflow {
-                stage: *stage,
-                priority: *priority,
-                match_: m.clone(),
-                actions: a.clone(),
-                dps: dps.clone(),
-            })
-            .collect();
+        let mut v = self.flows.clone();
         v.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
         v
     }
@@ -127,7 +198,7 @@ impl FlowState {
         }
         let mut changes = Vec::new();
         for (key, deltas) in net {
-            let before = self.flows.get(&key).cloned();
+            let before = self.get(&key).cloned();
             let have: &[DpId] = before.as_ref().map_or(&[], |d| d.as_slice());
             // Datapaths gained and lost; a count that moves between two non-zero values
             // leaves the flow's datapaths alone (most flows of a re-run item: the
@@ -174,10 +245,7 @@ impl FlowState {
                 .collect();
             dps.sort_unstable();
             let after = Dps::from_sorted(dps);
-            match &after {
-                Some(a) => self.flows.insert(key.clone(), a.clone()),
-                None => self.flows.remove(&key),
-            };
+            self.set(&key, after.clone());
             if before != after {
                 changes.push(FlowChange { key, before, after });
             }
@@ -565,17 +633,21 @@ impl Engine {
         self.retired = None;
     }
 
-    /// A full recompute of `ctx` with `threads` threads; returns the flows (merged).
+    /// A full recompute of `ctx` with `threads` threads; returns the flows (merged, in no
+    /// order), which the state keeps ([`Engine::state`]).
     pub fn full(
         &mut self,
         ctx: Ctx,
         threads: usize,
         strategy: crate::engine::Strategy,
-    ) -> Vec<Lflow> {
+    ) -> &[Lflow] {
+        // The last round's flows are not needed to build the new ones: they go first, so
+        // the two sets are never held at once.
+        self.reset();
         let (flows, dups) = crate::engine::build_with_dups(&ctx, threads, strategy);
-        self.state = FlowState::from_build(flows.clone(), dups);
+        self.state = FlowState::from_build(flows, dups);
         self.ctx = Some(ctx);
-        flows
+        self.state.flows()
     }
 
     /// Moves to `ctx` after the NB rows `changes` changed, re-running only the items they

@@ -587,10 +587,14 @@ pub fn plan<'a>(
         let mut group_ops = Vec::new();
         for f in flows {
             let dps = f.dps.as_slice();
-            if let Some(us) = cache.by_key.get(f) {
-                claimed += us.len();
+            let mut us = cache.rows_of(f);
+            if us.next().is_some() {
+                claimed += 1;
                 // Keep one; duplicates go.
-                deletes.extend(us.iter().skip(1).copied());
+                for u in us {
+                    claimed += 1;
+                    deletes.push(u);
+                }
                 continue;
             }
             if dps.len() == 1 {
@@ -612,12 +616,9 @@ pub fn plan<'a>(
             }
         }
         if claimed < cache.rows.len() {
-            let ours: HashSet<&Lflow> = flows.iter().collect();
-            for (k, us) in &cache.by_key {
-                if !ours.contains(k) {
-                    deletes.extend(us.iter().copied());
-                }
-            }
+            // Rows holding none of our flows: every cached row not claimed above.
+            let ours: HashSet<Uuid> = flows.iter().flat_map(|f| cache.rows_of(f)).collect();
+            deletes.extend(cache.rows.keys().filter(|u| !ours.contains(u)));
         }
         flows_added = named.len() + pending.len();
         flows_deleted = deletes.len();
@@ -785,8 +786,11 @@ fn sync_named<'a>(
 
 /// The SB's logical flows as we read them — each row parsed once into the flow it holds
 /// (datapaths as indices) — kept between rounds and updated from the session's change list,
-/// so a round costs one lookup per flow instead of re-reading every SB row. Each flow is
-/// held once (shared by both indexes) and datapath groups share the group's datapath list.
+/// so a round costs one lookup per flow instead of re-reading every SB row. The flows' text
+/// is not kept: a row keeps its stage, priority and datapaths, and a 128-bit fingerprint of
+/// its text — two 64-bit SipHashes under a random key (`FlowCache::fingerprint`), so two
+/// different texts match with probability about 2⁻¹²⁸ per pair, and nobody can make them
+/// match without the key. Datapath groups share the group's datapath list.
 #[derive(Debug, Default)]
 pub struct FlowCache {
     /// SB datapath UUID per datapath index when built; another mapping rebuilds the cache.
@@ -794,15 +798,38 @@ pub struct FlowCache {
     dp_of: HashMap<Uuid, DpId>,
     /// SB group → its datapaths (`None` when it names a datapath that is not ours).
     groups: HashMap<Uuid, Option<Arc<[DpId]>>>,
-    /// SB row → the flow it holds.
-    rows: HashMap<Uuid, Arc<Lflow>>,
-    /// Flow → the SB rows holding it.
-    by_key: ByKey,
+    /// SB row → the flow it holds (all but the text).
+    rows: HashMap<Uuid, Held>,
+    /// The rows of `rows`, by the hash of their flow ([`flow_hash`]).
+    by_key: hashbrown::HashTable<Uuid>,
     /// Rows that hold no usable flow (unknown stage, foreign datapath): deleted at sync.
     unusable: HashSet<Uuid>,
+    /// The fingerprint's key (random).
+    key: std::hash::RandomState,
+}
+
+/// What the cache keeps of a row's flow: the fingerprint of its text (the first half is
+/// also the hash `by_key` files it under) and the parts cheap to compare.
+#[derive(Debug, Clone)]
+struct Held {
+    print: (u64, u64),
+    stage: Stage,
+    priority: u16,
+    dps: Dps,
 }
 
 impl FlowCache {
+    /// The fingerprint of a flow's stage, priority, match and actions.
+    fn fingerprint(&self, stage: Stage, priority: u16, m: &str, a: &str) -> (u64, u64) {
+        use std::hash::BuildHasher;
+        // Two outputs of one keyed function on distinct inputs.
+        let flow = (stage, priority, m, a);
+        (
+            self.key.hash_one((0u8, flow)),
+            self.key.hash_one((1u8, flow)),
+        )
+    }
+
     /// The SB datapath groups by their datapaths (groups naming a foreign datapath left out).
     fn group_by_set(&self) -> HashMap<&[DpId], Uuid> {
         self.groups
@@ -817,6 +844,9 @@ impl FlowCache {
     }
 
     fn rebuild(&mut self, sb: &Database, dp_uuid: &[Uuid]) {
+        // The old contents go first (not held alongside the new); new keys.
+        *self = FlowCache::default();
+        let lf = sb.table("Logical_Flow");
         *self = FlowCache {
             dp_uuid: dp_uuid.to_vec(),
             dp_of: dp_uuid
@@ -824,12 +854,14 @@ impl FlowCache {
                 .enumerate()
                 .map(|(i, u)| (*u, DpId(i as u32)))
                 .collect(),
+            rows: HashMap::with_capacity_and_hasher(lf.rows.len(), Default::default()),
+            by_key: hashbrown::HashTable::with_capacity(lf.rows.len()),
             ..FlowCache::default()
         };
         for (&g, r) in &sb.table("Logical_DP_Group").rows {
             self.add_group(g, r);
         }
-        for (&u, r) in &sb.table("Logical_Flow").rows {
+        for (&u, r) in &lf.rows {
             self.add_row(sb, u, r);
         }
     }
@@ -886,15 +918,19 @@ impl FlowCache {
         };
         match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), dps) {
             (Some(stage), Ok(priority), Some(dps)) => {
-                let f = Arc::new(Lflow {
-                    stage,
-                    priority,
-                    match_: r.str("match").to_owned(),
-                    actions: r.str("actions").to_owned(),
-                    dps,
-                });
-                let f = self.by_key.add(f, u);
-                self.rows.insert(u, f);
+                let print = self.fingerprint(stage, priority, r.str("match"), r.str("actions"));
+                let rows = &self.rows;
+                self.by_key
+                    .insert_unique(print.0, u, |v| rows.get(v).map_or(0, |h| h.print.0));
+                self.rows.insert(
+                    u,
+                    Held {
+                        print,
+                        stage,
+                        priority,
+                        dps,
+                    },
+                );
             }
             _ => {
                 self.unusable.insert(u);
@@ -904,9 +940,21 @@ impl FlowCache {
 
     fn remove_row(&mut self, u: Uuid) {
         self.unusable.remove(&u);
-        if let Some(f) = self.rows.remove(&u) {
-            self.by_key.remove(&f, u);
+        if let Some(h) = self.rows.remove(&u)
+            && let Ok(e) = self.by_key.find_entry(h.print.0, |&v| v == u)
+        {
+            e.remove();
         }
+    }
+
+    /// The SB rows that hold `f`, in no order.
+    fn rows_of<'a>(&'a self, f: &'a Lflow) -> impl Iterator<Item = Uuid> + 'a {
+        let print = self.fingerprint(f.stage, f.priority, &f.match_, &f.actions);
+        self.by_key.iter_hash(print.0).copied().filter(move |u| {
+            self.rows.get(u).is_some_and(|h| {
+                h.print == print && h.stage == f.stage && h.priority == f.priority && h.dps == f.dps
+            })
+        })
     }
 
     /// Takes in the SB changes the session reported (`(table, uuid)` of rows inserted,
@@ -976,8 +1024,8 @@ pub fn plan_flow_changes(
                 actions: a.clone(),
                 dps: before.clone(),
             };
-            for u in cache.by_key.get(&f).into_iter().flat_map(Rows::iter) {
-                ops.push(json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(*u)}));
+            for u in cache.rows_of(&f) {
+                ops.push(json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(u)}));
                 deleted += 1;
             }
         }
@@ -1168,90 +1216,4 @@ pub fn plan_bindings_delta(
         set_in_scope,
     );
     ops
-}
-
-/// A cached flow as a map key: hashed and compared as the [`Lflow`] it shares.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key(Arc<Lflow>);
-
-impl std::borrow::Borrow<Lflow> for Key {
-    fn borrow(&self) -> &Lflow {
-        &self.0
-    }
-}
-
-/// The SB rows holding one flow: almost always one.
-#[derive(Debug, Clone)]
-enum Rows {
-    One(Uuid),
-    Many(Vec<Uuid>),
-}
-
-impl Rows {
-    fn as_slice(&self) -> &[Uuid] {
-        match self {
-            Rows::One(u) => std::slice::from_ref(u),
-            Rows::Many(v) => v,
-        }
-    }
-
-    /// How many rows.
-    fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-
-    /// The rows.
-    fn iter(&self) -> std::slice::Iter<'_, Uuid> {
-        self.as_slice().iter()
-    }
-}
-
-/// Flow → the SB rows holding it.
-#[derive(Debug, Default)]
-struct ByKey(HashMap<Key, Rows>);
-
-impl ByKey {
-    fn get(&self, f: &Lflow) -> Option<&Rows> {
-        self.0.get(f)
-    }
-
-    /// Records that row `u` holds `f`; returns the flow as shared (an equal flow already
-    /// held is reused).
-    fn add(&mut self, f: Arc<Lflow>, u: Uuid) -> Arc<Lflow> {
-        if let Some((k, _)) = self.0.get_key_value(&*f) {
-            let shared = k.0.clone();
-            if let Some(rows) = self.0.get_mut(&*f) {
-                let mut v = rows.as_slice().to_vec();
-                v.push(u);
-                *rows = Rows::Many(v);
-            }
-            return shared;
-        }
-        self.0.insert(Key(f.clone()), Rows::One(u));
-        f
-    }
-
-    /// Forgets that row `u` holds `f`.
-    fn remove(&mut self, f: &Lflow, u: Uuid) {
-        let Some(rows) = self.0.get_mut(f) else {
-            return;
-        };
-        let v: Vec<Uuid> = rows.iter().copied().filter(|&x| x != u).collect();
-        match v.as_slice() {
-            [] => {
-                self.0.remove(f);
-            }
-            [one] => *rows = Rows::One(*one),
-            _ => *rows = Rows::Many(v),
-        }
-    }
-}
-
-impl<'a> IntoIterator for &'a ByKey {
-    type Item = (&'a Lflow, &'a Rows);
-    type IntoIter = Box<dyn Iterator<Item = (&'a Lflow, &'a Rows)> + 'a>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.0.iter().map(|(k, r)| (&*k.0, r)))
-    }
 }
