@@ -556,7 +556,7 @@ impl Engine {
             return (ctx, all, Some(patch));
         }
         let (nb, mut diags) = crate::nb::Nb::from_db_threads(db, threads);
-        let ctx = Ctx::new(nb);
+        let ctx = Ctx::new_threads(nb, threads);
         diags.extend(ctx.diags.iter().cloned());
         (ctx, diags, None)
     }

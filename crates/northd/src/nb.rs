@@ -395,8 +395,11 @@ impl Nb {
         if let Some(g) = db.table("NB_Global").rows.values().next() {
             nb.global_options = smap(g, "options");
         }
-        for (&uuid, r) in &db.table("ACL").rows {
-            nb.acls.insert(uuid, Arc::new(acl_from_row(uuid, r)));
+        // The per-row tables with thousands of rows (ACLs, load balancers, port groups)
+        // are read on `threads` threads too.
+        let acl_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("ACL").rows.iter().collect();
+        for acl in crate::par::par_map(&acl_rows, threads, |&(&u, r)| acl_from_row(u, r)) {
+            nb.acls.insert(acl.uuid, Arc::new(acl));
         }
         for (&uuid, r) in &db.table("DHCP_Options").rows {
             nb.dhcp_options.insert(
@@ -433,8 +436,10 @@ impl Nb {
                 },
             );
         }
-        for (&uuid, r) in &db.table("Load_Balancer").rows {
-            nb.lbs.insert(uuid, Arc::new(lb_from_row(uuid, r)));
+        let lb_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Load_Balancer").rows.iter().collect();
+        let lbs = crate::par::par_map(&lb_rows, threads, |&(&u, r)| (u, lb_from_row(u, r)));
+        for (u, lb) in lbs {
+            nb.lbs.insert(u, Arc::new(lb));
         }
         for (&uuid, r) in &db.table("Load_Balancer_Group").rows {
             let load_balancer = refs(
@@ -476,9 +481,16 @@ impl Nb {
         nb.address_sets
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
         let lsps = &db.table("Logical_Switch_Port").rows;
-        for (&uuid, r) in &db.table("Port_Group").rows {
-            let pg = nb.port_group_from_row(&mut diags, lsps, uuid, r);
+        let pg_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Port_Group").rows.iter().collect();
+        let nb_pg = &nb;
+        let pgs = crate::par::par_map(&pg_rows, threads, |&(&u, r)| {
+            let mut d = Vec::new();
+            let pg = nb_pg.port_group_from_row(&mut d, lsps, u, r);
+            (pg, d)
+        });
+        for (pg, d) in pgs {
             nb.port_groups.push(Arc::new(pg));
+            diags.extend(d);
         }
         nb.port_groups
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));

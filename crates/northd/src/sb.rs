@@ -52,7 +52,7 @@ pub struct SbPort {
 }
 
 /// The SB contents northd derives from the NB (tunnel keys are assigned when syncing).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SbWant {
     /// Per datapath: `external_ids`.
     pub dp_external_ids: Vec<Smap>,
@@ -133,8 +133,8 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
     }
     // Port groups: one SB group per datapath the group has ports on; and the
     // `<pg>_ip4`/`<pg>_ip6` address sets of the group's port addresses.
-    for pg in &nb.port_groups {
-        let (per_dp, v4, v6) = pg_want(ctx, pg);
+    let pgs = crate::par::par_map(&nb.port_groups, threads, |pg| pg_want(ctx, pg));
+    for (pg, (per_dp, v4, v6)) in nb.port_groups.iter().zip(pgs) {
         for (dp, ports) in per_dp {
             w.port_groups.push((dp, pg.name.clone(), ports));
         }
@@ -144,54 +144,63 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
     for a in &nb.address_sets {
         w.address_sets.insert(a.name.clone(), a.addresses.clone());
     }
-    for i in 0..nb.routers.len() {
-        let (r4, r6) = ctx.lr_index[i].lb_reach;
-        if !r4 && !r6 {
-            continue;
-        }
-        let nets = &ctx.lrp_networks[i];
-        let inside = |ip: &std::net::IpAddr| {
-            nets.iter().flatten().any(|la| match ip {
-                std::net::IpAddr::V4(a) => la.ipv4.iter().any(|n| {
-                    n.network()
-                        == crate::addr::Ipv4Net {
-                            addr: *a,
-                            plen: n.plen,
-                        }
-                        .network()
-                }),
-                std::net::IpAddr::V6(a) => la.ipv6.iter().any(|n| {
-                    n.network()
-                        == crate::addr::Ipv6Net {
-                            addr: *a,
-                            plen: n.plen,
-                        }
-                        .network()
-                }),
-            })
-        };
-        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
-        for u in ctx.router_lbs[i].iter() {
-            let Some(lb) = nb.lbs.get(u) else { continue };
-            for (k, _) in &lb.vips {
-                match crate::build::lb_vip_ip(k) {
-                    Some(ip @ std::net::IpAddr::V4(a)) if inside(&ip) => {
-                        v4.insert(a.to_string());
+    let routers: Vec<usize> = (0..nb.routers.len()).collect();
+    w.rtr_lb_sets = crate::par::par_map(&routers, threads, |&i| rtr_lb_set(ctx, i))
+        .into_iter()
+        .flatten()
+        .collect();
+    w
+}
+
+/// Router `i`'s `_rtr_lb_<key>_ip4` / `_ip6` sets: the VIPs of its load balancers inside
+/// its networks, as (datapath, v4, v6); `None` when no VIP of it can reach them.
+fn rtr_lb_set(ctx: &Ctx, i: usize) -> Option<(usize, Vec<String>, Vec<String>)> {
+    let nb = &*ctx.nb;
+    let (r4, r6) = ctx.lr_index[i].lb_reach;
+    if !r4 && !r6 {
+        return None;
+    }
+    let nets = &ctx.lrp_networks[i];
+    let inside = |ip: &std::net::IpAddr| {
+        nets.iter().flatten().any(|la| match ip {
+            std::net::IpAddr::V4(a) => la.ipv4.iter().any(|n| {
+                n.network()
+                    == crate::addr::Ipv4Net {
+                        addr: *a,
+                        plen: n.plen,
                     }
-                    Some(ip @ std::net::IpAddr::V6(a)) if inside(&ip) => {
-                        v6.insert(a.to_string());
+                    .network()
+            }),
+            std::net::IpAddr::V6(a) => la.ipv6.iter().any(|n| {
+                n.network()
+                    == crate::addr::Ipv6Net {
+                        addr: *a,
+                        plen: n.plen,
                     }
-                    _ => {}
+                    .network()
+            }),
+        })
+    };
+    let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
+    for u in ctx.router_lbs[i].iter() {
+        let Some(lb) = nb.lbs.get(u) else { continue };
+        for (k, _) in &lb.vips {
+            match crate::build::lb_vip_ip(k) {
+                Some(ip @ std::net::IpAddr::V4(a)) if inside(&ip) => {
+                    v4.insert(a.to_string());
                 }
+                Some(ip @ std::net::IpAddr::V6(a)) if inside(&ip) => {
+                    v6.insert(a.to_string());
+                }
+                _ => {}
             }
         }
-        w.rtr_lb_sets.push((
-            ctx.router_dp(i).0 as usize,
-            v4.into_iter().collect(),
-            v6.into_iter().collect(),
-        ));
     }
-    w
+    Some((
+        ctx.router_dp(i).0 as usize,
+        v4.into_iter().collect(),
+        v6.into_iter().collect(),
+    ))
 }
 
 /// A multicast group as northd wants it: (datapath, name, key, port names).

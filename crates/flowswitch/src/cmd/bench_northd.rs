@@ -65,7 +65,7 @@ pub fn run(a: NorthdArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "nodes  flows     strategy      threads  median ms  (min..max)  vs 1 thread"
+        "nodes  flows     strategy      threads  median ms  (min..max)  vs 1 thread  [model ctx flows want ms]"
     )?;
     for &n in &a.nodes {
         let p = a.topo.params(n)?;
@@ -77,15 +77,24 @@ pub fn run(a: NorthdArgs) -> anyhow::Result<()> {
             }
         }
         let mut times: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+        // Per configuration, per phase (model, lookups, flows, bindings): each rep's time.
+        let mut phases: Vec<[Vec<Duration>; 4]> = vec![Default::default(); configs.len()];
         let mut nflows = 0;
         for _ in 0..a.reps {
             for (i, &(s, t)) in configs.iter().enumerate() {
                 let t0 = Instant::now();
                 let (nb, _diags) = Nb::from_db_threads(&db, t);
-                let ctx = Ctx::new(nb);
+                let t1 = Instant::now();
+                let ctx = Ctx::new_threads(nb, t);
+                let t2 = Instant::now();
                 let flows = engine::build(&ctx, t, s);
+                let t3 = Instant::now();
                 let want = northd::sb::want_threads(&ctx, t);
-                times[i].push(t0.elapsed());
+                let t4 = Instant::now();
+                times[i].push(t4 - t0);
+                for (k, d) in [t1 - t0, t2 - t1, t3 - t2, t4 - t3].into_iter().enumerate() {
+                    phases[i][k].push(d);
+                }
                 nflows = flows.len();
                 drop(want);
             }
@@ -108,13 +117,18 @@ pub fn run(a: NorthdArgs) -> anyhow::Result<()> {
             let ratio = one
                 .map(|o| format!("{:.2}x", o.as_secs_f64() / med.as_secs_f64().max(1e-9)))
                 .unwrap_or_default();
+            let ph: Vec<String> = phases[i]
+                .iter_mut()
+                .map(|p| format!("{:.1}", median(p).as_secs_f64() * 1e3))
+                .collect();
             writeln!(
                 out,
-                "{n:<6} {nflows:<9} {:<13} {t:<8} {:>9.1}  ({:.1}..{:.1})  {ratio}",
+                "{n:<6} {nflows:<9} {:<13} {t:<8} {:>9.1}  ({:.1}..{:.1})  {ratio:<11}  [{}]",
                 format!("{s:?}").split_whitespace().next().unwrap_or(""),
                 med.as_secs_f64() * 1e3,
                 v.first().copied().unwrap_or_default().as_secs_f64() * 1e3,
                 v.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+                ph.join(" "),
             )?;
         }
     }

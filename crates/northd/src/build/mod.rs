@@ -353,18 +353,24 @@ fn applied_acls(sw: &LogicalSwitch, pgs: &[Arc<PortGroup>]) -> Arc<[Uuid]> {
 }
 
 /// Adds to `map` the flows of every applied ACL it lacks.
-fn add_acl_flows(nb: &Nb, applied: &[Arc<[Uuid]>], map: &mut HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>) {
-    for u in applied
+fn add_acl_flows(
+    nb: &Nb,
+    applied: &[Arc<[Uuid]>],
+    map: &mut HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
+    threads: usize,
+) {
+    let missing: Vec<&Arc<crate::nb::Acl>> = applied
         .iter()
         .flat_map(|a| a.iter())
         .collect::<BTreeSet<_>>()
-    {
-        if !map.contains_key(u)
-            && let Some(acl) = nb.acls.get(u)
-        {
-            map.insert(*u, Arc::new(ls_stateful::acl_flows(nb, acl)));
-        }
-    }
+        .into_iter()
+        .filter(|u| !map.contains_key(u))
+        .filter_map(|u| nb.acls.get(u))
+        .collect();
+    let made = crate::par::par_map(&missing, threads, |acl| {
+        (acl.uuid, Arc::new(ls_stateful::acl_flows(nb, acl)))
+    });
+    map.extend(made);
 }
 
 /// Switch `i`'s ports attached to routers and its `localnet` ports (indices, in order).
@@ -441,6 +447,11 @@ fn svc_mon_src_ips(
 impl Ctx {
     /// Builds the lookups.
     pub fn new(nb: impl Into<Arc<Nb>>) -> Ctx {
+        Ctx::new_threads(nb, 1)
+    }
+
+    /// [`Ctx::new`], compiling the ACLs' flows on `threads` threads.
+    pub fn new_threads(nb: impl Into<Arc<Nb>>, threads: usize) -> Ctx {
         let nb_arc: Arc<Nb> = nb.into();
         let nb: &Nb = &nb_arc;
         let mut datapaths = Vec::with_capacity(nb.switches.len() + nb.routers.len());
@@ -566,7 +577,7 @@ impl Ctx {
             .collect();
         let all_nat_ips = router_nat_ips.iter().flatten().copied().collect();
         let mut switch_acl_flows = HashMap::new();
-        add_acl_flows(nb, &switch_acls_sorted, &mut switch_acl_flows);
+        add_acl_flows(nb, &switch_acls_sorted, &mut switch_acl_flows, threads);
         let mut switch_router_ports = Vec::with_capacity(nb.switches.len());
         let mut switch_localnet_ports = Vec::with_capacity(nb.switches.len());
         for i in 0..nb.switches.len() {
@@ -718,7 +729,7 @@ impl Ctx {
             }
         }
         let moved_acls: Vec<Arc<[Uuid]>> = moved.iter().map(|&i| switch_acls[i].clone()).collect();
-        add_acl_flows(nb, &moved_acls, &mut switch_acl_flows);
+        add_acl_flows(nb, &moved_acls, &mut switch_acl_flows, 1);
         let (router_lb_ips, lr_index) = if patch.lbs.is_empty() {
             (self.router_lb_ips.clone(), self.lr_index.clone())
         } else {
