@@ -56,6 +56,26 @@ fn rows(db: &Database, t: &str) -> Vec<Uuid> {
     v
 }
 
+/// Removes `x` from the UUID set `col` of row `u`.
+fn remove_from(db: &mut Database, t: &str, u: Uuid, col: &str, x: Uuid) {
+    let v: Vec<Uuid> = uuids(db, t, u, col)
+        .into_iter()
+        .filter(|&y| y != x)
+        .collect();
+    set_col(db, t, u, col, uset(&v));
+}
+
+/// The node switches (where pods live).
+fn node_switches(db: &Database) -> Vec<Uuid> {
+    rows(db, "Logical_Switch")
+        .into_iter()
+        .filter(|&s| {
+            db.row("Logical_Switch", s)
+                .is_some_and(|r| r.str("name").starts_with("node-"))
+        })
+        .collect()
+}
+
 fn vif_ports(db: &Database) -> Vec<(Uuid, Uuid)> {
     let mut v = Vec::new();
     for s in rows(db, "Logical_Switch") {
@@ -84,13 +104,7 @@ fn random_change(db: &mut Database, rng: &mut TestRng, step: u64) -> Vec<(String
     {
         0 => {
             // A pod: a VIF on a node switch, sometimes in a namespace port group.
-            let sws: Vec<Uuid> = rows(db, "Logical_Switch")
-                .into_iter()
-                .filter(|&s| {
-                    db.row("Logical_Switch", s)
-                        .is_some_and(|r| r.str("name").starts_with("node-"))
-                })
-                .collect();
+            let sws = node_switches(db);
             let Some(&s) = rng.pick(&sws) else { return ch };
             let p = fresh(1);
             let ip = format!("10.200.{}.{}", step % 200, 10 + rng.below(200));
@@ -122,17 +136,11 @@ fn random_change(db: &mut Database, rng: &mut TestRng, step: u64) -> Vec<(String
             let Some(&(s, p)) = rng.pick(&vifs) else {
                 return ch;
             };
-            let ports: Vec<Uuid> = uuids(db, "Logical_Switch", s, "ports")
-                .into_iter()
-                .filter(|&x| x != p)
-                .collect();
-            set_col(db, "Logical_Switch", s, "ports", uset(&ports));
+            remove_from(db, "Logical_Switch", s, "ports", p);
             note("Logical_Switch", s);
             for g in rows(db, "Port_Group") {
-                let v = uuids(db, "Port_Group", g, "ports");
-                if v.contains(&p) {
-                    let v: Vec<Uuid> = v.into_iter().filter(|&x| x != p).collect();
-                    set_col(db, "Port_Group", g, "ports", uset(&v));
+                if uuids(db, "Port_Group", g, "ports").contains(&p) {
+                    remove_from(db, "Port_Group", g, "ports", p);
                     note("Port_Group", g);
                 }
             }
@@ -294,23 +302,11 @@ fn random_change(db: &mut Database, rng: &mut TestRng, step: u64) -> Vec<(String
             let Some(&(s, p)) = rng.pick(&vifs) else {
                 return ch;
             };
-            let others: Vec<Uuid> = rows(db, "Logical_Switch")
-                .into_iter()
-                .filter(|&x| {
-                    x != s
-                        && db
-                            .row("Logical_Switch", x)
-                            .is_some_and(|r| r.str("name").starts_with("node-"))
-                })
-                .collect();
+            let others: Vec<Uuid> = node_switches(db).into_iter().filter(|&x| x != s).collect();
             let Some(&to) = rng.pick(&others) else {
                 return ch;
             };
-            let from: Vec<Uuid> = uuids(db, "Logical_Switch", s, "ports")
-                .into_iter()
-                .filter(|&x| x != p)
-                .collect();
-            set_col(db, "Logical_Switch", s, "ports", uset(&from));
+            remove_from(db, "Logical_Switch", s, "ports", p);
             let mut onto = uuids(db, "Logical_Switch", to, "ports");
             onto.push(p);
             set_col(db, "Logical_Switch", to, "ports", uset(&onto));
