@@ -257,15 +257,11 @@ fn compute_and_sync(
     // or port has its key only once the SB holds it: when the SB lacks some binding, write
     // the bindings first (one round), then plan the flows with the keys the SB holds.
     let complete = |sb: &ovsdb::Database| {
-        let dps: std::collections::HashSet<String> = sb
+        let dps: std::collections::HashSet<ovsdb::Uuid> = sb
             .table("Datapath_Binding")
             .rows
             .values()
-            .filter_map(|r| {
-                r.map_get("external_ids", "logical-switch")
-                    .or_else(|| r.map_get("external_ids", "logical-router"))
-                    .map(str::to_owned)
-            })
+            .filter_map(|r| crate::sb_index::bound_nb_datapath(r))
             .collect();
         let pbs: std::collections::HashSet<&str> = sb
             .table("Port_Binding")
@@ -273,9 +269,7 @@ fn compute_and_sync(
             .values()
             .map(|r| r.str("logical_port"))
             .collect();
-        ctx.datapaths
-            .iter()
-            .all(|d| dps.contains(&d.uuid.to_string()))
+        ctx.datapaths.iter().all(|d| dps.contains(&d.uuid))
             && ctx
                 .nb
                 .routers

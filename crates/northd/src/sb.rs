@@ -430,11 +430,8 @@ pub fn plan<'a>(
     let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::default();
     let mut used_dp_keys = HashSet::default();
     for (&u, r) in &sb.table("Datapath_Binding").rows {
-        let nb = r
-            .map_get("external_ids", "logical-switch")
-            .or_else(|| r.map_get("external_ids", "logical-router"));
         let key = r.int("tunnel_key").unwrap_or(0);
-        match nb.and_then(Uuid::parse) {
+        match crate::sb_index::bound_nb_datapath(r) {
             Some(n) if !sb_dp.contains_key(&n) => {
                 sb_dp.insert(n, (u, key));
                 used_dp_keys.insert(key);
@@ -989,22 +986,6 @@ impl FlowCache {
     }
 }
 
-/// The SB datapath UUID of each of `ctx`'s datapaths (`None` where the SB has no binding;
-/// of two bindings of one NB row, the lower UUID).
-pub fn sb_datapaths(ctx: &Ctx, sb: &Database) -> Vec<Option<Uuid>> {
-    let mut by_nb: HashMap<Uuid, Uuid> = HashMap::default();
-    for (&u, r) in &sb.table("Datapath_Binding").rows {
-        if let Some(n) = crate::sb_index::bound_nb_datapath(r) {
-            let e = by_nb.entry(n).or_insert(u);
-            *e = (*e).min(u);
-        }
-    }
-    ctx.datapaths
-        .iter()
-        .map(|d| by_nb.get(&d.uuid).copied())
-        .collect()
-}
-
 /// The logical-flow operations for an incremental round: for each flow whose datapaths
 /// changed, its old SB rows go and a row on its new datapaths comes (on an existing
 /// datapath group with the same datapaths, else a new one). `None` when some datapath has
@@ -1083,7 +1064,7 @@ pub struct BindingScope {
 /// The operations that bring the SB bindings, multicast groups, port groups and address
 /// sets of `scope` in line with `ctx`, leaving everything else alone (an incremental round
 /// knows the rest is in line already). `dp_uuid` is each datapath's SB row
-/// ([`sb_datapaths`]); all of the scope's must exist. The scope's SB rows are found
+/// ([`crate::sb_index::SbIndex::sb_datapaths`]); all of the scope's must exist. The scope's SB rows are found
 /// through `index`, which must be up to date with `sb`.
 pub fn plan_bindings_delta(
     ctx: &Ctx,

@@ -174,7 +174,7 @@ impl SbIndex {
     }
 
     /// The SB datapath row of each of `ctx`'s datapaths (`None` where the SB has no
-    /// binding; of two bindings of one NB row, the lower UUID, as [`crate::sb::sb_datapaths`]).
+    /// binding; of two bindings of one NB row, the lower UUID).
     pub fn sb_datapaths(&self, ctx: &Ctx) -> Vec<Option<Uuid>> {
         ctx.datapaths
             .iter()

@@ -698,7 +698,8 @@ impl Ctx {
         let all_facts = !patch.acls.is_empty() || !patch.lbs.is_empty();
         let mut switch_facts = self.switch_facts.clone();
         for (i, f) in switch_facts.iter_mut().enumerate() {
-            if all_facts || moved.contains(&i) || patch.switches.contains(&i) {
+            // (`moved` holds the rebuilt switches too.)
+            if all_facts || moved.contains(&i) {
                 *f = ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i]);
             }
         }
