@@ -59,9 +59,15 @@ struct SbKnown {
 }
 
 impl SbKnown {
-    fn apply(&mut self, db: &ovsdb::Database, changes: &[(String, ovsdb::Uuid)]) {
-        self.flows.apply(db, changes);
-        self.index.apply(db, changes);
+    /// Takes in what the SB session reports since the last call: the logical flows' events
+    /// and the other tables' changed rows.
+    fn take_in(&mut self, sbs: &mut Session) {
+        let changes = sbs.take_changes();
+        self.flows.absorb(sbs.take_events());
+        if let Some(db) = sbs.replica() {
+            self.flows.apply(db, &changes);
+            self.index.apply(db, &changes);
+        }
     }
 
     fn invalidate(&mut self) {
@@ -90,7 +96,13 @@ pub fn run_until(
     mut log: impl FnMut(&str),
 ) -> Result<(), String> {
     let mut nb = Session::new(&cfg.nb, "OVN_Northbound", MonitorSpec::all());
-    let mut sbs = Session::new(&cfg.sb, "OVN_Southbound", MonitorSpec::all());
+    // The SB's logical flows are most of its size: the replica does not keep them, our
+    // record of them (`sb::FlowCache`) is made from the session's stream of their rows.
+    let mut sbs = Session::new(
+        &cfg.sb,
+        "OVN_Southbound",
+        MonitorSpec::all().streamed("Logical_Flow"),
+    );
     let mut dirty = true;
     let mut last_nb_cfg: Option<i64> = None;
     // What the SB's logical flows are, kept between rounds (rebuilt after a reconnect or a
@@ -295,10 +307,7 @@ fn compute_and_sync(
             sbs.transact(txn)
                 .map_err(|e| format!("SB transaction: {e}"))?;
         }
-        let changes = sbs.take_changes();
-        if let Some(db) = sbs.replica() {
-            cache.apply(db, &changes);
-        }
+        cache.take_in(sbs);
         ready = flows_ready;
     }
     if !ready {
@@ -311,9 +320,8 @@ fn compute_and_sync(
         ctx.load_tunnel_keys(sbs.replica().ok_or("SB not connected")?);
     }
     // SB rows changed since the last round (ours arriving late, or someone else's).
-    let changes = sbs.take_changes();
+    cache.take_in(sbs);
     let sbdb = sbs.replica().ok_or("SB not connected")?;
-    cache.apply(sbdb, &changes);
     let mut round = Round::default();
     let txns: Box<dyn Iterator<Item = Vec<serde_json::Value>>> =
         match engine.incremental(ctx, nb_changes) {
@@ -390,10 +398,7 @@ fn compute_and_sync(
     let mut failed = None;
     for txn in txns {
         let r = sbs.transact(txn);
-        let changes = sbs.take_changes();
-        if let Some(db) = sbs.replica() {
-            cache.apply(db, &changes);
-        }
+        cache.take_in(sbs);
         if let Err(e) = r {
             failed = Some(e);
             break;

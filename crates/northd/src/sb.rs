@@ -14,10 +14,10 @@
 //! transactions of at most [`FLOW_BATCH`] flows.
 
 use crate::build::{Ctx, DpKind};
-use crate::lflow::{DpId, Dps, Lflow};
+use crate::lflow::{DpId, Lflow};
 use crate::nb::Smap;
 use crate::stage::Stage;
-use ovsdb::{Database, Row, Uuid};
+use ovsdb::{Database, Row, RowEvent, StreamEvent, Uuid};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -576,12 +576,12 @@ pub fn plan<'a>(
         let cache = match cache {
             Some(c) => c,
             None => {
-                own_cache = FlowCache::default();
+                own_cache = FlowCache::from_db(sb);
                 &mut own_cache
             }
         };
         if cache.dp_uuid != dpu {
-            cache.rebuild(sb, &dpu);
+            cache.remap(sb, &dpu);
         }
         let group_by_set = cache.group_by_set();
         let mut deletes: Vec<Uuid> = cache.unusable.iter().copied().collect();
@@ -624,7 +624,13 @@ pub fn plan<'a>(
         if claimed < cache.rows.len() {
             // Rows holding none of our flows: every cached row not claimed above.
             let ours: HashSet<Uuid> = flows.iter().flat_map(|f| cache.rows_of(f)).collect();
-            deletes.extend(cache.rows.keys().filter(|u| !ours.contains(u)));
+            deletes.extend(
+                cache
+                    .rows
+                    .keys()
+                    .map(|&i| Uuid::from(i))
+                    .filter(|u| !ours.contains(u)),
+            );
         }
         flows_added = named.len() + pending.len();
         flows_deleted = deletes.len();
@@ -790,28 +796,37 @@ fn sync_named<'a>(
     }
 }
 
-/// The SB's logical flows as we read them — each row parsed once into the flow it holds
-/// (datapaths as indices) — kept between rounds and updated from the session's change list,
-/// so a round costs one lookup per flow instead of re-reading every SB row. The flows' text
-/// is not kept: a row keeps its stage, priority and datapaths, and a 128-bit fingerprint of
-/// its text — two 64-bit SipHashes under a random key (`FlowCache::fingerprint`), so two
-/// different texts match with probability about 2⁻¹²⁸ per pair, and nobody can make them
-/// match without the key. Datapath groups share the group's datapath list.
+/// The SB's logical flows as we read them — each row parsed once into the flow it holds —
+/// kept between rounds, so a round costs one lookup per flow instead of re-reading every SB
+/// row. The flows' text is not kept: a row keeps its stage, priority, the SB datapath or
+/// group it is on, and a 128-bit fingerprint of its text — two 64-bit SipHashes under a
+/// random key (`FlowCache::fingerprint`), so two different texts match with probability
+/// about 2⁻¹²⁸ per pair, and nobody can make them match without the key.
+///
+/// The rows come from the SB session's stream of `Logical_Flow` events
+/// ([`FlowCache::absorb`]; the daemon's replica does not keep that table, which is most of
+/// the SB's size) or, for a replica that keeps it, from its change list
+/// ([`FlowCache::apply`]) or whole ([`FlowCache::from_db`]). Row parts that depend on our
+/// datapath numbering — which SB datapath is our index `i`, which indices a datapath group
+/// holds — are resolved through a mapping rebuilt when the datapath bindings change
+/// (cheap: datapaths and groups, not flows). Datapath groups share one datapath list.
 #[derive(Debug, Default)]
 pub struct FlowCache {
-    /// SB datapath UUID per datapath index when built; another mapping rebuilds the cache.
-    dp_uuid: Vec<Uuid>,
-    dp_of: HashMap<Uuid, DpId>,
-    /// SB group → its datapaths (`None` when it names a datapath that is not ours).
-    groups: HashMap<Uuid, Option<Arc<[DpId]>>>,
     /// SB row → the flow it holds (all but the text).
-    rows: HashMap<Uuid, Held>,
-    /// The rows of `rows`, by the hash of their flow ([`flow_hash`]).
-    by_key: hashbrown::HashTable<Uuid>,
-    /// Rows that hold no usable flow (unknown stage, foreign datapath): deleted at sync.
+    rows: HashMap<Id, Held>,
+    /// The rows of `rows`, by the first half of their fingerprint.
+    by_key: hashbrown::HashTable<Id>,
+    /// Rows that hold no usable flow (unknown stage, bad priority, no datapath, contents
+    /// unknown after a diff): deleted at the next full sync.
     unusable: HashSet<Uuid>,
     /// The fingerprint's key (random).
     key: std::hash::RandomState,
+    /// The mapping's SB datapath UUID per datapath index (empty: no mapping yet).
+    dp_uuid: Vec<Uuid>,
+    dp_of: HashMap<Uuid, DpId>,
+    /// SB group → its datapaths under the mapping (`None` when it names a datapath that is
+    /// not ours).
+    groups: HashMap<Uuid, Option<Arc<[DpId]>>>,
 }
 
 /// What the cache keeps of a row's flow: the fingerprint of its text (the first half is
@@ -819,12 +834,48 @@ pub struct FlowCache {
 #[derive(Debug, Clone)]
 struct Held {
     print: (u64, u64),
+    /// The SB datapath, or datapath group when `group`, the row's flow is on.
+    on: Id,
     stage: Stage,
     priority: u16,
-    dps: Dps,
+    group: bool,
+}
+
+/// A UUID in two words: [`Uuid`] is a 16-byte aligned `u128`, which would pad a held row
+/// and its map entry from 56 to 64 bytes (a few MB over an SB's logical flows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Id([u64; 2]);
+
+const _: () = assert!(std::mem::size_of::<(Id, Held)>() <= 56);
+
+impl From<Uuid> for Id {
+    fn from(u: Uuid) -> Id {
+        Id([(u.0 >> 64) as u64, u.0 as u64])
+    }
+}
+
+impl From<Id> for Uuid {
+    fn from(i: Id) -> Uuid {
+        Uuid((u128::from(i.0[0]) << 64) | u128::from(i.0[1]))
+    }
 }
 
 impl FlowCache {
+    /// A cache of the logical flows `sb` keeps (a replica whose `Logical_Flow` table is not
+    /// streamed).
+    pub fn from_db(sb: &Database) -> FlowCache {
+        let lf = sb.table("Logical_Flow");
+        let mut c = FlowCache {
+            rows: HashMap::with_capacity_and_hasher(lf.rows.len(), Default::default()),
+            by_key: hashbrown::HashTable::with_capacity(lf.rows.len()),
+            ..FlowCache::default()
+        };
+        for (&u, r) in &lf.rows {
+            c.add_row(u, r);
+        }
+        c
+    }
+
     /// The fingerprint of a flow's stage, priority, match and actions.
     fn fingerprint(&self, stage: Stage, priority: u16, m: &str, a: &str) -> (u64, u64) {
         use std::hash::BuildHasher;
@@ -844,31 +895,24 @@ impl FlowCache {
             .collect()
     }
 
-    /// Forgets everything: the next plan re-reads every SB row.
+    /// Forgets the datapath mapping: the next plan makes it again from the SB's datapath
+    /// bindings and groups. The rows are kept (they follow the SB by themselves).
     pub fn invalidate(&mut self) {
         self.dp_uuid.clear();
     }
 
-    fn rebuild(&mut self, sb: &Database, dp_uuid: &[Uuid]) {
-        // The old contents go first (not held alongside the new); new keys.
-        *self = FlowCache::default();
-        let lf = sb.table("Logical_Flow");
-        *self = FlowCache {
-            dp_uuid: dp_uuid.to_vec(),
-            dp_of: dp_uuid
-                .iter()
-                .enumerate()
-                .map(|(i, u)| (*u, DpId(i as u32)))
-                .collect(),
-            rows: HashMap::with_capacity_and_hasher(lf.rows.len(), Default::default()),
-            by_key: hashbrown::HashTable::with_capacity(lf.rows.len()),
-            ..FlowCache::default()
-        };
+    /// Makes the mapping for `dp_uuid` (our datapath index → SB datapath) and the SB's
+    /// datapath groups.
+    fn remap(&mut self, sb: &Database, dp_uuid: &[Uuid]) {
+        self.dp_uuid = dp_uuid.to_vec();
+        self.dp_of = dp_uuid
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (*u, DpId(i as u32)))
+            .collect();
+        self.groups.clear();
         for (&g, r) in &sb.table("Logical_DP_Group").rows {
             self.add_group(g, r);
-        }
-        for (&u, r) in &lf.rows {
-            self.add_row(sb, u, r);
         }
     }
 
@@ -887,7 +931,7 @@ impl FlowCache {
         );
     }
 
-    fn add_row(&mut self, sb: &Database, u: Uuid, r: &Row) {
+    fn add_row(&mut self, u: Uuid, r: &Row) {
         let stage = r
             .map_get("external_ids", "stage-name")
             .and_then(Stage::from_name)
@@ -895,46 +939,30 @@ impl FlowCache {
                 s.table() as i64 == r.int("table_id").unwrap_or(-1)
                     && s.pipeline().name() == r.str("pipeline")
             });
-        let dps: Option<Dps> = if let Some(d) = r
-            .get("logical_datapath")
-            .keys
-            .first()
-            .and_then(|a| a.as_uuid())
-        {
-            self.dp_of.get(&d).map(|&i| Dps::One(i))
-        } else if let Some(g) = r
-            .get("logical_dp_group")
-            .keys
-            .first()
-            .and_then(|a| a.as_uuid())
-        {
-            if !self.groups.contains_key(&g)
-                && let Some(gr) = sb.row("Logical_DP_Group", g)
-            {
-                self.add_group(g, gr);
-            }
-            // Share the group's list rather than copying it per flow.
-            match self.groups.get(&g).cloned().flatten() {
-                Some(v) if v.len() > 1 => Some(Dps::Group(v)),
-                Some(v) => v.first().map(|&d| Dps::One(d)),
-                None => None,
-            }
-        } else {
-            None
+        let first_uuid = |col| r.get(col).keys.first().and_then(|a| a.as_uuid());
+        let on = match (
+            first_uuid("logical_datapath"),
+            first_uuid("logical_dp_group"),
+        ) {
+            (Some(d), _) => Some((d, false)),
+            (None, Some(g)) => Some((g, true)),
+            (None, None) => None,
         };
-        match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), dps) {
-            (Some(stage), Ok(priority), Some(dps)) => {
+        match (stage, u16::try_from(r.int("priority").unwrap_or(-1)), on) {
+            (Some(stage), Ok(priority), Some((on, group))) => {
                 let print = self.fingerprint(stage, priority, r.str("match"), r.str("actions"));
                 let rows = &self.rows;
+                let id = Id::from(u);
                 self.by_key
-                    .insert_unique(print.0, u, |v| rows.get(v).map_or(0, |h| h.print.0));
+                    .insert_unique(print.0, id, |v| rows.get(v).map_or(0, |h| h.print.0));
                 self.rows.insert(
-                    u,
+                    id,
                     Held {
                         print,
+                        on: on.into(),
                         stage,
                         priority,
-                        dps,
+                        group,
                     },
                 );
             }
@@ -946,40 +974,90 @@ impl FlowCache {
 
     fn remove_row(&mut self, u: Uuid) {
         self.unusable.remove(&u);
-        if let Some(h) = self.rows.remove(&u)
-            && let Ok(e) = self.by_key.find_entry(h.print.0, |&v| v == u)
+        let id = Id::from(u);
+        if let Some(h) = self.rows.remove(&id)
+            && let Ok(e) = self.by_key.find_entry(h.print.0, |&v| v == id)
         {
             e.remove();
+        }
+    }
+
+    /// The datapaths (our indices) a row's flow is on, under the current mapping (`None`
+    /// for an SB datapath or group that is not ours).
+    fn dps_of(&self, h: &Held) -> Option<&[DpId]> {
+        let on = Uuid::from(h.on);
+        if h.group {
+            self.groups.get(&on)?.as_deref()
+        } else {
+            self.dp_of.get(&on).map(std::slice::from_ref)
         }
     }
 
     /// The SB rows that hold `f`, in no order.
     fn rows_of<'a>(&'a self, f: &'a Lflow) -> impl Iterator<Item = Uuid> + 'a {
         let print = self.fingerprint(f.stage, f.priority, &f.match_, &f.actions);
-        self.by_key.iter_hash(print.0).copied().filter(move |u| {
-            self.rows.get(u).is_some_and(|h| {
-                h.print == print && h.stage == f.stage && h.priority == f.priority && h.dps == f.dps
+        self.by_key
+            .iter_hash(print.0)
+            .copied()
+            .filter(move |u| {
+                self.rows.get(u).is_some_and(|h| {
+                    h.print == print
+                        && h.stage == f.stage
+                        && h.priority == f.priority
+                        && self.dps_of(h) == Some(f.dps.as_slice())
+                })
             })
-        })
+            .map(Uuid::from)
+    }
+
+    /// Takes in a session's events of a streamed `Logical_Flow` table (events of other
+    /// tables are ignored).
+    pub fn absorb(&mut self, events: Vec<StreamEvent>) {
+        for e in events {
+            if &*e.table != "Logical_Flow" {
+                continue;
+            }
+            match e.event {
+                RowEvent::Reset => {
+                    self.rows.clear();
+                    self.by_key.clear();
+                    self.unusable.clear();
+                }
+                RowEvent::Put(u, r) => {
+                    self.remove_row(u);
+                    self.add_row(u, &r);
+                }
+                RowEvent::Changed(u) => {
+                    // Changed by someone else, contents unknown: replaced at the next sync.
+                    self.remove_row(u);
+                    self.unusable.insert(u);
+                }
+                RowEvent::Deleted(u) => self.remove_row(u),
+            }
+        }
     }
 
     /// Takes in the SB changes the session reported (`(table, uuid)` of rows inserted,
-    /// modified or deleted). A change to a datapath binding or to a known datapath group
-    /// invalidates the cache (the next plan rebuilds it).
+    /// modified or deleted): logical flows of a replica that keeps them, datapath groups,
+    /// and datapath bindings (a change to one makes the next plan redo the mapping).
     pub fn apply(&mut self, sb: &Database, changes: &[(String, Uuid)]) {
-        if self.dp_uuid.is_empty() {
-            return;
-        }
         for (t, u) in changes {
             match t.as_str() {
                 "Logical_Flow" => {
                     self.remove_row(*u);
                     if let Some(r) = sb.row("Logical_Flow", *u) {
-                        self.add_row(sb, *u, r);
+                        self.add_row(*u, r);
                     }
                 }
-                "Logical_DP_Group" if self.groups.contains_key(u) => return self.invalidate(),
-                "Datapath_Binding" => return self.invalidate(),
+                "Logical_DP_Group" if !self.dp_uuid.is_empty() => {
+                    match sb.row("Logical_DP_Group", *u) {
+                        Some(r) => self.add_group(*u, r),
+                        None => {
+                            self.groups.remove(u);
+                        }
+                    }
+                }
+                "Datapath_Binding" => self.invalidate(),
                 _ => {}
             }
         }
@@ -998,7 +1076,7 @@ pub fn plan_flow_changes(
 ) -> Option<(Vec<Value>, usize, usize)> {
     let dpu: Vec<Uuid> = dp_uuid.iter().copied().collect::<Option<_>>()?;
     if cache.dp_uuid != dpu {
-        cache.rebuild(sb, &dpu);
+        cache.remap(sb, &dpu);
     }
     let group_by_set = cache.group_by_set();
     let mut ops = Vec::new();

@@ -403,13 +403,54 @@ fn changes_reach_the_same_flows_as_ovn_northd() {
             "lb-extra",
         ],
         vec!["lsp-del", "extra-1"],
+        // Someone else edits our SB's logical flows (one row's actions changed, one row
+        // deleted); the next full recompute puts them back.
+        vec!["tamper-sb"],
+        vec!["sync"],
     ];
     let log = std::sync::Mutex::new(Vec::<String>::new());
+    // Stops the daemon when the steps end, also when one fails (else the scope would wait
+    // for it forever).
+    struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
     std::thread::scope(|s| {
         let h = s.spawn(|| {
-            northd::daemon::run_until(&cfg, &stop, |l| log.lock().unwrap().push(l.to_owned()))
+            northd::daemon::run_until(&cfg, &stop, |l| {
+                eprintln!("northd: {l}");
+                log.lock().unwrap().push(l.to_owned())
+            })
         });
+        let _stop = StopOnDrop(&stop);
         for step in &steps {
+            if step[..] == ["tamper-sb"] {
+                let out = sandbox.sbctl(
+                    &sb_b,
+                    &[
+                        "--bare",
+                        "--columns=_uuid",
+                        "find",
+                        "Logical_Flow",
+                        "external_ids:stage-name=ls_in_check_port_sec",
+                    ],
+                );
+                let rows: Vec<&str> = out.split_whitespace().collect();
+                assert!(rows.len() >= 2, "too few flows to tamper with: {out:?}");
+                sandbox.sbctl(
+                    &sb_b,
+                    &[
+                        "set",
+                        "Logical_Flow",
+                        rows[0],
+                        "actions=\"reg0 = 1; drop;\"",
+                    ],
+                );
+                sandbox.sbctl(&sb_b, &["destroy", "Logical_Flow", rows[1]]);
+                continue;
+            }
             for nb in [&nb_a, &nb_b] {
                 let mut args = vec!["--timeout=120", "--wait=sb"];
                 args.extend(step.iter().copied());
@@ -454,7 +495,6 @@ fn changes_reach_the_same_flows_as_ovn_northd() {
     // added to a switch and the bare `sync` recompute in full).
     let log = log.into_inner().unwrap();
     let incremental = log.iter().filter(|l| l.contains("incrementally")).count();
-    eprintln!("{}", log.join("\n"));
     assert!(
         incremental >= 5,
         "only {incremental} incremental rounds:\n{}",

@@ -102,6 +102,17 @@ impl Stream {
             Stream::Tcp(s) => s.read(buf),
         }
     }
+    /// A read that takes only what has arrived already (`WouldBlock` when nothing has).
+    fn read_ready(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let set = |s: &Stream, on| match s {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        };
+        set(self, true)?;
+        let r = self.read(buf);
+        set(self, false)?;
+        r
+    }
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match self {
             Stream::Unix(s) => s.write_all(buf),
@@ -115,6 +126,9 @@ impl Stream {
 pub struct MonitorSpec {
     /// Table → columns (empty: all columns). No tables at all: every table of the schema.
     pub tables: BTreeMap<String, Vec<String>>,
+    /// Tables whose rows the replica does not keep but hands over as events
+    /// ([`Client::take_events`], [`crate::Database::stream_table`]).
+    pub streamed: BTreeSet<String>,
 }
 
 impl MonitorSpec {
@@ -129,6 +143,14 @@ impl MonitorSpec {
             table.to_owned(),
             columns.iter().map(|c| (*c).to_owned()).collect(),
         );
+        self
+    }
+
+    /// Streams `table` (which the monitor must cover): its rows are not kept in the
+    /// replica but handed over as events, for a reader that keeps its own digest of a large
+    /// table.
+    pub fn streamed(mut self, table: &str) -> MonitorSpec {
+        self.streamed.insert(table.to_owned());
         self
     }
 
@@ -311,6 +333,9 @@ impl Client {
     /// received bytes, and reported as [`Incoming::Applied`].
     fn recv(&mut self, deadline: Instant) -> Result<Option<Incoming>> {
         let mut buf = [0u8; 64 * 1024];
+        // Once the deadline has passed, what the socket holds already is still read (once
+        // per call): a zero timeout means "no waiting", not "ignore what has arrived".
+        let mut looked = false;
         loop {
             let frame = match self.decoder.next_frame() {
                 Ok(f) => f,
@@ -365,15 +390,21 @@ impl Client {
                 )));
             };
             let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            // A zero read timeout means "block forever" to the OS: wait at least 1 ms.
-            let wait = (deadline - now).max(Duration::from_millis(1));
-            if let Err(e) = s.set_read_timeout(Some(wait)) {
-                return Err(self.dead(format!("set timeout: {e}")));
-            }
-            match s.read(&mut buf) {
+            let read = if now >= deadline {
+                if looked {
+                    return Ok(None);
+                }
+                looked = true;
+                s.read_ready(&mut buf)
+            } else {
+                // A zero read timeout means "block forever" to the OS: wait at least 1 ms.
+                let wait = (deadline - now).max(Duration::from_millis(1));
+                if let Err(e) = s.set_read_timeout(Some(wait)) {
+                    return Err(self.dead(format!("set timeout: {e}")));
+                }
+                s.read(&mut buf)
+            };
+            match read {
                 Ok(0) => return Err(self.dead("connection closed by server".into())),
                 Ok(n) => self.decoder.feed(&buf[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
@@ -566,11 +597,20 @@ impl Client {
             MonitorKind::Plain => "monitor",
         };
         let initial = self.call(method, json!([db, id, requests]))?;
+        let mut replica = Database::new(schema);
+        for t in &spec.streamed {
+            if requests.get(t).is_none() {
+                return Err(Error::syntax(format!(
+                    "monitor: streamed table {t:?} not monitored"
+                )));
+            }
+            replica.stream_table(t)?;
+        }
         let mut mon = Monitor {
             id,
             db: db.to_owned(),
             kind,
-            replica: Database::new(schema),
+            replica,
         };
         apply(&mut mon, &initial, &mut self.changes)?;
         self.generation += 1;
@@ -588,7 +628,16 @@ impl Client {
         self.monitor.as_ref().map(|m| &m.replica)
     }
 
-    /// Takes the replica out, ending the monitor on this side.
+    /// The streamed tables' events since the last call ([`MonitorSpec::streamed`]).
+    pub fn take_events(&mut self) -> Vec<crate::db::StreamEvent> {
+        self.monitor
+            .as_mut()
+            .map(|m| m.replica.take_events())
+            .unwrap_or_default()
+    }
+
+    /// Takes the replica out, ending the monitor on this side (with the streamed tables'
+    /// events not yet taken).
     pub fn take_replica(&mut self) -> Option<Database> {
         self.monitor.take().map(|m| m.replica)
     }
@@ -651,7 +700,11 @@ fn apply(mon: &mut Monitor, updates: &Value, changes: &mut BTreeSet<(String, Uui
                 .apply_tables(&Value::Object(rows_by_table), UpdateKind::Values)?;
         }
     }
-    changes.extend(touched);
+    changes.extend(
+        touched
+            .into_iter()
+            .filter(|(t, _)| !mon.replica.is_streamed(t)),
+    );
     Ok(())
 }
 

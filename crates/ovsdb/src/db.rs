@@ -8,6 +8,11 @@
 //! stage name and datapath repeat across thousands of rows). `update2` bodies can be applied
 //! from their text row by row ([`Database::apply_update2_text`]) without a tree of the whole
 //! body.
+//!
+//! A table can be *streamed* instead of kept ([`Database::stream_table`]): its updates are
+//! queued as [`StreamEvent`]s for a reader that keeps its own digest of the rows (northd's
+//! record of the SB logical flows: a fingerprint per row where the replica would hold the
+//! text), and the replica holds none of its rows.
 
 use crate::datum::Datum;
 use crate::schema::{DatabaseSchema, TableSchema};
@@ -325,13 +330,41 @@ pub enum UpdateKind {
     Diff,
 }
 
+/// What happened to a row of a streamed table ([`Database::stream_table`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowEvent {
+    /// Forget every row of the table known so far; the rows it holds follow as `Put`s (the
+    /// first event of a new replica, after a reconnect for example).
+    Reset,
+    /// The row now holds exactly these values (inserted, or replaced whole).
+    Put(Uuid, Row),
+    /// The row changed, but the update carried only a diff, which a replica that does not
+    /// hold the row cannot apply: its contents are unknown here.
+    Changed(Uuid),
+    /// The row was deleted.
+    Deleted(Uuid),
+}
+
+/// A [`RowEvent`] of a streamed table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEvent {
+    /// The table.
+    pub table: Arc<str>,
+    /// What happened.
+    pub event: RowEvent,
+}
+
 /// A database replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Database {
     /// The schema.
     pub schema: DatabaseSchema,
-    /// Table name → rows (every schema table present).
+    /// Table name → rows (every schema table present; a streamed table stays empty).
     pub tables: BTreeMap<String, Table>,
+    /// The streamed tables, by name.
+    streamed: BTreeMap<String, Arc<str>>,
+    /// Their events not yet taken, in arrival order.
+    events: Vec<StreamEvent>,
 }
 
 impl Database {
@@ -342,7 +375,48 @@ impl Database {
             .keys()
             .map(|t| (t.clone(), Table::default()))
             .collect();
-        Database { schema, tables }
+        Database {
+            schema,
+            tables,
+            streamed: BTreeMap::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Streams `table` from now on: its rows are not kept but handed over as events
+    /// ([`Database::take_events`]), starting with a [`RowEvent::Reset`] and a
+    /// [`RowEvent::Put`] for each row the table held. An unknown table is an error.
+    pub fn stream_table(&mut self, table: &str) -> Result<()> {
+        if !self.schema.tables.contains_key(table) {
+            return Err(Error::syntax(format!("unknown table {table:?}")));
+        }
+        if self.streamed.contains_key(table) {
+            return Ok(());
+        }
+        let name: Arc<str> = table.into();
+        self.streamed.insert(table.to_owned(), name.clone());
+        let event = |event| StreamEvent {
+            table: name.clone(),
+            event,
+        };
+        self.events.push(event(RowEvent::Reset));
+        if let Some(t) = self.tables.get_mut(table) {
+            for (u, r) in std::mem::take(&mut t.rows) {
+                let r = Arc::try_unwrap(r).unwrap_or_else(|r| (*r).clone());
+                self.events.push(event(RowEvent::Put(u, r)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `table` is streamed.
+    pub fn is_streamed(&self, table: &str) -> bool {
+        self.streamed.contains_key(table)
+    }
+
+    /// The streamed tables' events since the last call, in arrival order.
+    pub fn take_events(&mut self) -> Vec<StreamEvent> {
+        std::mem::take(&mut self.events)
     }
 
     /// A table's rows (an empty table for unknown names).
@@ -379,6 +453,13 @@ impl Database {
                 .map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
             full.cols.insert(c.to_owned(), d);
         }
+        if let Some(name) = self.streamed.get(table) {
+            self.events.push(StreamEvent {
+                table: name.clone(),
+                event: RowEvent::Put(uuid, full),
+            });
+            return Ok(());
+        }
         t.rows.insert(uuid, Arc::new(full));
         Ok(())
     }
@@ -397,6 +478,16 @@ impl Database {
             .tables
             .get(table)
             .ok_or_else(|| Error::syntax(format!("unknown table {table:?}")))?;
+        if let Some(name) = self.streamed.get(table) {
+            let fresh = self.tables.entry(table.to_owned()).or_default().new_row(ts);
+            let event = stream_event(ts, fresh, uuid, new, kind)
+                .map_err(|e| Error::syntax(format!("{table}: {e}")))?;
+            self.events.push(StreamEvent {
+                table: name.clone(),
+                event,
+            });
+            return Ok(());
+        }
         let t = self.tables.entry(table.to_owned()).or_default();
         let Some(new) = new else {
             t.rows.remove(&uuid);
@@ -491,7 +582,8 @@ impl Database {
 
     /// [`Database::apply_update2`] on the body's JSON text, one row at a time: no tree of
     /// the whole body is built (an `update2` for 20,000 inserted rows is tens of MB as a
-    /// `Value`). `touched` receives each row's (table, uuid).
+    /// `Value`). `touched` receives each kept row's (table, uuid) (a streamed table's rows
+    /// become events instead).
     pub fn apply_update2_text(
         &mut self,
         text: &str,
@@ -501,10 +593,13 @@ impl Database {
         let tables: BTreeMap<String, BTreeMap<String, &RawValue>> = serde_json::from_str(text)
             .map_err(|e| Error::syntax(format!("update2 is not an object of objects: {e}")))?;
         for (table, rows) in tables {
+            let streamed = self.is_streamed(&table);
             for (u, r) in rows {
                 let r: Value = serde_json::from_str(r.get())?;
                 let uuid = self.apply_update2_row(&table, &u, &r)?;
-                touched(&table, uuid);
+                if !streamed {
+                    touched(&table, uuid);
+                }
             }
         }
         Ok(())
@@ -516,7 +611,10 @@ impl Database {
             .as_object()
             .ok_or_else(|| Error::syntax("row update is not an object"))?;
         if let Some(row) = r.get("initial").or_else(|| r.get("insert")) {
-            self.apply_row(table, uuid, None, UpdateKind::Values)?;
+            // The row as a whole (a streamed table's `Put` replaces whatever was known).
+            if !self.is_streamed(table) {
+                self.apply_row(table, uuid, None, UpdateKind::Values)?;
+            }
             self.apply_row(table, uuid, Some(row), UpdateKind::Values)?;
         } else if let Some(row) = r.get("modify") {
             self.apply_row(table, uuid, Some(row), UpdateKind::Diff)?;
@@ -529,6 +627,42 @@ impl Database {
         }
         Ok(uuid)
     }
+}
+
+/// The event for an update of a streamed table's row (`row`: the table's defaults): a whole
+/// row is parsed and checked as a kept row would be; a diff cannot be applied without the
+/// row.
+fn stream_event(
+    ts: &TableSchema,
+    mut row: Row,
+    uuid: Uuid,
+    new: Option<&Value>,
+    kind: UpdateKind,
+) -> Result<RowEvent> {
+    let Some(new) = new else {
+        return Ok(RowEvent::Deleted(uuid));
+    };
+    let cols = new
+        .as_object()
+        .ok_or_else(|| Error::syntax(format!("row {uuid} is not an object")))?;
+    if kind == UpdateKind::Diff {
+        return Ok(RowEvent::Changed(uuid));
+    }
+    let layout = row.cols.layout().clone();
+    let mut parsed = Vec::with_capacity(cols.len());
+    for (c, v) in cols {
+        let (Some(ct), Some(i)) = (ts.columns.get(c), layout.index(c)) else {
+            if c.starts_with('_') {
+                continue;
+            }
+            return Err(Error::syntax(format!("unknown column {c}")));
+        };
+        let d = Datum::from_json(v, ct).map_err(|e| Error::syntax(format!("{c}: {e}")))?;
+        parsed.push((i, Arc::new(d)));
+    }
+    parsed.sort_by_key(|p| p.0);
+    row.cols.set_all(parsed.into_iter());
+    Ok(RowEvent::Put(uuid, row))
 }
 
 #[cfg(test)]
@@ -601,5 +735,61 @@ mod tests {
         d.insert_row("R", Uuid(3), want).unwrap();
         assert_eq!(d.row("R", Uuid(3)).unwrap(), &r);
         assert_eq!(r.to_json(&d.schema.tables["R"]), json!({"s": "x"}));
+    }
+
+    #[test]
+    fn a_streamed_table_hands_its_rows_over_as_events() {
+        let mut d = db();
+        let (a, b) = (Uuid(1), Uuid(2));
+        d.apply_row("R", a, Some(&json!({"n": 1})), UpdateKind::Values)
+            .unwrap();
+        d.stream_table("R").unwrap();
+        assert!(d.stream_table("nope").is_err());
+        assert!(d.table("R").rows.is_empty(), "the rows held become events");
+        let ev = |e| StreamEvent {
+            table: "R".into(),
+            event: e,
+        };
+        let row = |v: Value| {
+            let mut o = db();
+            o.apply_row("R", Uuid(9), Some(&v), UpdateKind::Values)
+                .unwrap();
+            o.row("R", Uuid(9)).unwrap().clone()
+        };
+        assert_eq!(
+            d.take_events(),
+            [
+                ev(RowEvent::Reset),
+                ev(RowEvent::Put(a, row(json!({"n": 1}))))
+            ]
+        );
+        let mut touched = Vec::new();
+        d.apply_update2_text(
+            r#"{"R": {"00000000-0000-0000-0000-000000000002": {"insert": {"s": "x", "n": 2}},
+                      "00000000-0000-0000-0000-000000000001": {"modify": {"n": 3}}}}"#,
+            |t, u| touched.push((t.to_owned(), u)),
+        )
+        .unwrap();
+        d.apply_update2(&json!({"R": {"00000000-0000-0000-0000-000000000002": {"delete": null}}}))
+            .unwrap();
+        assert!(
+            touched.is_empty(),
+            "streamed rows are not reported as changed"
+        );
+        assert!(d.table("R").rows.is_empty());
+        assert_eq!(
+            d.take_events(),
+            [
+                ev(RowEvent::Changed(a)),
+                ev(RowEvent::Put(b, row(json!({"s": "x", "n": 2})))),
+                ev(RowEvent::Deleted(b)),
+            ]
+        );
+        // A bad row is an error and no event.
+        assert!(
+            d.apply_row("R", b, Some(&json!({"n": "x"})), UpdateKind::Values)
+                .is_err()
+        );
+        assert!(d.take_events().is_empty());
     }
 }

@@ -39,7 +39,7 @@ pub mod uuid;
 
 pub use client::{Client, MonitorSpec};
 pub use datum::{Atom, Datum};
-pub use db::{Database, Row, Table};
+pub use db::{Database, Row, RowEvent, StreamEvent, Table};
 pub use schema::{AtomicType, BaseType, ColumnType, DatabaseSchema, TableSchema};
 pub use session::{Backoff, Session};
 pub use uuid::Uuid;

@@ -22,7 +22,7 @@
 //! no unsafe
 
 use crate::client::{Client, MonitorSpec};
-use crate::db::Database;
+use crate::db::{Database, StreamEvent};
 use crate::{Error, Result, Uuid};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -82,6 +82,8 @@ pub struct Session {
     /// The replica while disconnected (the last one the dead client had).
     stale: Option<Database>,
     changes: BTreeSet<(String, Uuid)>,
+    /// Streamed tables' events taken from a client that went away.
+    events: Vec<StreamEvent>,
     delay: Duration,
     next_attempt: Option<Instant>,
     connects: u64,
@@ -112,6 +114,7 @@ impl Session {
             client: None,
             stale: None,
             changes: BTreeSet::new(),
+            events: Vec::new(),
             delay: backoff.initial,
             next_attempt: None,
             connects: 0,
@@ -187,6 +190,15 @@ impl Session {
         std::mem::take(&mut self.changes).into_iter().collect()
     }
 
+    /// The streamed tables' events since the last call, in order ([`MonitorSpec::streamed`]):
+    /// after a reconnect, the new replica's [`crate::db::RowEvent::Reset`] and its rows.
+    pub fn take_events(&mut self) -> Vec<StreamEvent> {
+        if let Some(c) = self.client.as_mut() {
+            self.events.extend(c.take_events());
+        }
+        std::mem::take(&mut self.events)
+    }
+
     /// Runs a transaction on the monitored database (not retried: on a connection loss it
     /// fails with [`Error::Disconnected`] and the next [`Session::poll`] reconnects).
     pub fn transact(&mut self, ops: Vec<Value>) -> Result<Vec<Value>> {
@@ -210,6 +222,7 @@ impl Session {
     fn lost(&mut self, why: String) {
         if let Some(mut c) = self.client.take() {
             self.changes.extend(c.take_changes());
+            self.events.extend(c.take_events());
             if let Some(db) = c.take_replica() {
                 self.stale = Some(db);
             }

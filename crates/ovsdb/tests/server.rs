@@ -8,8 +8,9 @@
 use ovsdb::client::MonitorKind;
 use ovsdb::db::UpdateKind;
 use ovsdb::session::Backoff;
-use ovsdb::{Client, Database, Error, MonitorSpec, Session, Uuid};
+use ovsdb::{Client, Database, Error, MonitorSpec, Row, RowEvent, Session, StreamEvent, Uuid};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -413,6 +414,41 @@ fn session_reconnects_and_rebuilds_the_replica() {
         s.poll(Duration::from_millis(100)).unwrap();
     }
     s.take_changes();
+    // A second session streams the bridges instead of keeping them; a record folded from
+    // its events (`None`: changed, contents unknown) follows the kept replica.
+    let mut st = Session::new(&server.target(), vs, MonitorSpec::all().streamed("Bridge"))
+        .with_backoff(Backoff {
+            initial: Duration::from_millis(10),
+            max: Duration::from_millis(80),
+        });
+    let mut record: BTreeMap<Uuid, Option<Row>> = BTreeMap::new();
+    let fold = |rec: &mut BTreeMap<Uuid, Option<Row>>, evs: Vec<StreamEvent>| {
+        for e in evs {
+            assert_eq!(&*e.table, "Bridge");
+            match e.event {
+                RowEvent::Reset => rec.clear(),
+                RowEvent::Put(u, r) => drop(rec.insert(u, Some(r))),
+                RowEvent::Changed(u) => drop(rec.insert(u, None)),
+                RowEvent::Deleted(u) => drop(rec.remove(&u)),
+            }
+        }
+    };
+    let kept = |s: &Session| -> BTreeMap<Uuid, Option<Row>> {
+        let t = &s.replica().unwrap().table("Bridge").rows;
+        t.iter().map(|(u, r)| (*u, Some((**r).clone()))).collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while record.len() < 2 {
+        assert!(Instant::now() < deadline, "streamed bridges did not arrive");
+        st.poll(Duration::from_millis(100)).unwrap();
+        fold(&mut record, st.take_events());
+    }
+    assert_eq!(record, kept(&s));
+    assert!(st.replica().unwrap().table("Bridge").rows.is_empty());
+    assert!(
+        st.take_changes().iter().all(|(t, _)| t != "Bridge"),
+        "streamed rows are events, not changes"
+    );
 
     // The server dies; the database changes behind the session's back.
     server.kill();
@@ -449,6 +485,19 @@ fn session_reconnects_and_rebuilds_the_replica() {
         );
         s.poll(Duration::from_millis(100)).expect("poll");
     }
+    // The streaming session starts over from the new replica: a reset, then every row.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while st.connects() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no reconnect of the streaming session"
+        );
+        st.poll(Duration::from_millis(100)).expect("poll");
+    }
+    let evs = st.take_events();
+    assert!(evs.iter().any(|e| e.event == RowEvent::Reset), "{evs:?}");
+    fold(&mut record, evs);
+    assert_eq!(record, kept(&s), "streamed record after the reconnect");
     let db = s.replica().unwrap();
     let names: Vec<&str> = db
         .table("Bridge")
@@ -507,6 +556,17 @@ fn session_reconnects_and_rebuilds_the_replica() {
         s.poll(Duration::from_millis(100)).unwrap();
     }
     assert_eq!(s.take_changes(), [("Bridge".to_owned(), b2)]);
+    // The streamed side learns that br2 changed, not how (an `update2` diff).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while record.get(&b2).is_some_and(Option::is_some) {
+        assert!(Instant::now() < deadline, "streamed update did not arrive");
+        st.poll(Duration::from_millis(100)).unwrap();
+        fold(&mut record, st.take_events());
+    }
+    assert_eq!(
+        record.keys().collect::<Vec<_>>(),
+        kept(&s).keys().collect::<Vec<_>>()
+    );
     let fresh = fresh_read(s.client().expect("connected"), vs);
     assert_same("session replica vs select", s.replica().unwrap(), &fresh);
     let file = ovsdb::file::read(server.db_path()).expect("read db file");
