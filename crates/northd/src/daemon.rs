@@ -48,6 +48,9 @@ pub struct Round {
     pub deleted: usize,
     /// The items re-run when the round was incremental (`None`: a full recompute).
     pub incremental_items: Option<usize>,
+    /// Whether the round's last SB transaction also set `SB_Global.nb_cfg` (so the
+    /// `nb_cfg` handshake has only the NB side left).
+    pub sb_nb_cfg: bool,
 }
 
 /// What the daemon knows of the SB between rounds: its logical flows and the indexes of
@@ -116,6 +119,8 @@ pub fn run_until(
     // as ovn-northd writes it: `ovn-nbctl --print-wait-time` prints it as the delay before
     // processing).
     let mut started_ms = now_ms();
+    // The `nb_cfg` the last round wrote to `SB_Global` itself, if it did.
+    let mut sb_has_nb_cfg: Option<i64> = None;
     loop {
         let _ = nb
             .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
@@ -170,7 +175,7 @@ pub fn run_until(
                 &mut sbs,
                 &mut cache,
                 &mut engine,
-                &changes,
+                (&changes, nb_cfg),
                 &mut log,
             ) {
                 Ok(r) => r,
@@ -207,10 +212,17 @@ pub fn run_until(
                 phases.join(", ")
             ));
             dirty = false;
+            sb_has_nb_cfg = round.sb_nb_cfg.then_some(nb_cfg);
         }
         if nb_cfg != sb_cfg {
-            handshake(&mut nb, &mut sbs, nb_cfg, started_ms)
-                .map_err(|e| format!("nb_cfg handshake: {e}"))?;
+            handshake(
+                &mut nb,
+                &mut sbs,
+                nb_cfg,
+                started_ms,
+                sb_has_nb_cfg == Some(nb_cfg),
+            )
+            .map_err(|e| format!("nb_cfg handshake: {e}"))?;
         }
         // Work off the change's path: free the replaced context, index the SB's bindings
         // for the next incremental round.
@@ -230,7 +242,7 @@ fn compute_and_sync(
     sbs: &mut Session,
     cache: &mut SbKnown,
     engine: &mut incr::Engine,
-    nb_changes: &[(String, ovsdb::Uuid)],
+    (nb_changes, nb_cfg): (&[(String, ovsdb::Uuid)], i64),
     log: &mut impl FnMut(&str),
 ) -> Result<Round, String> {
     let t0 = Instant::now();
@@ -323,7 +335,8 @@ fn compute_and_sync(
     cache.take_in(sbs);
     let sbdb = sbs.replica().ok_or("SB not connected")?;
     let mut round = Round::default();
-    let txns: Box<dyn Iterator<Item = Vec<serde_json::Value>>> =
+    // The round's transactions, and how many there are.
+    let (txns, n_txns): (Box<dyn Iterator<Item = Vec<serde_json::Value>>>, usize) =
         match engine.incremental(ctx, nb_changes) {
             Ok((flow_changes, items)) => {
                 mark("items");
@@ -365,7 +378,8 @@ fn compute_and_sync(
                     None => {}
                 }
                 round.sync = bindings + t3.elapsed();
-                Box::new(txns.into_iter())
+                let n = txns.len();
+                (Box::new(txns.into_iter()), n)
             }
             Err((ctx, why)) => {
                 if !nb_changes.is_empty() && !why.starts_with("no previous") {
@@ -390,13 +404,21 @@ fn compute_and_sync(
                 round.added = plan.flows_added;
                 round.deleted = plan.flows_deleted;
                 round.sync = bindings + t3.elapsed();
-                Box::new(plan.into_txns())
+                let n = plan.n_txns();
+                (Box::new(plan.into_txns()), n)
             }
         };
     round.compute = compute;
     let t4 = Instant::now();
     let mut failed = None;
-    for txn in txns {
+    // The `nb_cfg` this round answers goes to `SB_Global` with the round's last transaction
+    // (a transaction less before `ovn-nbctl --wait=sb` returns; readers of the SB see the
+    // new `nb_cfg` only with the last of the round's changes).
+    for (i, mut txn) in txns.enumerate() {
+        if i + 1 == n_txns {
+            txn.push(sb_nb_cfg_op(nb_cfg));
+            round.sb_nb_cfg = true;
+        }
         let r = sbs.transact(txn);
         cache.take_in(sbs);
         if let Err(e) = r {
@@ -428,16 +450,24 @@ fn ensure_sb_global(sbs: &mut Session) -> Result<(), String> {
     Ok(())
 }
 
+/// The operation that sets `SB_Global.nb_cfg`.
+fn sb_nb_cfg_op(nb_cfg: i64) -> serde_json::Value {
+    json!({"op": "update", "table": "SB_Global", "where": [], "row": {"nb_cfg": nb_cfg}})
+}
+
+/// Tells `ovn-nbctl --wait=sb` that the SB reflects `nb_cfg`: `SB_Global.nb_cfg` (unless the
+/// round's last transaction set it already, `sb_done`), then `NB_Global.sb_cfg`.
 fn handshake(
     nb: &mut Session,
     sbs: &mut Session,
     nb_cfg: i64,
     started_ms: i64,
+    sb_done: bool,
 ) -> ovsdb::Result<()> {
     let ts = now_ms();
-    sbs.transact(vec![
-        json!({"op": "update", "table": "SB_Global", "where": [], "row": {"nb_cfg": nb_cfg}}),
-    ])?;
+    if !sb_done {
+        sbs.transact(vec![sb_nb_cfg_op(nb_cfg)])?;
+    }
     nb.transact(vec![
         json!({"op": "update", "table": "NB_Global", "where": [],
         "row": {"sb_cfg": nb_cfg, "sb_cfg_timestamp": ts, "nb_cfg_timestamp": started_ms}}),
