@@ -280,6 +280,35 @@ fn packets_flow_through_ports_configured_with_ovs_tools() {
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+    // `coverage/show` counts the megaflows installed (udp and tcp from p1, udp from p2),
+    // the ports added, the configurations applied and the control requests, once a 5 s
+    // sample has run.
+    let t0 = Instant::now();
+    let total = |text: &str, name: &str| -> Option<u64> {
+        let l = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))?;
+        l.rsplit("total: ").next()?.parse().ok()
+    };
+    let cov = loop {
+        let cov = env.ok(&["ovs-appctl", "coverage/show"]);
+        if total(&cov, "dpif_flow_put") == Some(3) {
+            break cov;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(12),
+            "coverage never showed 3 megaflows:\n{cov}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(total(&cov, "dpif_port_add") >= Some(3), "{cov}");
+    assert!(total(&cov, "bridge_reconfigure") >= Some(1), "{cov}");
+    assert!(total(&cov, "unixctl_received") >= Some(5), "{cov}");
+    assert_eq!(
+        env.ok(&["ovs-appctl", "coverage/read-counter", "dpif_flow_put"])
+            .trim(),
+        "3"
+    );
     env.ok(&["ovs-appctl", "exit"]);
 }
 

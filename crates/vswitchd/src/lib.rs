@@ -26,6 +26,8 @@
 //!   rate-limited per-packet messages, a log file).
 //! * [`metrics`]: Prometheus text on a loopback HTTP endpoint, read from the live counters
 //!   at scrape time.
+//! * [`coverage`]: `coverage/show` and `coverage/read-counter`: named events with their
+//!   rates over 5 s, a minute and an hour, sampled every 5 s by a thread of [`service`].
 //! * [`service`]: one daemon process from start to exit (what `flowswitch vswitchd` runs).
 //! * [`rundir`]: the run directory, pidfile and `--detach`.
 //! * [`writeback`]: what the daemon writes back to the database (`ofport`, `error`,
@@ -36,12 +38,13 @@
 //! # Threads
 //!
 //! The main thread owns the OVSDB session and the configuration; the OpenFlow listeners and
-//! connections and the unixctl server run on their own threads and reach a bridge only
+//! connections, the unixctl server and the coverage sampler run on their own threads and reach a bridge only
 //! through `upcall::handler::SharedBridge` (lock-free reads, double-buffered writes) and the
 //! shared registries in [`bridges`]; no lock is held across a socket read or write.
 
 pub mod bridges;
 pub mod config;
+pub mod coverage;
 pub mod daemon;
 pub mod dp;
 pub mod logging;

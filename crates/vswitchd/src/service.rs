@@ -8,7 +8,7 @@
 //! or `ovs-appctl exit`: listeners closed and their sockets removed, the pidfile last.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::Context;
 use tracing::info;
@@ -110,6 +110,9 @@ struct Running {
     dps: Arc<Mutex<Datapaths>>,
     unixctl: Server,
     _metrics: Option<MetricsServer>,
+    /// The configuration events counted for `coverage/show`.
+    events: Arc<DaemonEvents>,
+    _coverage: CoverageRun,
     _log: LogHandle,
     _private_db: Option<PrivateDb>,
     _pidfile: Option<Pidfile>,
@@ -323,6 +326,11 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
     let dps = Arc::new(Mutex::new(Datapaths::new(&daemon.config().knobs)));
     crate::verbs::register_datapath_verbs(&unixctl, &dps);
     crate::verbs::register_bridge_verbs(&unixctl, &switch);
+    let events = Arc::new(DaemonEvents::default());
+    let coverage = CoverageRun::start(
+        &unixctl,
+        coverage_totals(events.clone(), unixctl.registry().clone(), dps.clone()),
+    );
     let metrics = match opts.metrics {
         Some(addr) => {
             let m = MetricsServer::bind(addr, false, collector(&switch, &dps))
@@ -349,6 +357,8 @@ fn start(opts: &ServeOptions) -> anyhow::Result<Running> {
         dps,
         unixctl,
         _metrics: metrics,
+        events,
+        _coverage: coverage,
         _log: log,
         _private_db: private_db,
         _pidfile: pidfile,
@@ -368,8 +378,10 @@ impl Running {
         let mut strict = self.strict_ports;
         let mut failure = None;
         let exit_flag = self.daemon.exit_flag();
+        let counted = self.events.clone();
         self.daemon.run_with(
-            |d, _| {
+            |d, events| {
+                counted.applied(events);
                 if let Some((bridge, text)) = flows.take() {
                     match d.bridges().map.get(&bridge) {
                         Some(rb) => {
@@ -550,4 +562,121 @@ fn collector(switch: &Arc<Switch>, dps: &Arc<Mutex<Datapaths>>) -> crate::metric
         }
         fams
     })
+}
+
+/// Configuration events for `coverage/show`, counted by the main loop as it applies them.
+#[derive(Debug, Default)]
+struct DaemonEvents {
+    reconfigures: AtomicU64,
+    ports_added: AtomicU64,
+    ports_removed: AtomicU64,
+}
+
+impl DaemonEvents {
+    fn applied(&self, events: &[crate::bridges::Event]) {
+        use crate::bridges::Event;
+        self.reconfigures.fetch_add(1, Ordering::Relaxed);
+        for e in events {
+            match e {
+                Event::PortAdded { .. } => self.ports_added.fetch_add(1, Ordering::Relaxed),
+                Event::PortRemoved { .. } => self.ports_removed.fetch_add(1, Ordering::Relaxed),
+                _ => 0,
+            };
+        }
+    }
+}
+
+/// The coverage events' totals now: what each of [`crate::coverage::EVENTS`] counts.
+type Totals = Box<dyn Fn() -> Vec<(&'static str, u64)> + Send>;
+
+fn coverage_totals(
+    events: Arc<DaemonEvents>,
+    unixctl: Arc<crate::unixctl::Registry>,
+    dps: Arc<Mutex<Datapaths>>,
+) -> Totals {
+    Box::new(move || {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (mut installed, mut limit_hits, mut upcall_failed) = (0, 0, 0);
+        for (_, dp) in lock(&dps).iter() {
+            if let Some(c) = dp.upcall_counters() {
+                installed += c.installed;
+                limit_hits += c.flow_limit_hits;
+            }
+            if let Some(s) = dp.snapshot() {
+                upcall_failed += s.stats.upcall_failed;
+            }
+        }
+        let (added, removed) = (get(&events.ports_added), get(&events.ports_removed));
+        vec![
+            // A configuration from the database applied to the bridges.
+            ("bridge_reconfigure", get(&events.reconfigures)),
+            // An OpenFlow port added or removed.
+            ("ofproto_update_port", added + removed),
+            ("dpif_port_add", added),
+            ("dpif_port_del", removed),
+            // A megaflow installed by an upcall.
+            ("dpif_flow_put", installed),
+            // An upcall's megaflow not installed: the datapath was at its flow limit.
+            ("upcall_flow_limit_hit", limit_hits),
+            // A packet dropped because its upcall failed.
+            ("datapath_drop_upcall_error", upcall_failed),
+            // A control request run, and answered.
+            ("unixctl_received", get(&unixctl.received)),
+            ("unixctl_replied", get(&unixctl.replied)),
+        ]
+    })
+}
+
+/// The thread that samples the coverage events every [`crate::coverage::INTERVAL`] (OVS's
+/// main loop runs `coverage_run` as often), and the verbs that read them.
+struct CoverageRun {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CoverageRun {
+    fn start(unixctl: &Server, totals: Totals) -> CoverageRun {
+        use crate::coverage::{Coverage, INTERVAL};
+        let cov = Arc::new(Mutex::new(Coverage::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let c = cov.clone();
+        unixctl.register("coverage/show", "", 0, 0, move |_| {
+            Ok(c.lock().unwrap_or_else(|e| e.into_inner()).show())
+        });
+        let c = cov.clone();
+        unixctl.register("coverage/read-counter", "COUNTER", 1, 1, move |a| {
+            let total = c.lock().unwrap_or_else(|e| e.into_inner()).total(&a[0]);
+            total
+                .map(|t| format!("{t}\n"))
+                .ok_or_else(|| "No such counter".to_owned())
+        });
+        let (c, flag) = (cov, stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("coverage".into())
+            .spawn(move || {
+                let mut next = std::time::Instant::now() + INTERVAL;
+                while !flag.load(Ordering::Relaxed) {
+                    let now = std::time::Instant::now();
+                    if now < next {
+                        std::thread::sleep((next - now).min(std::time::Duration::from_millis(100)));
+                        continue;
+                    }
+                    next += INTERVAL;
+                    let t = totals();
+                    c.lock().unwrap_or_else(|e| e.into_inner()).sample(&t);
+                }
+            })
+            .map_err(|e| warn!(target: "vswitchd", "coverage sampler not started: {e}"))
+            .ok();
+        CoverageRun { stop, thread }
+    }
+}
+
+impl Drop for CoverageRun {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

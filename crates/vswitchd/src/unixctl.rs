@@ -99,6 +99,10 @@ struct Command {
 #[derive(Default)]
 pub struct Registry {
     commands: RwLock<BTreeMap<String, Command>>,
+    /// Requests run ([`Registry::execute`] calls): OVS's `unixctl_received` event.
+    pub received: std::sync::atomic::AtomicU64,
+    /// Replies made (result or error): OVS's `unixctl_replied`.
+    pub replied: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Registry {
@@ -159,6 +163,14 @@ impl Registry {
     /// Runs command `method` with `params` as OVS's `process_command` does: the reply text
     /// or the error text (without the trailing newline the wire form adds).
     pub fn execute(&self, method: &str, params: &[Value]) -> Result<String, String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.received.fetch_add(1, Relaxed);
+        let reply = self.run(method, params);
+        self.replied.fetch_add(1, Relaxed);
+        reply
+    }
+
+    fn run(&self, method: &str, params: &[Value]) -> Result<String, String> {
         let handler = {
             let commands = self.read();
             let Some(cmd) = commands.get(method) else {

@@ -365,3 +365,47 @@ fn shutdown_is_prompt_with_idle_clients_and_many_clients_are_served() {
     assert!(closed_by_server(&mut partial));
     drop(idle);
 }
+
+/// `coverage/show` lines as real `ovs-vswitchd` prints them: each event line re-made from its
+/// parsed name, rates and total by our formatter is the same line, byte for byte.
+#[test]
+fn coverage_lines_have_ovs_layout() {
+    if !have_appctl() {
+        return;
+    }
+    let ovs = OvsSandbox::start(1).expect("start OVS sandbox");
+    // Events appear once OVS's first 5 s sample has run.
+    let t0 = std::time::Instant::now();
+    let theirs = loop {
+        let t = ovs.appctl(&["coverage/show"]).expect("coverage/show");
+        if t.lines().count() > 5 || t0.elapsed() > Duration::from_secs(12) {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let mut lines = theirs.lines();
+    let head = lines.next().unwrap_or_default();
+    let ours = vswitchd::coverage::Coverage::default().show();
+    let our_head = ours.lines().next().unwrap_or_default();
+    let cut = |l: &str| l.split("hash=").next().unwrap_or_default().to_owned();
+    assert_eq!(cut(our_head), cut(head), "OVS:\n{theirs}");
+    let mut events = 0;
+    for l in lines {
+        if let Some(n) = l.strip_suffix(" events never hit") {
+            assert!(n.parse::<u32>().is_ok(), "{l}");
+            continue;
+        }
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let rate = |i: usize| -> f64 { w[i].trim_end_matches("/sec").parse().unwrap() };
+        let total: u64 = w[w.len() - 1].parse().unwrap();
+        let remade = vswitchd::coverage::line(w[0], [rate(1), rate(2), rate(3)], total);
+        assert_eq!(remade, l, "OVS:\n{theirs}");
+        events += 1;
+    }
+    assert!(events > 3, "too few events to compare:\n{theirs}");
+    let never = ours.lines().last().unwrap_or_default();
+    assert_eq!(
+        never,
+        format!("{} events never hit", vswitchd::coverage::EVENTS.len())
+    );
+}

@@ -636,6 +636,11 @@ impl Datapath {
             .map(|r| r.udpif().show(dp))
             .unwrap_or_default()
     }
+
+    /// The upcall handler's counters (`None` before the datapath runs).
+    pub fn upcall_counters(&self) -> Option<upcall::udpif::UpcallCountersSnapshot> {
+        self.reval.as_ref().map(|r| r.udpif().counters.snapshot())
+    }
 }
 
 impl Drop for Datapath {
