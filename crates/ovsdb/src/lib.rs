@@ -8,7 +8,9 @@
 //! * [`schema`]: database schemas (tables, column types, references).
 //! * [`db`]: an in-memory replica ([`Database`]) that applies row updates: whole rows,
 //!   RFC 7047 `update` notifications and the `update2`/file-format *diffs*; rows are stored
-//!   compactly (non-default values by column position, equal values shared per table).
+//!   compactly (non-default values by column position, equal values shared per table). A
+//!   table can be *streamed* instead of kept: its updates become [`StreamEvent`]s for a
+//!   reader that keeps its own digest of a large table.
 //! * [`jsonrpc`]: sans-I/O JSON-RPC 1.0 framing (an incremental, size-bounded decoder of
 //!   back-to-back JSON messages) and the message types.
 //! * [`client`]: one blocking connection to an `ovsdb-server` (`unix:`/`tcp:`): RPCs,

@@ -16,6 +16,9 @@
 //! * Rows that differ between the replica before the drop and the rebuilt one are reported
 //!   by [`Session::take_changes`] along with rows touched by ordinary updates, so a caller
 //!   doing incremental work sees every change exactly as if it had been notified.
+//! * A streamed table's events ([`Session::take_events`]) come in order across reconnects:
+//!   those the lost connection had not handed over yet, then the new replica's
+//!   [`crate::RowEvent::Reset`] and its rows.
 //! * Attempts are spaced: the first right after the loss, then `initial`, doubling up to
 //!   `max`; a success resets the delay. [`Session::poll`] never waits past its timeout.
 //!
