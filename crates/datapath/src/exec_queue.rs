@@ -5,7 +5,8 @@
 //! thread [`ExecuteQueue::push`]es `(frame, in_port, actions)` and wakes the thread; the
 //! PMD takes the whole queue at the start of its next poll round and runs each packet with
 //! the same action executor as megaflow actions (outputs, edits, `ct`, recirculation — the
-//! recirculated passes are classified as any other). The queue is bounded
+//! recirculated passes are classified as any other). Frames of any length up to a packet
+//! buffer are taken (a runt too: the caller decides). The queue is bounded
 //! ([`EXECUTE_QUEUE_MAX`] by default): a push to a full queue is refused and counted, never
 //! blocks the PMD. The hot path pays one relaxed atomic load per poll round
 //! ([`ExecuteQueue::len`]) when the queue is empty.
@@ -29,9 +30,6 @@ use crate::actions::DpAction;
 
 /// Default bound of a PMD's execute queue.
 pub const EXECUTE_QUEUE_MAX: usize = 256;
-
-/// Shortest frame executed (an Ethernet header).
-pub const MIN_EXEC_FRAME: usize = 14;
 
 /// One packet to execute.
 pub struct Execute {
@@ -62,8 +60,6 @@ impl fmt::Debug for Execute {
 pub enum ExecError {
     /// The queue holds its bound already.
     Full,
-    /// Shorter than an Ethernet header.
-    TooShort(usize),
     /// Longer than a packet buffer.
     TooLong(usize),
 }
@@ -72,9 +68,6 @@ impl fmt::Display for ExecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExecError::Full => f.write_str("execute queue full"),
-            ExecError::TooShort(n) => {
-                write!(f, "frame of {n} bytes is shorter than {MIN_EXEC_FRAME}")
-            }
             ExecError::TooLong(n) => {
                 write!(f, "frame of {n} bytes is longer than {}", netdev::MAX_FRAME)
             }
@@ -169,13 +162,11 @@ impl ExecuteQueue {
     }
 
     /// Queues `e` and wakes the PMD's thread; returns the ticket to [`Self::wait`] for.
-    /// Refused (and nothing queued): a frame shorter than an Ethernet header or longer than
-    /// a packet buffer, a full queue (counted in [`ExecStats::rejected`]).
+    /// Refused (and nothing queued): a frame longer than a packet buffer, a full queue
+    /// (counted in [`ExecStats::rejected`]). A frame shorter than an Ethernet header is
+    /// executed as it is (whether to send runts is the caller's choice).
     pub fn push(&self, e: Execute) -> Result<u64, ExecError> {
         let n = e.frame.len();
-        if n < MIN_EXEC_FRAME {
-            return Err(ExecError::TooShort(n));
-        }
         if n > netdev::MAX_FRAME {
             return Err(ExecError::TooLong(n));
         }
@@ -293,12 +284,11 @@ mod tests {
     }
 
     #[test]
-    fn bad_frames_are_refused_uncounted() {
+    fn oversized_frames_are_refused_uncounted() {
         let q = ExecuteQueue::new(4);
-        assert_eq!(q.push(ex(13)), Err(ExecError::TooShort(13)));
         let big = netdev::MAX_FRAME + 1;
         assert_eq!(q.push(ex(big)), Err(ExecError::TooLong(big)));
-        assert_eq!(q.push(ex(14)), Ok(1));
+        assert_eq!(q.push(ex(0)), Ok(1));
         assert_eq!(q.push(ex(netdev::MAX_FRAME)), Ok(2));
         assert_eq!(q.stats().rejected, 0);
         assert_eq!(q.len(), 2);
