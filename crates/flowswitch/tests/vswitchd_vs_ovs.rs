@@ -912,6 +912,19 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
     };
     let raw =
         |buffer_id: u32, in_port: u16, frame: &[u8]| raw_with(buffer_id, in_port, out2, frame);
+    // OpenFlow 1.3: `output:2`.
+    let raw13 = |buffer_id: u32, in_port: u32, frame: &[u8]| -> Vec<u8> {
+        let mut m = vec![4, 13, 0, 0, 0, 0, 0, 7];
+        m.extend_from_slice(&buffer_id.to_be_bytes());
+        m.extend_from_slice(&in_port.to_be_bytes());
+        m.extend_from_slice(&16u16.to_be_bytes());
+        m.extend_from_slice(&[0; 6]);
+        m.extend_from_slice(&[0, 0, 0, 16, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
+        m.extend_from_slice(frame);
+        let n = m.len() as u16;
+        m[2..4].copy_from_slice(&n.to_be_bytes());
+        m
+    };
     let cases = [
         ("buffer_id", raw(5, 1, &frame)),
         ("in_port 0xff00", raw(u32::MAX, 0xff00, &frame)),
@@ -919,6 +932,13 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
         ("short frame", raw(u32::MAX, 1, &frame[..10])),
         ("no frame", raw(u32::MAX, 1, &[])),
         ("translation loop", raw_with(u32::MAX, 1, resubmit5, &frame)),
+        ("1.3 buffer_id", raw13(5, 1, &frame)),
+        (
+            "1.3 in_port 0xffffff00",
+            raw13(u32::MAX, 0xffff_ff00, &frame),
+        ),
+        ("1.3 in_port 0x10000", raw13(u32::MAX, 0x1_0000, &frame)),
+        ("1.3 in_port LOCAL", raw13(u32::MAX, 0xffff_fffe, &frame)),
     ];
     for (what, msg) in &cases {
         let a = raw_error(&ovs.dir.join("br0.mgmt"), msg);
@@ -957,16 +977,17 @@ fn hex_to_bytes(h: &str) -> Vec<u8> {
         .collect()
 }
 
-/// Sends OpenFlow 1.0 HELLO, `msg` (xid 7) and an echo request (xid 8) on the bridge's
+/// Sends HELLO (of `msg`'s version), `msg` (xid 7) and an echo request (xid 8) on the bridge's
 /// management socket; returns (the error answering `msg`, if any: type and code, and a
 /// Nicira vendor error's vendor, type and code; whether the echo was answered).
 fn raw_error(sock: &Path, msg: &[u8]) -> (Option<Vec<u8>>, bool) {
     use std::io::{Read, Write};
     let mut s = std::os::unix::net::UnixStream::connect(sock).expect("mgmt socket");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    let ver = msg[0];
+    s.write_all(&[ver, 0, 0, 8, 0, 0, 0, 1]).unwrap();
     s.write_all(msg).unwrap();
-    s.write_all(&[1, 2, 0, 8, 0, 0, 0, 8]).unwrap();
+    s.write_all(&[ver, 2, 0, 8, 0, 0, 0, 8]).unwrap();
     let mut err = None;
     loop {
         let mut h = [0u8; 8];

@@ -525,7 +525,8 @@ impl OfBridge for StaticBridge {
     /// the frame translated through its actions ([`SharedBridge::packet_out`]) and executed
     /// on the datapath thread, waited for.
     fn packet_out(&self, po: &PacketOut) -> Result<(), OfpErr> {
-        let in_port = OfPort::from_ofp11(po.in_port).ok_or(OfpErr::BadPort)?;
+        // A 1.1+ number with no 16-bit equivalent: OVS's port conversion error.
+        let in_port = OfPort::from_ofp11(po.in_port).ok_or(OfpErr::BadOutPort)?;
         if in_port.0 >= OfPort::MAX.0
             && ![OfPort::LOCAL, OfPort::CONTROLLER, OfPort::ANY].contains(&in_port)
         {
@@ -2048,7 +2049,7 @@ mod packet_out_tests {
         );
         assert_eq!(
             sb.packet_out(&po(0x1_0000, "output:2", frame())),
-            Err(OfpErr::BadPort)
+            Err(OfpErr::BadOutPort)
         );
         assert_eq!(
             sb.packet_out(&po(1, "output:2", vec![0; netdev::MAX_FRAME + 1])),
