@@ -658,7 +658,8 @@ fn pcap_records(path: &Path) -> Vec<Vec<u8>> {
 /// OpenFlow packet-out through the daemon against real OVS (issue 15): the same
 /// `ovs-ofctl packet-out` commands (OpenFlow 1.0 and 1.3, old and new syntax; output to a
 /// port, to `IN_PORT`, to the in_port (dropped), set-field then output, resubmit into a
-/// table, `output:TABLE`, FLOOD, NORMAL, drop; in_port a port, `LOCAL`, `CONTROLLER`,
+/// table, `output:TABLE`, FLOOD, NORMAL, drop, `ct(table=1)` (a recirculation); in_port
+/// a port, `LOCAL`, `CONTROLLER`,
 /// `NONE`), sent to both switches, leave the same frames in the same order in every dummy
 /// port's tx pcap, also after a port added (our datapath thread restarted); bad requests
 /// (an in_port out of range, a frame too short) get the same exit status and error.
@@ -777,6 +778,8 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
             &u[1],
         ],
         vec!["packet-out", "br0", "1", "drop", &u[2]],
+        // Conntrack, then the second pass through table 1 (a recirculation).
+        vec!["packet-out", "br0", "1", "ct(table=1)", &u[3]],
     ];
     let new_style = format!("in_port=2 packet={} actions=output:3,output:1", u[3]);
     let mut all = sends.clone();
@@ -863,6 +866,42 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
         vec!["ovs-ofctl", "packet-out", "br0", &buffered],
         vec![
             "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "2",
+            "ct(commit,table=1)",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "2",
+            "ct(table=1)",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "2",
+            "set_field:10.0.0.1->ip_src,output:1",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "2",
+            "mod_tp_src:5,output:1",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
             "-O",
             "OpenFlow13",
             "packet-out",
@@ -932,6 +971,22 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
         ("short frame", raw(u32::MAX, 1, &frame[..10])),
         ("no frame", raw(u32::MAX, 1, &[])),
         ("translation loop", raw_with(u32::MAX, 1, resubmit5, &frame)),
+        (
+            "ct on ARP",
+            raw_with(
+                u32::MAX,
+                2,
+                &[
+                    0xff, 0xff, 0, 24, 0, 0, 0x23, 0x20, 0, 35, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                    0, 0,
+                ],
+                &hex_to_bytes(arp),
+            ),
+        ),
+        (
+            "mod_tp_src on ARP",
+            raw_with(u32::MAX, 2, &[0, 9, 0, 8, 0, 5, 0, 0], &hex_to_bytes(arp)),
+        ),
         ("1.3 buffer_id", raw13(5, 1, &frame)),
         (
             "1.3 in_port 0xffffff00",

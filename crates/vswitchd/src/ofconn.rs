@@ -113,6 +113,9 @@ pub enum OfpErr {
     /// gets `NXBRC_UNENCODABLE_ERROR`, Nicira's (1, 521) inside an `NXET_VENDOR` error, as
     /// OVS sends it.
     XlateFailed,
+    /// `OFPBAC_MATCH_INCONSISTENT` (1.1+ `(2, 10)`; OpenFlow 1.0: Nicira's (1, 522) inside
+    /// an `NXET_VENDOR` error, as OVS sends it).
+    MatchInconsistent,
 }
 
 /// OVS's `NXET_VENDOR` error type (OpenFlow 1.0 and 1.1): the vendor error follows in the
@@ -143,6 +146,8 @@ impl OfpErr {
             OfpErr::BadPort => (1, 11),
             OfpErr::XlateFailed if v10 => (NXET_VENDOR, 0),
             OfpErr::XlateFailed => (5, 0),
+            OfpErr::MatchInconsistent if v10 => (NXET_VENDOR, 0),
+            OfpErr::MatchInconsistent => (2, 10),
             OfpErr::BadActionType => (2, 0),
             OfpErr::BadOutPort => (2, 4),
             // OpenFlow 1.1+'s code; OVS sends OpenFlow 1.0 the same numbers inside a Nicira
@@ -250,6 +255,7 @@ impl OfpErr {
             let (t, c): (u16, u16) = match self {
                 OfpErr::BadPort => (1, 514),
                 OfpErr::XlateFailed => (1, 521),
+                OfpErr::MatchInconsistent => (1, 522),
                 _ => (2, 526),
             };
             data.extend_from_slice(&openflow::msg::NX_VENDOR_ID.to_be_bytes());
@@ -345,8 +351,9 @@ pub trait OfBridge: Send + Sync {
     fn port_stats(&self) -> Vec<PortStats>;
     /// The per-rule flow-mod flags of this bridge.
     fn flow_flags(&self) -> &FlowFlags;
-    /// Sends a packet-out; `Err` is the OpenFlow error to answer with.
-    fn packet_out(&self, po: &PacketOut) -> Result<(), OfpErr>;
+    /// Sends a packet-out that came in OpenFlow version `ver`; `Err` is the OpenFlow error
+    /// to answer with.
+    fn packet_out(&self, po: &PacketOut, ver: u8) -> Result<(), OfpErr>;
     /// Number of flow tables shown to controllers (OVS: 254, tables 0–253).
     fn n_tables(&self) -> u8 {
         254
@@ -524,7 +531,7 @@ impl OfBridge for StaticBridge {
     /// (a port number, `LOCAL`, `CONTROLLER` or `NONE`), no buffers (`OFPBRC_BUFFER_UNKNOWN`),
     /// the frame translated through its actions ([`SharedBridge::packet_out`]) and executed
     /// on the datapath thread, waited for.
-    fn packet_out(&self, po: &PacketOut) -> Result<(), OfpErr> {
+    fn packet_out(&self, po: &PacketOut, ver: u8) -> Result<(), OfpErr> {
         // A 1.1+ number with no 16-bit equivalent: OVS's port conversion error.
         let in_port = OfPort::from_ofp11(po.in_port).ok_or(OfpErr::BadOutPort)?;
         if in_port.0 >= OfPort::MAX.0
@@ -535,6 +542,7 @@ impl OfBridge for StaticBridge {
         if po.buffer_id != u32::MAX {
             return Err(OfpErr::BufferUnknown);
         }
+        check_packet_out_actions(po, in_port, ver)?;
         // A frame no packet buffer holds cannot go out.
         if po.data.len() > netdev::MAX_FRAME {
             return Err(OfpErr::BadLen);
@@ -582,6 +590,40 @@ impl OfBridge for StaticBridge {
         } else {
             false
         }
+    }
+}
+
+/// OVS's check of a packet-out's actions against the packet's flow (as for a flow mod's
+/// against its match): a field set, `ct` or other action whose prerequisites the packet
+/// lacks is refused, as are actions usable only in OpenFlow 1.0 sent in a later version.
+fn check_packet_out_actions(po: &PacketOut, in_port: OfPort, ver: u8) -> Result<(), OfpErr> {
+    use flow::ofp::fields::Protocols;
+    let mut key = flow::FlowKey::ZERO;
+    flow::extract::extract(
+        &po.data,
+        &flow::extract::PacketMeta::port(u32::from(in_port.0)),
+        &mut key,
+    );
+    flow::field::FieldId::InPort.set(&mut key, u128::from(in_port.0));
+    let usable =
+        flow::text::parse::check_actions_for_flow(&po.actions, &key).map_err(|e| match e {
+            "OFPBAC_MATCH_INCONSISTENT" => OfpErr::MatchInconsistent,
+            "OFPBAC_BAD_OUT_PORT" => OfpErr::BadOutPort,
+            "OFPBIC_BAD_TABLE_ID" => OfpErr::BadInstTableId,
+            _ => OfpErr::BadActionArgument,
+        })?;
+    let proto = match ver {
+        version::OF10 => Protocols::OF10_ANY,
+        version::OF11 => Protocols::OF11_STD,
+        version::OF12 => Protocols::OF12_OXM,
+        version::OF13 => Protocols::OF13_OXM,
+        version::OF14 => Protocols::OF14_OXM,
+        _ => Protocols::OF15_OXM,
+    };
+    if usable.intersects(proto) {
+        Ok(())
+    } else {
+        Err(OfpErr::MatchInconsistent)
     }
 }
 
@@ -1042,7 +1084,7 @@ impl OfConn {
                 if self.role == role::SLAVE {
                     return Err(OfpErr::IsSlave);
                 }
-                self.bridge.packet_out(&po)
+                self.bridge.packet_out(&po, ver)
             }
             Body::StatsRequest { body, .. } => self.stats(ver, xid, body),
             Body::BarrierRequest => {
@@ -1949,6 +1991,10 @@ mod packet_out_tests {
     use netdev::{MemHandle, MemPort};
     use ofproto::table::Backend;
 
+    fn out(sb: &StaticBridge, p: &PacketOut) -> Result<(), OfpErr> {
+        sb.packet_out(p, version::OF13)
+    }
+
     fn frame() -> Vec<u8> {
         let mut f = vec![0xff; 6];
         f.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0x88, 0xb5]);
@@ -1996,21 +2042,21 @@ mod packet_out_tests {
     #[test]
     fn packet_out_is_sent_before_it_returns() {
         let (sb, t, h) = running();
-        assert_eq!(sb.packet_out(&po(1, "output:2", frame())), Ok(()));
+        assert_eq!(out(&sb, &po(1, "output:2", frame())), Ok(()));
         assert_eq!(h[1].take_tx(), vec![frame()]);
-        assert_eq!(sb.packet_out(&po(2, "resubmit(,1)", frame())), Ok(()));
+        assert_eq!(out(&sb, &po(2, "resubmit(,1)", frame())), Ok(()));
         assert_eq!(h[2].take_tx(), vec![frame()]);
         // To the in_port: dropped; IN_PORT: sent there.
-        assert_eq!(sb.packet_out(&po(1, "output:1", frame())), Ok(()));
+        assert_eq!(out(&sb, &po(1, "output:1", frame())), Ok(()));
         assert_eq!(h[0].tx_len(), 0);
-        assert_eq!(sb.packet_out(&po(1, "in_port", frame())), Ok(()));
+        assert_eq!(out(&sb, &po(1, "in_port", frame())), Ok(()));
         assert_eq!(h[0].take_tx(), vec![frame()]);
         // A runt is accepted but not sent (as OVS does).
-        assert_eq!(sb.packet_out(&po(1, "output:2", vec![1; 13])), Ok(()));
-        assert_eq!(sb.packet_out(&po(1, "output:2", vec![1; 14])), Ok(()));
+        assert_eq!(out(&sb, &po(1, "output:2", vec![1; 13])), Ok(()));
+        assert_eq!(out(&sb, &po(1, "output:2", vec![1; 14])), Ok(()));
         assert_eq!(h[1].take_tx(), vec![vec![1; 14]]);
         // LOCAL (1.1+ numbering) as in_port.
-        assert_eq!(sb.packet_out(&po(0xffff_fffe, "output:3", frame())), Ok(()));
+        assert_eq!(out(&sb, &po(0xffff_fffe, "output:3", frame())), Ok(()));
         assert_eq!(h[2].take_tx(), vec![frame()]);
         t.join().expect("join");
     }
@@ -2036,36 +2082,43 @@ mod packet_out_tests {
             nx(OfpErr::XlateFailed, 1),
             (NXET_VENDOR, 0, nx_data(1, 521))
         );
+        assert_eq!(
+            nx(OfpErr::MatchInconsistent, 1),
+            (NXET_VENDOR, 0, nx_data(1, 522))
+        );
+        assert_eq!(OfpErr::MatchInconsistent.wire(2), (2, 10, None));
         assert_eq!(nx(OfpErr::BadPort, 4).0, 1);
         assert_eq!(OfpErr::BadPort.wire(4), (1, 11, None));
         assert_eq!(OfpErr::XlateFailed.wire(2), (5, 0, None));
         let (sb, t, h) = running();
         let mut p = po(1, "output:2", frame());
         p.buffer_id = 5;
-        assert_eq!(sb.packet_out(&p), Err(OfpErr::BufferUnknown));
+        assert_eq!(out(&sb, &p), Err(OfpErr::BufferUnknown));
         assert_eq!(
-            sb.packet_out(&po(0xffff_ff00, "output:2", frame())),
+            out(&sb, &po(0xffff_ff00, "output:2", frame())),
             Err(OfpErr::BadPort)
         );
         assert_eq!(
-            sb.packet_out(&po(0x1_0000, "output:2", frame())),
+            out(&sb, &po(0x1_0000, "output:2", frame())),
             Err(OfpErr::BadOutPort)
         );
         assert_eq!(
-            sb.packet_out(&po(1, "output:2", vec![0; netdev::MAX_FRAME + 1])),
+            out(&sb, &po(1, "output:2", vec![0; netdev::MAX_FRAME + 1])),
             Err(OfpErr::BadLen)
         );
         assert_eq!(
-            sb.packet_out(&po(1, "output:2,resubmit(,5)", frame())),
+            out(&sb, &po(1, "output:2,resubmit(,5)", frame())),
             Err(OfpErr::XlateFailed)
+        );
+        // `ct` needs IP; a non-IP frame (and a 1.0-only action in 1.3) is inconsistent.
+        assert_eq!(
+            out(&sb, &po(1, "ct(table=1)", frame())),
+            Err(OfpErr::MatchInconsistent)
         );
         assert_eq!(h[1].tx_len(), 0, "nothing sent");
         // Without a datapath: refused.
         sb.set_execute_queue(None);
-        assert_eq!(
-            sb.packet_out(&po(1, "output:2", frame())),
-            Err(OfpErr::Eperm)
-        );
+        assert_eq!(out(&sb, &po(1, "output:2", frame())), Err(OfpErr::Eperm));
         t.join().expect("join");
     }
 }
