@@ -45,6 +45,7 @@ pub mod dpcls;
 pub mod dpctl;
 pub mod dpif;
 pub mod emc;
+pub mod exec_queue;
 pub mod flow_table;
 pub mod megaflow;
 pub mod pmd;
@@ -66,6 +67,7 @@ pub use dpcls::{
 pub use dpctl::{DpPortInfo, DpShow, FlowOwner, KeyFormat, PmdPerf, PortNames};
 pub use dpif::{DpFlowInfo, DpifFlows};
 pub use emc::Emc;
+pub use exec_queue::{ExecError, ExecStats, Execute, ExecuteQueue};
 pub use flow_table::{FlowArena, FlowIndex};
 pub use megaflow::{ActionsId, DpFlow, FlowStats, FlowStatsSnapshot, Ufid};
 pub use pmd::{ActionTable, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};

@@ -97,6 +97,7 @@ use crate::ct::{
 };
 use crate::dpcls::{Dpcls, DpclsReader, RankOutcome, Snapshot};
 use crate::emc::{DEFAULT_EMC_INSERT_INV_PROB, Emc};
+use crate::exec_queue::{EXECUTE_QUEUE_MAX, Execute, ExecuteQueue};
 use crate::megaflow::{ActionsId, DpFlow, Ufid};
 use crate::recirc_hint::Origin;
 use crate::smc::Smc;
@@ -899,6 +900,10 @@ pub struct Pmd {
     /// (tests: flow `used` times, conntrack time, upcall rate limits without sleeping).
     manual_ms: Option<Arc<std::sync::atomic::AtomicU64>>,
     metas_port: Option<u32>,
+    /// Packets other threads hand over to execute ([`crate::exec_queue`]), and the list
+    /// they are taken into (kept for its allocation).
+    exec: Arc<ExecuteQueue>,
+    exec_buf: Vec<Execute>,
 }
 
 impl fmt::Debug for Pmd {
@@ -972,6 +977,8 @@ impl Pmd {
             batch_ms: 0,
             manual_ms: None,
             metas_port: None,
+            exec: Arc::new(ExecuteQueue::new(EXECUTE_QUEUE_MAX)),
+            exec_buf: Vec::new(),
             cfg,
         }
     }
@@ -1107,6 +1114,9 @@ impl Pmd {
     fn poll_round(&mut self) -> u64 {
         let before = self.stats.packets_received;
         self.stats.iterations += 1;
+        if !self.exec.is_empty() {
+            self.run_executes();
+        }
         // One cycle-counter read per port polled plus one: each poll ends where the next
         // begins (`rdtsc` costs tens of cycles; a burst is 32 packets).
         let mut t = netdev::tsc::now();
@@ -1142,6 +1152,47 @@ impl Pmd {
             self.stats.idle_iterations += 1;
         }
         got
+    }
+
+    /// The queue of packets other threads hand to this PMD to execute
+    /// ([`crate::exec_queue`]); it stays with the PMD across thread restarts.
+    pub fn execute_queue(&self) -> &Arc<ExecuteQueue> {
+        &self.exec
+    }
+
+    /// Runs every packet waiting in the execute queue: each gets a buffer, the metadata of
+    /// a fresh packet on its in_port, and its actions (as a megaflow's, recirculations run
+    /// dry after it); outputs are sent before the tickets are marked done.
+    fn run_executes(&mut self) {
+        let mut list = std::mem::take(&mut self.exec_buf);
+        self.exec.take(&mut list);
+        self.batch_ms = match &self.manual_ms {
+            Some(c) => c.load(std::sync::atomic::Ordering::Relaxed),
+            None => netdev::tsc::now() / self.cycles_per_ms,
+        };
+        let (mut run, mut dropped) = (0, 0);
+        for e in list.drain(..) {
+            let Some(mut p) = self.pool.alloc() else {
+                dropped += 1;
+                continue;
+            };
+            if p.set_data(&e.frame).is_err() {
+                self.pool.free(p);
+                dropped += 1;
+                continue;
+            }
+            p.in_port = e.in_port;
+            self.s.metas[0] = PacketMeta::port(e.in_port).with_vlan_limit(self.cfg.vlan_limit);
+            self.s.depth[0] = 0;
+            self.metas_port = None;
+            self.execute_actions(&e.actions, 0, p, 0);
+            self.run_recirculations();
+            self.flush_outputs();
+            run += 1;
+            drop(e.keep);
+        }
+        self.exec_buf = list;
+        self.exec.finished(run, dropped);
     }
 
     /// Polls until `packets` packets were received or a round receives nothing (an

@@ -370,6 +370,8 @@ impl PmdThread {
             None => "pmd".to_string(),
         });
         let (tx, rx) = mpsc::channel::<(Pinning, Option<u32>)>();
+        let exec = Arc::clone(pmd.execute_queue());
+        let exec_waker = shared.waker.clone();
         let thread_shared = Arc::clone(&shared);
         let join = std::thread::Builder::new()
             .name(name.clone())
@@ -394,6 +396,15 @@ impl PmdThread {
                 runner.run(&cfg)
             })
             .map_err(PmdThreadError::Spawn)?;
+        // Packets queued for execution wake this thread (a respawned PMD's queue is woken
+        // by its new thread from now on).
+        let th = join.thread().clone();
+        exec.set_waker(Some(Box::new(move || {
+            th.unpark();
+            if let Some(w) = &exec_waker {
+                w.wake();
+            }
+        })));
         let mut handle = PmdThread {
             shared,
             join: Some(join),

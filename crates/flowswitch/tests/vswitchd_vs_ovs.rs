@@ -638,3 +638,431 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
     }
     eprintln!("{compared} traces equal");
 }
+
+/// The frames of a pcap file (a cut-short last record left out).
+fn pcap_records(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if at + 16 + incl > bytes.len() {
+            break;
+        }
+        out.push(bytes[at + 16..at + 16 + incl].to_vec());
+        at += 16 + incl;
+    }
+    out
+}
+
+/// OpenFlow packet-out through the daemon against real OVS (issue 15): the same
+/// `ovs-ofctl packet-out` commands (OpenFlow 1.0 and 1.3, old and new syntax; output to a
+/// port, to `IN_PORT`, to the in_port (dropped), set-field then output, resubmit into a
+/// table, `output:TABLE`, FLOOD, NORMAL, drop, `ct(table=1)` (a recirculation); in_port
+/// a port, `LOCAL`, `CONTROLLER`,
+/// `NONE`), sent to both switches, leave the same frames in the same order in every dummy
+/// port's tx pcap, also after a port added (our datapath thread restarted); bad requests
+/// (an in_port out of range, a frame too short) get the same exit status and error.
+#[test]
+fn packet_out_through_the_daemon_sends_as_ovs() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let ours = [
+        env!("CARGO_BIN_EXE_flowswitch").to_owned(),
+        "vswitchd".to_owned(),
+    ];
+    let ovs = Side::start(
+        "pktout-ovs",
+        &[testutil::ovs::tool_path("ovs-vswitchd")
+            .display()
+            .to_string()],
+    );
+    let fs = Side::start("pktout-flowswitch", &ours);
+    let setup = |side: &Side, ports: std::ops::RangeInclusive<u32>, first: bool| {
+        let mut a: Vec<String> = Vec::new();
+        if first {
+            a.extend(
+                [
+                    "add-br",
+                    "br0",
+                    "--",
+                    "set",
+                    "bridge",
+                    "br0",
+                    "datapath_type=dummy",
+                    "fail-mode=secure",
+                ]
+                .map(String::from),
+            );
+        }
+        for i in ports {
+            if !a.is_empty() {
+                a.push("--".into());
+            }
+            a.extend(["add-port", "br0"].map(String::from));
+            a.push(format!("p{i}"));
+            a.extend(["--", "set", "interface"].map(String::from));
+            a.push(format!("p{i}"));
+            a.push("type=dummy".into());
+            a.push(format!("ofport_request={i}"));
+            a.push(format!(
+                "options:tx_pcap={}",
+                side.dir.join(format!("p{i}.pcap")).display()
+            ));
+        }
+        let mut args = vec!["ovs-vsctl"];
+        args.extend(a.iter().map(String::as_str));
+        side.must(&args);
+    };
+    for side in [&ovs, &fs] {
+        setup(side, 1..=3, true);
+        for f in [
+            "table=0,priority=10,in_port=2,actions=output:1",
+            "table=0,priority=0,actions=drop",
+            "table=1,udp,actions=output:3",
+            "table=1,priority=0,actions=output:2",
+            "table=5,actions=resubmit(,5)",
+        ] {
+            side.must(&["ovs-ofctl", "add-flow", "br0", f]);
+        }
+    }
+    let udp = |n: u8| {
+        format!(
+            "ffffffffffff0000000000{n:02x}08004500001c0000000040110000c0a80001c0a80002000100020008ffff"
+        )
+    };
+    let arp =
+        "ffffffffffff000000000009080600010800060400010000000000090a0000010000000000000a000002";
+    let u = [udp(1), udp(2), udp(3), udp(4), udp(5), udp(6), udp(7)];
+    let sends: Vec<Vec<&str>> = vec![
+        vec!["packet-out", "br0", "1", "output:2", &u[0]],
+        vec!["packet-out", "br0", "1", "output:1", &u[1]],
+        vec!["packet-out", "br0", "1", "in_port", &u[1]],
+        vec![
+            "packet-out",
+            "br0",
+            "1",
+            "mod_dl_src:00:00:00:00:aa:bb,output:3",
+            &u[2],
+        ],
+        vec![
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "LOCAL",
+            "set_field:10.9.9.9->ip_src,output:2",
+            &u[3],
+        ],
+        vec!["packet-out", "br0", "2", "resubmit(,1)", &u[4]],
+        vec!["packet-out", "br0", "2", "resubmit(,1)", arp],
+        vec!["packet-out", "br0", "2", "output:TABLE", &u[5]],
+        vec!["packet-out", "br0", "1", "FLOOD", &u[6]],
+        vec!["packet-out", "br0", "3", "NORMAL", arp],
+        vec![
+            "packet-out",
+            "br0",
+            "controller",
+            "output:1,output:3",
+            &u[0],
+        ],
+        vec![
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "none",
+            "output:2",
+            &u[1],
+        ],
+        vec!["packet-out", "br0", "1", "drop", &u[2]],
+        // Conntrack, then the second pass through table 1 (a recirculation).
+        vec!["packet-out", "br0", "1", "ct(table=1)", &u[3]],
+    ];
+    let new_style = format!("in_port=2 packet={} actions=output:3,output:1", u[3]);
+    let mut all = sends.clone();
+    all.push(vec!["packet-out", "br0", &new_style]);
+    for side in [&ovs, &fs] {
+        for s in &all {
+            let mut args = vec!["ovs-ofctl"];
+            args.extend(s);
+            side.must(&args);
+        }
+    }
+    // A port added: our datapath thread restarts; packet-outs still go out.
+    for side in [&ovs, &fs] {
+        setup(side, 4..=4, false);
+        for s in [
+            vec!["packet-out", "br0", "4", "output:2,output:4", &u[4]],
+            vec!["packet-out", "br0", "1", "FLOOD", &u[5]],
+        ] {
+            let mut args = vec!["ovs-ofctl"];
+            args.extend(s);
+            side.must(&args);
+        }
+    }
+    let buffered = format!("in_port=1 packet={} actions=output:2 buffer_id=5", u[0]);
+    // Bad requests: same status, same error.
+    for bad in [
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "0xff00",
+            "output:2",
+            &u[0],
+        ],
+        vec![
+            "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "1",
+            "output:2",
+            "0102030405",
+        ],
+        vec!["ovs-ofctl", "packet-out", "br0", "1", "output:0", &u[0]],
+        vec!["ovs-ofctl", "packet-out", "br0", "99", "output:2", &u[0]],
+        vec!["ovs-ofctl", "packet-out", "br0", "65280", "output:2", &u[0]],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "4294967040",
+            "output:2",
+            &u[0],
+        ],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "4294967287",
+            "output:2",
+            &u[0],
+        ],
+        vec![
+            "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "in_port",
+            "output:2",
+            &u[0],
+        ],
+        vec![
+            "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "1",
+            "resubmit(,1),output:9",
+            &u[0],
+        ],
+        vec!["ovs-ofctl", "packet-out", "br0", &buffered],
+        vec![
+            "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "2",
+            "ct(commit,table=1)",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "2",
+            "ct(table=1)",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "2",
+            "set_field:10.0.0.1->ip_src,output:1",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "packet-out",
+            "br0",
+            "2",
+            "mod_tp_src:5,output:1",
+            arp,
+        ],
+        vec![
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "packet-out",
+            "br0",
+            "1",
+            "resubmit(,5)",
+            &u[0],
+        ],
+        vec!["ovs-ofctl", "packet-out", "br0", "1", "resubmit(,5)", &u[0]],
+    ] {
+        let (oa, ob) = (ovs.run(&bad), fs.run(&bad));
+        let a = answer(&bad, &oa);
+        let b = answer(&bad, &ob);
+        assert_eq!(a, b, "{bad:?}");
+        // The error's name and the request it quotes too (`OFPT_ERROR (xid=…): NAME` and
+        // the next line).
+        let name = |o: &Output| {
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .skip_while(|l| !l.contains("OFPT_ERROR"))
+                .take(2)
+                .map(|l| l.split_once("): ").map_or(l, |(_, r)| r).to_owned())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        eprintln!("{bad:?}: {a} {}", name(&oa));
+        assert_eq!(name(&oa), name(&ob), "{bad:?}");
+    }
+    // Raw OpenFlow 1.0 packet-outs the tool would not send: the error type and code of
+    // each, then an echo answered on the same connection.
+    let frame = hex_to_bytes(&u[0]);
+    // `output:2`, or `resubmit(,5)` (a loop: table 5 resubmits to itself).
+    let out2: &[u8] = &[0, 0, 0, 8, 0, 2, 0, 0];
+    let resubmit5: &[u8] = &[
+        0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 0, 14, 0xff, 0xf8, 5, 0, 0, 0,
+    ];
+    let raw_with = |buffer_id: u32, in_port: u16, actions: &[u8], frame: &[u8]| -> Vec<u8> {
+        let mut m = vec![1, 13, 0, 0, 0, 0, 0, 7];
+        m.extend_from_slice(&buffer_id.to_be_bytes());
+        m.extend_from_slice(&in_port.to_be_bytes());
+        m.extend_from_slice(&(actions.len() as u16).to_be_bytes());
+        m.extend_from_slice(actions);
+        m.extend_from_slice(frame);
+        let n = m.len() as u16;
+        m[2..4].copy_from_slice(&n.to_be_bytes());
+        m
+    };
+    let raw =
+        |buffer_id: u32, in_port: u16, frame: &[u8]| raw_with(buffer_id, in_port, out2, frame);
+    // OpenFlow 1.3: `output:2`.
+    let raw13 = |buffer_id: u32, in_port: u32, frame: &[u8]| -> Vec<u8> {
+        let mut m = vec![4, 13, 0, 0, 0, 0, 0, 7];
+        m.extend_from_slice(&buffer_id.to_be_bytes());
+        m.extend_from_slice(&in_port.to_be_bytes());
+        m.extend_from_slice(&16u16.to_be_bytes());
+        m.extend_from_slice(&[0; 6]);
+        m.extend_from_slice(&[0, 0, 0, 16, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
+        m.extend_from_slice(frame);
+        let n = m.len() as u16;
+        m[2..4].copy_from_slice(&n.to_be_bytes());
+        m
+    };
+    let cases = [
+        ("buffer_id", raw(5, 1, &frame)),
+        ("in_port 0xff00", raw(u32::MAX, 0xff00, &frame)),
+        ("in_port IN_PORT", raw(u32::MAX, 0xfff8, &frame)),
+        ("short frame", raw(u32::MAX, 1, &frame[..10])),
+        ("no frame", raw(u32::MAX, 1, &[])),
+        ("translation loop", raw_with(u32::MAX, 1, resubmit5, &frame)),
+        (
+            "ct on ARP",
+            raw_with(
+                u32::MAX,
+                2,
+                &[
+                    0xff, 0xff, 0, 24, 0, 0, 0x23, 0x20, 0, 35, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                    0, 0,
+                ],
+                &hex_to_bytes(arp),
+            ),
+        ),
+        (
+            "mod_tp_src on ARP",
+            raw_with(u32::MAX, 2, &[0, 9, 0, 8, 0, 5, 0, 0], &hex_to_bytes(arp)),
+        ),
+        ("1.3 buffer_id", raw13(5, 1, &frame)),
+        (
+            "1.3 in_port 0xffffff00",
+            raw13(u32::MAX, 0xffff_ff00, &frame),
+        ),
+        ("1.3 in_port 0x10000", raw13(u32::MAX, 0x1_0000, &frame)),
+        ("1.3 in_port LOCAL", raw13(u32::MAX, 0xffff_fffe, &frame)),
+    ];
+    for (what, msg) in &cases {
+        let a = raw_error(&ovs.dir.join("br0.mgmt"), msg);
+        let b = raw_error(&fs.dir.join("br0.mgmt"), msg);
+        eprintln!("{what}: OVS {a:?}");
+        assert_eq!(
+            a, b,
+            "{what}: OVS vs flowswitch (error type, code; echo answered)"
+        );
+    }
+    // Same frames, same order, on every port (OVS writes and flushes each at once; ours
+    // before ovs-ofctl's barrier is answered).
+    let mut total = 0;
+    for i in 1..=4 {
+        let name = format!("p{i}.pcap");
+        let (a, b) = (
+            pcap_records(&ovs.dir.join(&name)),
+            pcap_records(&fs.dir.join(&name)),
+        );
+        let hex = |v: &Vec<Vec<u8>>| {
+            v.iter()
+                .map(|f| f.iter().map(|b| format!("{b:02x}")).collect::<String>())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(hex(&b), hex(&a), "p{i}: flowswitch vs OVS");
+        total += a.len();
+        eprintln!("p{i}: {} frames", a.len());
+    }
+    assert!(total >= 15, "too few frames out: {total}");
+    assert!(!fs.log().contains("panicked"), "{}", fs.log());
+}
+
+fn hex_to_bytes(h: &str) -> Vec<u8> {
+    (0..h.len() / 2)
+        .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Sends HELLO (of `msg`'s version), `msg` (xid 7) and an echo request (xid 8) on the bridge's
+/// management socket; returns (the error answering `msg`, if any: type and code, and a
+/// Nicira vendor error's vendor, type and code; whether the echo was answered).
+fn raw_error(sock: &Path, msg: &[u8]) -> (Option<Vec<u8>>, bool) {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(sock).expect("mgmt socket");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let ver = msg[0];
+    s.write_all(&[ver, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    s.write_all(msg).unwrap();
+    s.write_all(&[ver, 2, 0, 8, 0, 0, 0, 8]).unwrap();
+    let mut err = None;
+    loop {
+        let mut h = [0u8; 8];
+        if s.read_exact(&mut h).is_err() {
+            return (err, false);
+        }
+        let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let mut body = vec![0u8; len.saturating_sub(8)];
+        if s.read_exact(&mut body).is_err() {
+            return (err, false);
+        }
+        let xid = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+        match h[1] {
+            1 if xid == 7 && body.len() >= 4 => {
+                // Type and code; for a Nicira vendor error also its vendor, type, code.
+                let n = if body[..2] == [0xb0, 0xc2] { 12 } else { 4 };
+                err = Some(body[..n.min(body.len())].to_vec());
+            }
+            3 if xid == 8 => return (err, true),
+            _ => {}
+        }
+    }
+}

@@ -33,4 +33,4 @@ pub use bridge::{Bridge, FlowMod, FlowModCommand, FlowModError, Port, VlanMode};
 pub use odp::{OdpAction, format_odp_actions};
 pub use table::Backend;
 pub use trace::format_trace;
-pub use xlate::{XlateIn, XlateOut, xlate, xlate_ro};
+pub use xlate::{XlateIn, XlateOut, xlate, xlate_actions, xlate_ro};

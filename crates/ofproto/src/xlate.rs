@@ -255,7 +255,20 @@ struct Ctx<'a> {
 /// changes (MAC table, recirculation ids) is shared state with its own lock, so translations
 /// run concurrently on a published bridge.
 pub fn xlate(br: &Bridge, input: &XlateIn) -> XlateOut {
-    let out = xlate_ro(br, input);
+    xlate_with(br, input, None)
+}
+
+/// [`xlate`] of the OpenFlow action list `actions` instead of a table lookup (OVS's
+/// translation of an OpenFlow packet-out: `xin.ofpacts`): no rule, table 0 for `resubmit`'s
+/// default table and `output:TABLE`'s lookup, the side effects of [`xlate`] (learning,
+/// recirculation ids) as an upcall's. `input.table` is ignored.
+pub fn xlate_actions(br: &Bridge, input: &XlateIn, actions: &[Action]) -> XlateOut {
+    let input = XlateIn { table: 0, ..*input };
+    xlate_with(br, &input, Some(actions))
+}
+
+fn xlate_with(br: &Bridge, input: &XlateIn, given: Option<&[Action]>) -> XlateOut {
+    let out = xlate_ro_with(br, input, given);
     if input.side_effects {
         for (mac, vlan, port) in &out.learned {
             br.mac.learn(*mac, *vlan, *port, input.now_ms);
@@ -280,6 +293,10 @@ pub fn xlate(br: &Bridge, input: &XlateIn) -> XlateOut {
 /// is referenced here (a state new to the pool is given its id, as OVS's translation
 /// allocates it) and the references returned in `recirc_refs`.
 pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
+    xlate_ro_with(br, input, None)
+}
+
+fn xlate_ro_with(br: &Bridge, input: &XlateIn, given: Option<&[Action]>) -> XlateOut {
     let mut ctx = Ctx {
         br,
         flow: input.key,
@@ -331,14 +348,15 @@ pub fn xlate_ro(br: &Bridge, input: &XlateIn) -> XlateOut {
     // A recirculated pass whose frozen state holds actions (a select group's `dp_hash`
     // freeze) runs them; any other starts with a lookup.
     let rid = FieldId::RecircId.get(&input.key) as u32;
-    let thaw = (rid != 0)
+    let thaw = (rid != 0 && given.is_none())
         .then(|| br.recirc_ids().frozen_actions(rid))
         .flatten();
-    match thaw {
+    // A packet-out's actions run as a thawed state's do: no rule, no lookup first.
+    match given.or(thaw.as_deref()) {
         Some(actions) => {
             ctx.first_lookup = false;
             ctx.table_id = input.table;
-            ctx.do_actions(&actions);
+            ctx.do_actions(actions);
         }
         None => ctx.table_action(in_port, input.table, true, false),
     }

@@ -307,6 +307,90 @@ impl SharedBridge {
     }
 }
 
+/// An OpenFlow packet-out translated for the datapath ([`SharedBridge::packet_out`]).
+#[derive(Debug)]
+pub struct PacketOutPlan {
+    /// The datapath in_port to give the packet (the in_port's datapath port; for a port the
+    /// bridge does not have, `CONTROLLER` or `NONE`, the OpenFlow number itself).
+    pub dp_in_port: u32,
+    /// What the datapath executes (an empty list is `[Drop]`).
+    pub actions: Vec<DpAction>,
+    /// References to the recirculation ids the actions use: keep them until the packet has
+    /// been executed.
+    pub recirc_refs: Vec<RecircRef>,
+}
+
+/// Why a packet-out cannot be executed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PacketOutError {
+    /// Translation failed (a resubmit loop, too many actions, no recirculation id).
+    Xlate(String),
+    /// Translation gave actions the datapath cannot execute.
+    Refused(String),
+}
+
+impl std::fmt::Display for PacketOutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PacketOutError::Xlate(e) => write!(f, "translation failed: {e}"),
+            PacketOutError::Refused(e) => write!(f, "datapath cannot execute: {e}"),
+        }
+    }
+}
+
+impl SharedBridge {
+    /// Translates an OpenFlow packet-out (OVS `ofproto_packet_out`): `frame` received on
+    /// OpenFlow port `in_port` (any number, `LOCAL`, `CONTROLLER`, `NONE`), its key made as
+    /// an upcall's (`flow::extract` with the datapath in_port, then the OpenFlow in_port),
+    /// `actions` run instead of a table lookup ([`ofproto::xlate_actions`]: outputs, edits,
+    /// `resubmit`/`output:TABLE` into the tables, NORMAL learning as an upcall does) and
+    /// converted to datapath actions as an upcall's answer.
+    pub fn packet_out(
+        &self,
+        frame: &[u8],
+        in_port: OfPort,
+        actions: &[flow::ofp::Action],
+    ) -> Result<PacketOutPlan, PacketOutError> {
+        let (mut out, dp_in_port, mac_changed) = {
+            let br = self.read();
+            let dp_in_port = br.port(in_port).map_or(u32::from(in_port.0), |p| p.dp_port);
+            let mut key = FlowKey::ZERO;
+            flow::extract::extract(
+                frame,
+                &flow::extract::PacketMeta::port(dp_in_port),
+                &mut key,
+            );
+            FieldId::InPort.set(&mut key, u128::from(in_port.0));
+            let input = XlateIn {
+                key,
+                now_ms: self.now_ms(),
+                side_effects: true,
+                trace: false,
+                table: 0,
+            };
+            let g = br.mac.generation();
+            let out = ofproto::xlate_actions(&br, &input, actions);
+            let changed = br.mac.generation() != g;
+            (out, dp_in_port, changed)
+        };
+        if mac_changed {
+            self.notify();
+        }
+        if let Some(e) = &out.error {
+            return Err(PacketOutError::Xlate(format!("{e:?}")));
+        }
+        let mut dp = to_dp_actions(&out.actions).map_err(PacketOutError::Refused)?;
+        if dp.is_empty() {
+            dp.push(DpAction::Drop);
+        }
+        Ok(PacketOutPlan {
+            dp_in_port,
+            actions: dp,
+            recirc_refs: std::mem::take(&mut out.recirc_refs),
+        })
+    }
+}
+
 /// The translation input for `key`, resumed in frozen state `state` (table, metadata) if any.
 fn resume_input(
     key: &FlowKey,
@@ -738,6 +822,58 @@ mod tests {
                 "in on dp {dp_in}"
             );
         }
+    }
+
+    /// A packet-out is translated from its OpenFlow in_port (rules matching `in_port` see
+    /// it; the packet gets the port's datapath number), runs its own actions, outputs name
+    /// datapath ports; a port the bridge lacks keeps its number; a loop is an error.
+    #[test]
+    fn packet_out_translates_its_actions_with_datapath_ports() {
+        let mut br = Bridge::new("br0", Backend::TupleSpace);
+        for (of, dp, name) in [(1u16, 7u32, "p1"), (2, 3, "p2"), (3, 1, "p3")] {
+            br.add_port(ofproto::bridge::Port {
+                ofport: OfPort(of),
+                name: name.into(),
+                dp_port: dp,
+                vlan: ofproto::VlanMode::default(),
+                no_flood: false,
+            });
+        }
+        br.add_flows_text(
+            "table=1,in_port=1,actions=output:3\ntable=1,in_port=2,actions=output:1\ntable=2,actions=resubmit(,2)",
+            0,
+        )
+        .expect("flows");
+        let shared = SharedBridge::with_manual_clock(br, 0);
+        let mut pkt = [0u8; 60];
+        pkt[12] = 0x88;
+        pkt[13] = 0xb5;
+        let acts = |t: &str| flow::text::parse_actions(t).expect("actions");
+        let p = shared
+            .packet_out(&pkt, OfPort(1), &acts("output:2"))
+            .expect("plan");
+        assert_eq!((p.dp_in_port, p.actions), (7, vec![DpAction::Output(3)]));
+        let p = shared
+            .packet_out(&pkt, OfPort(2), &acts("resubmit(,1)"))
+            .expect("plan");
+        assert_eq!((p.dp_in_port, p.actions), (3, vec![DpAction::Output(7)]));
+        let p = shared
+            .packet_out(&pkt, OfPort(1), &acts("resubmit(,1)"))
+            .expect("plan");
+        assert_eq!(p.actions, vec![DpAction::Output(1)]);
+        let p = shared
+            .packet_out(&pkt, OfPort::CONTROLLER, &acts("output:1"))
+            .expect("plan");
+        assert_eq!(
+            (p.dp_in_port, p.actions),
+            (0xfffd, vec![DpAction::Output(7)])
+        );
+        let p = shared.packet_out(&pkt, OfPort(1), &[]).expect("plan");
+        assert_eq!(p.actions, vec![DpAction::Drop]);
+        assert!(matches!(
+            shared.packet_out(&pkt, OfPort(1), &acts("resubmit(,2)")),
+            Err(PacketOutError::Xlate(_))
+        ));
     }
 
     /// An upcall made while a flow mod is in the middle of being applied (the writer holds

@@ -108,6 +108,14 @@ pub enum OfpErr {
     /// `NXBAC_BAD_CONJUNCTION`, a Nicira vendor error: `NX1.0-1.1(2,526)` (inside an
     /// `NXET_VENDOR` error) and `NX1.2+(15)` (an experimenter error), as OVS encodes it.
     NxBadConjunction,
+    /// A packet-out whose translation failed (a resubmit loop, too many actions): OVS
+    /// answers `OFPFMFC_UNKNOWN` (1.1+ `(5, 0)`), which OpenFlow 1.0 cannot carry, so 1.0
+    /// gets `NXBRC_UNENCODABLE_ERROR`, Nicira's (1, 521) inside an `NXET_VENDOR` error, as
+    /// OVS sends it.
+    XlateFailed,
+    /// `OFPBAC_MATCH_INCONSISTENT` (1.1+ `(2, 10)`; OpenFlow 1.0: Nicira's (1, 522) inside
+    /// an `NXET_VENDOR` error, as OVS sends it).
+    MatchInconsistent,
 }
 
 /// OVS's `NXET_VENDOR` error type (OpenFlow 1.0 and 1.1): the vendor error follows in the
@@ -132,7 +140,14 @@ impl OfpErr {
             OfpErr::BufferUnknown => (1, 8),
             OfpErr::BadTableIdRequest => (1, if v10 { 5 } else { 9 }),
             OfpErr::IsSlave => (1, if v11 { 5 } else { 10 }),
-            OfpErr::BadPort => (1, if v11 { 5 } else { 11 }),
+            // OpenFlow 1.0 and 1.1 have no code for it: OVS sends Nicira's (1, 514) inside an
+            // `NXET_VENDOR` error (see [`OfpErr::reply`]).
+            OfpErr::BadPort if v11 => (NXET_VENDOR, 0),
+            OfpErr::BadPort => (1, 11),
+            OfpErr::XlateFailed if v10 => (NXET_VENDOR, 0),
+            OfpErr::XlateFailed => (5, 0),
+            OfpErr::MatchInconsistent if v10 => (NXET_VENDOR, 0),
+            OfpErr::MatchInconsistent => (2, 10),
             OfpErr::BadActionType => (2, 0),
             OfpErr::BadOutPort => (2, 4),
             // OpenFlow 1.1+'s code; OVS sends OpenFlow 1.0 the same numbers inside a Nicira
@@ -235,10 +250,17 @@ impl OfpErr {
             data.extend_from_slice(&e.to_be_bytes());
         }
         if typ == NXET_VENDOR {
-            // `nx_vendor_error`: vendor, type, code (only NXBAC_BAD_CONJUNCTION today).
+            // `nx_vendor_error`: vendor, type, code (NXBAC_BAD_CONJUNCTION, and
+            // OFPBRC_BAD_PORT as OVS encodes it before OpenFlow 1.2).
+            let (t, c): (u16, u16) = match self {
+                OfpErr::BadPort => (1, 514),
+                OfpErr::XlateFailed => (1, 521),
+                OfpErr::MatchInconsistent => (1, 522),
+                _ => (2, 526),
+            };
             data.extend_from_slice(&openflow::msg::NX_VENDOR_ID.to_be_bytes());
-            data.extend_from_slice(&2u16.to_be_bytes());
-            data.extend_from_slice(&526u16.to_be_bytes());
+            data.extend_from_slice(&t.to_be_bytes());
+            data.extend_from_slice(&c.to_be_bytes());
         }
         data.extend_from_slice(&request[..request.len().min(MAX_ERROR_DATA)]);
         Msg::new(ver, xid, Body::Error(ErrorMsg { typ, code, data }))
@@ -329,8 +351,9 @@ pub trait OfBridge: Send + Sync {
     fn port_stats(&self) -> Vec<PortStats>;
     /// The per-rule flow-mod flags of this bridge.
     fn flow_flags(&self) -> &FlowFlags;
-    /// Sends a packet-out; `Err` is the OpenFlow error to answer with.
-    fn packet_out(&self, po: &PacketOut) -> Result<(), OfpErr>;
+    /// Sends a packet-out that came in OpenFlow version `ver`; `Err` is the OpenFlow error
+    /// to answer with.
+    fn packet_out(&self, po: &PacketOut, ver: u8) -> Result<(), OfpErr>;
     /// Number of flow tables shown to controllers (OVS: 254, tables 0–253).
     fn n_tables(&self) -> u8 {
         254
@@ -368,7 +391,9 @@ pub struct PortCounters {
 /// A bridge as its OpenFlow connections see it: a port list (replaced with
 /// [`StaticBridge::set_ports`]), a datapath id ([`StaticBridge::set_datapath_id`]), per-port
 /// counters when a datapath publishes them ([`StaticBridge::set_counters`]; zero
-/// otherwise), no packet-out. The daemon's bridges and the tests use it.
+/// otherwise), packet-out through the datapath's execute queue once one is given
+/// ([`StaticBridge::set_execute_queue`]; `OFPBRC_EPERM` before). The daemon's bridges and
+/// the tests use it.
 #[derive(Debug)]
 pub struct StaticBridge {
     name: String,
@@ -379,7 +404,16 @@ pub struct StaticBridge {
     created: Instant,
     flags: FlowFlags,
     counters: RwLock<BTreeMap<String, Arc<PortCounters>>>,
+    /// Where packet-outs are executed: the bridge's datapath thread's queue.
+    exec: RwLock<Option<Arc<datapath::ExecuteQueue>>>,
 }
+
+/// Longest a packet-out waits for its datapath thread to have sent it (the next message of
+/// the connection, a barrier, then finds it out, as OVS executes a packet-out at once).
+const PACKET_OUT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// An Ethernet header's length: a packet-out's frame shorter than this is not sent.
+const ETH_HEADER_LEN: usize = 14;
 
 /// `OFPPC_PORT_DOWN`.
 pub const OFPPC_PORT_DOWN: u32 = 1;
@@ -413,7 +447,14 @@ impl StaticBridge {
             created: Instant::now(),
             flags: FlowFlags::default(),
             counters: RwLock::new(BTreeMap::new()),
+            exec: RwLock::new(None),
         }
+    }
+
+    /// Sets (or clears) the queue packet-outs are executed through (the bridge's datapath's,
+    /// [`crate::dp::Datapath::execute_queue`]).
+    pub fn set_execute_queue(&self, q: Option<Arc<datapath::ExecuteQueue>>) {
+        *self.exec.write().unwrap_or_else(|e| e.into_inner()) = q;
     }
 
     /// Replaces the port list.
@@ -486,8 +527,57 @@ impl OfBridge for StaticBridge {
     fn flow_flags(&self) -> &FlowFlags {
         &self.flags
     }
-    fn packet_out(&self, _po: &PacketOut) -> Result<(), OfpErr> {
-        Err(OfpErr::Eperm)
+    /// OVS's packet-out (see docs/design/vswitchd.md, "Packet-out"): the in_port checked
+    /// (a port number, `LOCAL`, `CONTROLLER` or `NONE`), no buffers (`OFPBRC_BUFFER_UNKNOWN`),
+    /// the frame translated through its actions ([`SharedBridge::packet_out`]) and executed
+    /// on the datapath thread, waited for.
+    fn packet_out(&self, po: &PacketOut, ver: u8) -> Result<(), OfpErr> {
+        // A 1.1+ number with no 16-bit equivalent: OVS's port conversion error.
+        let in_port = OfPort::from_ofp11(po.in_port).ok_or(OfpErr::BadOutPort)?;
+        if in_port.0 >= OfPort::MAX.0
+            && ![OfPort::LOCAL, OfPort::CONTROLLER, OfPort::ANY].contains(&in_port)
+        {
+            return Err(OfpErr::BadPort);
+        }
+        if po.buffer_id != u32::MAX {
+            return Err(OfpErr::BufferUnknown);
+        }
+        check_packet_out_actions(po, in_port, ver)?;
+        // A frame no packet buffer holds cannot go out.
+        if po.data.len() > netdev::MAX_FRAME {
+            return Err(OfpErr::BadLen);
+        }
+        let q = self
+            .exec
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or(OfpErr::Eperm)?;
+        let plan = self
+            .shared
+            .packet_out(&po.data, in_port, &po.actions)
+            .map_err(|e| match e {
+                upcall::handler::PacketOutError::Xlate(_) => OfpErr::XlateFailed,
+                upcall::handler::PacketOutError::Refused(_) => OfpErr::Eperm,
+            })?;
+        if po.data.len() < ETH_HEADER_LEN {
+            // Translated (its side effects done) but not sent, and no error: what OVS does
+            // (its datapath refuses to execute a runt; the refusal is only logged).
+            return Ok(());
+        }
+        let ticket = q
+            .push(datapath::Execute {
+                frame: po.data.clone(),
+                in_port: plan.dp_in_port,
+                actions: plan.actions,
+                keep: Some(Box::new(plan.recirc_refs)),
+            })
+            .map_err(|e| match e {
+                datapath::ExecError::Full => OfpErr::Eperm,
+                datapath::ExecError::TooLong(_) => OfpErr::BadLen,
+            })?;
+        q.wait(ticket, PACKET_OUT_WAIT);
+        Ok(())
     }
     fn frag_mode(&self) -> u16 {
         self.frags.load(Ordering::Relaxed)
@@ -500,6 +590,40 @@ impl OfBridge for StaticBridge {
         } else {
             false
         }
+    }
+}
+
+/// OVS's check of a packet-out's actions against the packet's flow (as for a flow mod's
+/// against its match): a field set, `ct` or other action whose prerequisites the packet
+/// lacks is refused, as are actions usable only in OpenFlow 1.0 sent in a later version.
+fn check_packet_out_actions(po: &PacketOut, in_port: OfPort, ver: u8) -> Result<(), OfpErr> {
+    use flow::ofp::fields::Protocols;
+    let mut key = flow::FlowKey::ZERO;
+    flow::extract::extract(
+        &po.data,
+        &flow::extract::PacketMeta::port(u32::from(in_port.0)),
+        &mut key,
+    );
+    flow::field::FieldId::InPort.set(&mut key, u128::from(in_port.0));
+    let usable =
+        flow::text::parse::check_actions_for_flow(&po.actions, &key).map_err(|e| match e {
+            "OFPBAC_MATCH_INCONSISTENT" => OfpErr::MatchInconsistent,
+            "OFPBAC_BAD_OUT_PORT" => OfpErr::BadOutPort,
+            "OFPBIC_BAD_TABLE_ID" => OfpErr::BadInstTableId,
+            _ => OfpErr::BadActionArgument,
+        })?;
+    let proto = match ver {
+        version::OF10 => Protocols::OF10_ANY,
+        version::OF11 => Protocols::OF11_STD,
+        version::OF12 => Protocols::OF12_OXM,
+        version::OF13 => Protocols::OF13_OXM,
+        version::OF14 => Protocols::OF14_OXM,
+        _ => Protocols::OF15_OXM,
+    };
+    if usable.intersects(proto) {
+        Ok(())
+    } else {
+        Err(OfpErr::MatchInconsistent)
     }
 }
 
@@ -960,7 +1084,7 @@ impl OfConn {
                 if self.role == role::SLAVE {
                     return Err(OfpErr::IsSlave);
                 }
-                self.bridge.packet_out(&po)
+                self.bridge.packet_out(&po, ver)
             }
             Body::StatsRequest { body, .. } => self.stats(ver, xid, body),
             Body::BarrierRequest => {
@@ -1858,4 +1982,143 @@ fn props_to_masks(p: &[(u16, u32)]) -> AsyncConfig {
         m[i] = *v;
     }
     AsyncConfig::Masks(m)
+}
+
+#[cfg(test)]
+mod packet_out_tests {
+    use super::*;
+    use datapath::{ActionTable, Dpcls, DpclsConfig, Pmd, PmdConfig, PmdThread, PmdThreadConfig};
+    use netdev::{MemHandle, MemPort};
+    use ofproto::table::Backend;
+
+    fn out(sb: &StaticBridge, p: &PacketOut) -> Result<(), OfpErr> {
+        sb.packet_out(p, version::OF13)
+    }
+
+    fn frame() -> Vec<u8> {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+        f.resize(60, 0);
+        f
+    }
+
+    fn po(in_port: u32, actions: &str, data: Vec<u8>) -> PacketOut {
+        PacketOut {
+            buffer_id: u32::MAX,
+            in_port,
+            match_: flow::ofp::Match::catchall(),
+            actions: flow::text::parse_actions(actions).expect("actions"),
+            data,
+        }
+    }
+
+    /// A bridge of 3 ports (+ LOCAL) whose datapath thread runs on memory ports 1..=3.
+    fn running() -> (StaticBridge, PmdThread, [MemHandle; 3]) {
+        let mut br = ofproto::Bridge::ovs_sandbox(3, Backend::Linear);
+        br.add_flows_text("table=1,actions=output:3\ntable=5,actions=resubmit(,5)", 0)
+            .expect("flows");
+        let shared = SharedBridge::with_manual_clock(br, 0);
+        let sb = StaticBridge::new("br0", 1, shared.clone());
+        let mut pmd = Pmd::new(
+            PmdConfig::default(),
+            Arc::new(Dpcls::new(DpclsConfig::default())),
+            Arc::new(ActionTable::new(64)),
+            Box::new(upcall::handler::OfprotoUpcall::with_shared(shared)),
+        );
+        let ports: [MemPort; 3] = std::array::from_fn(|i| MemPort::new(format!("p{}", i + 1)));
+        let h = ports.each_ref().map(MemPort::handle);
+        for (i, p) in ports.into_iter().enumerate() {
+            pmd.add_port(i as u32 + 1, Box::new(p), true).expect("port");
+        }
+        sb.set_execute_queue(Some(pmd.execute_queue().clone()));
+        let cfg = PmdThreadConfig {
+            idle_park: Some(std::time::Duration::from_secs(30)),
+            ..PmdThreadConfig::default()
+        };
+        let t = PmdThread::spawn(pmd, cfg).expect("spawn");
+        (sb, t, h)
+    }
+
+    #[test]
+    fn packet_out_is_sent_before_it_returns() {
+        let (sb, t, h) = running();
+        assert_eq!(out(&sb, &po(1, "output:2", frame())), Ok(()));
+        assert_eq!(h[1].take_tx(), vec![frame()]);
+        assert_eq!(out(&sb, &po(2, "resubmit(,1)", frame())), Ok(()));
+        assert_eq!(h[2].take_tx(), vec![frame()]);
+        // To the in_port: dropped; IN_PORT: sent there.
+        assert_eq!(out(&sb, &po(1, "output:1", frame())), Ok(()));
+        assert_eq!(h[0].tx_len(), 0);
+        assert_eq!(out(&sb, &po(1, "in_port", frame())), Ok(()));
+        assert_eq!(h[0].take_tx(), vec![frame()]);
+        // A runt is accepted but not sent (as OVS does).
+        assert_eq!(out(&sb, &po(1, "output:2", vec![1; 13])), Ok(()));
+        assert_eq!(out(&sb, &po(1, "output:2", vec![1; 14])), Ok(()));
+        assert_eq!(h[1].take_tx(), vec![vec![1; 14]]);
+        // LOCAL (1.1+ numbering) as in_port.
+        assert_eq!(out(&sb, &po(0xffff_fffe, "output:3", frame())), Ok(()));
+        assert_eq!(h[2].take_tx(), vec![frame()]);
+        t.join().expect("join");
+    }
+
+    #[test]
+    fn bad_packet_outs_get_ovs_errors() {
+        // Before 1.2, OVS's bad port and translation errors are Nicira vendor errors.
+        let nx = |e: OfpErr, ver: u8| {
+            let req = [ver, 13, 0, 8, 0, 0, 0, 9];
+            match OfpErr::reply(e, &req, ver).body {
+                Body::Error(m) => (m.typ, m.code, m.data[..8].to_vec()),
+                _ => unreachable!("an error"),
+            }
+        };
+        let nx_data = |t: u16, c: u16| {
+            let mut d = openflow::msg::NX_VENDOR_ID.to_be_bytes().to_vec();
+            d.extend_from_slice(&t.to_be_bytes());
+            d.extend_from_slice(&c.to_be_bytes());
+            d
+        };
+        assert_eq!(nx(OfpErr::BadPort, 1), (NXET_VENDOR, 0, nx_data(1, 514)));
+        assert_eq!(
+            nx(OfpErr::XlateFailed, 1),
+            (NXET_VENDOR, 0, nx_data(1, 521))
+        );
+        assert_eq!(
+            nx(OfpErr::MatchInconsistent, 1),
+            (NXET_VENDOR, 0, nx_data(1, 522))
+        );
+        assert_eq!(OfpErr::MatchInconsistent.wire(2), (2, 10, None));
+        assert_eq!(nx(OfpErr::BadPort, 4).0, 1);
+        assert_eq!(OfpErr::BadPort.wire(4), (1, 11, None));
+        assert_eq!(OfpErr::XlateFailed.wire(2), (5, 0, None));
+        let (sb, t, h) = running();
+        let mut p = po(1, "output:2", frame());
+        p.buffer_id = 5;
+        assert_eq!(out(&sb, &p), Err(OfpErr::BufferUnknown));
+        assert_eq!(
+            out(&sb, &po(0xffff_ff00, "output:2", frame())),
+            Err(OfpErr::BadPort)
+        );
+        assert_eq!(
+            out(&sb, &po(0x1_0000, "output:2", frame())),
+            Err(OfpErr::BadOutPort)
+        );
+        assert_eq!(
+            out(&sb, &po(1, "output:2", vec![0; netdev::MAX_FRAME + 1])),
+            Err(OfpErr::BadLen)
+        );
+        assert_eq!(
+            out(&sb, &po(1, "output:2,resubmit(,5)", frame())),
+            Err(OfpErr::XlateFailed)
+        );
+        // `ct` needs IP; a non-IP frame (and a 1.0-only action in 1.3) is inconsistent.
+        assert_eq!(
+            out(&sb, &po(1, "ct(table=1)", frame())),
+            Err(OfpErr::MatchInconsistent)
+        );
+        assert_eq!(h[1].tx_len(), 0, "nothing sent");
+        // Without a datapath: refused.
+        sb.set_execute_queue(None);
+        assert_eq!(out(&sb, &po(1, "output:2", frame())), Err(OfpErr::Eperm));
+        t.join().expect("join");
+    }
 }

@@ -425,9 +425,11 @@ impl Running {
                 let dps = lock(&dps);
                 for b in switch.bridges() {
                     use crate::ofconn::OfBridge;
-                    if let Some(dp) = dps.get(b.name()) {
+                    let dp = dps.get(b.name());
+                    if let Some(dp) = dp {
                         b.set_counters(dp.port_counters());
                     }
+                    b.set_execute_queue(dp.map(|dp| dp.execute_queue().clone()));
                 }
                 drop(dps);
                 detached.ready();

@@ -1078,6 +1078,24 @@ pub(crate) fn check_actions(
     Ok(())
 }
 
+/// OVS's consistency check of a packet-out's actions against the packet's own flow (every
+/// field exact; table 0, as OVS checks them): `Ok` with the protocols the actions may be
+/// used in (narrowed to OpenFlow 1.0 by what only 1.0 lets pass), or the OVS error name.
+pub fn check_actions_for_flow(
+    actions: &[Action],
+    key: &crate::FlowKey,
+) -> Result<Protocols, &'static str> {
+    let m = Match {
+        key: *key,
+        mask: crate::FlowMask {
+            w: [u64::MAX; crate::key::FLOW_WORDS],
+        },
+    };
+    let mut usable = Protocols::ANY;
+    check_actions(actions, &m, Some(0), &mut usable)?;
+    Ok(usable)
+}
+
 fn inconsistent(usable: &mut Protocols) {
     *usable = usable.and(Protocols::OF10_ANY);
 }

@@ -91,3 +91,46 @@ bridge(\"br0\")
         "{t}"
     );
 }
+
+/// A packet-out's action list runs instead of a table-0 lookup: outputs (`in_port`
+/// skipped unless `IN_PORT`), set_field, resubmit and `output:TABLE` into the tables,
+/// FLOOD; a recirculated key does not thaw a frozen state instead.
+#[test]
+fn packet_out_actions_run_instead_of_a_lookup() {
+    let b = br(&[
+        "table=0,priority=10,actions=output:4",
+        "table=1,udp,actions=output:3",
+    ]);
+    let k = key("in_port=1,udp,nw_src=1.1.1.1,nw_dst=10.1.2.3,nw_ttl=64,udp_src=1,udp_dst=2");
+    let run_po = |k: FlowKey, acts: &str| {
+        let a = flow::text::parse_actions(acts).unwrap();
+        let o = xlate_actions(&b, &XlateIn::new(k), &a);
+        assert!(o.error.is_none(), "{acts}: {:?}", o.error);
+        // A table-0 rule only through `output:TABLE`.
+        let t0 = o.rules.iter().any(|(t, _)| *t == 0);
+        assert_eq!(t0, acts == "output:TABLE", "{acts}: {:?}", o.rules);
+        crate::odp::format_odp_actions(&o.actions)
+    };
+    assert_eq!(run_po(k, "output:2"), "2");
+    assert_eq!(run_po(k, "output:1"), "drop");
+    assert_eq!(run_po(k, "output:in_port"), "1");
+    assert_eq!(
+        run_po(k, "mod_nw_src:10.1.1.1,output:2"),
+        "set(ipv4(src=10.1.1.1)),2"
+    );
+    assert_eq!(run_po(k, "resubmit(,1)"), "3");
+    assert_eq!(run_po(k, "output:TABLE"), "4");
+    assert_eq!(run_po(k, "FLOOD"), "2,3,4,100"); // 100: LOCAL
+    assert_eq!(run_po(k, ""), "drop");
+    // The same key through the tables: table 0's rule.
+    let o = xlate(&b, &XlateIn::new(k));
+    assert_eq!(crate::odp::format_odp_actions(&o.actions), "4");
+    // `table` is ignored: a packet-out starts nowhere but in its actions.
+    let mut i = XlateIn::new(k);
+    i.table = 1;
+    let a = flow::text::parse_actions("output:2").unwrap();
+    assert_eq!(
+        crate::odp::format_odp_actions(&xlate_actions(&b, &i, &a).actions),
+        "2"
+    );
+}

@@ -135,6 +135,8 @@ pub struct Datapath {
     failed: BTreeMap<String, String>,
     /// VLAN headers the PMD parses ([`DpKnobs::effective_vlan_limit`]).
     vlan_limit: u8,
+    /// The PMD's execute queue (packet-outs); the PMD keeps it across restarts.
+    exec: Arc<datapath::ExecuteQueue>,
 }
 
 impl std::fmt::Debug for Datapath {
@@ -203,7 +205,9 @@ impl Datapath {
             env.ipf.clone(),
             env.offset_ms.clone(),
         )));
+        let exec = pmd.execute_queue().clone();
         let mut dp = Datapath {
+            exec,
             bridge: rb.name.clone(),
             dp_type: dp_type_name(&rb.cfg.datapath_type).to_owned(),
             shared: rb.shared.clone(),
@@ -463,6 +467,12 @@ impl Datapath {
         if let Some(r) = &self.reval {
             r.purge();
         }
+    }
+
+    /// The queue of packets to execute on the datapath thread (OpenFlow packet-out): the
+    /// same for the datapath's life, through thread restarts.
+    pub fn execute_queue(&self) -> &Arc<datapath::ExecuteQueue> {
+        &self.exec
     }
 
     /// The shared bridge.
