@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use testutil::rng::TestRng;
 
+mod common;
+
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 
 /// One switch under test: its run directory, `ovsdb-server` and daemon.
@@ -639,22 +641,6 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
     eprintln!("{compared} traces equal");
 }
 
-/// The frames of a pcap file (a cut-short last record left out).
-fn pcap_records(path: &Path) -> Vec<Vec<u8>> {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        if at + 16 + incl > bytes.len() {
-            break;
-        }
-        out.push(bytes[at + 16..at + 16 + incl].to_vec());
-        at += 16 + incl;
-    }
-    out
-}
-
 /// OpenFlow packet-out through the daemon against real OVS (issue 15): the same
 /// `ovs-ofctl packet-out` commands (OpenFlow 1.0 and 1.3, old and new syntax; output to a
 /// port, to `IN_PORT`, to the in_port (dropped), set-field then output, resubmit into a
@@ -1010,8 +996,8 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
     for i in 1..=4 {
         let name = format!("p{i}.pcap");
         let (a, b) = (
-            pcap_records(&ovs.dir.join(&name)),
-            pcap_records(&fs.dir.join(&name)),
+            common::pcap_frames(&ovs.dir.join(&name)),
+            common::pcap_frames(&fs.dir.join(&name)),
         );
         let hex = |v: &Vec<Vec<u8>>| {
             v.iter()

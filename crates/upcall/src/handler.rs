@@ -787,11 +787,9 @@ mod tests {
     use flow::extract::{PacketMeta, extract};
     use ofproto::table::Backend;
 
-    /// Datapath port numbers that differ from the OpenFlow ones (the daemon allocates them
-    /// per datapath): the upcall translates with the OpenFlow in_port, so `in_port=1`
-    /// rules match packets arriving on datapath port 7, and outputs name datapath ports.
-    #[test]
-    fn upcall_maps_the_datapath_in_port_to_the_openflow_port() {
+    /// A bridge with ports p1, p2, p3 (OpenFlow 1, 2, 3) on datapath ports 7, 3, 1: numbers
+    /// that differ, as the daemon allocates them per datapath.
+    fn three_port_bridge() -> Bridge {
         let mut br = Bridge::new("br0", Backend::TupleSpace);
         for (of, dp, name) in [(1u16, 7u32, "p1"), (2, 3, "p2"), (3, 1, "p3")] {
             br.add_port(ofproto::bridge::Port {
@@ -802,6 +800,15 @@ mod tests {
                 no_flood: false,
             });
         }
+        br
+    }
+
+    /// Datapath port numbers that differ from the OpenFlow ones (the daemon allocates them
+    /// per datapath): the upcall translates with the OpenFlow in_port, so `in_port=1`
+    /// rules match packets arriving on datapath port 7, and outputs name datapath ports.
+    #[test]
+    fn upcall_maps_the_datapath_in_port_to_the_openflow_port() {
+        let mut br = three_port_bridge();
         br.add_flows_text("in_port=1,actions=output:2\nin_port=3,actions=output:1", 0)
             .expect("flows");
         let shared = SharedBridge::with_manual_clock(br, 0);
@@ -829,16 +836,7 @@ mod tests {
     /// datapath ports; a port the bridge lacks keeps its number; a loop is an error.
     #[test]
     fn packet_out_translates_its_actions_with_datapath_ports() {
-        let mut br = Bridge::new("br0", Backend::TupleSpace);
-        for (of, dp, name) in [(1u16, 7u32, "p1"), (2, 3, "p2"), (3, 1, "p3")] {
-            br.add_port(ofproto::bridge::Port {
-                ofport: OfPort(of),
-                name: name.into(),
-                dp_port: dp,
-                vlan: ofproto::VlanMode::default(),
-                no_flood: false,
-            });
-        }
+        let mut br = three_port_bridge();
         br.add_flows_text(
             "table=1,in_port=1,actions=output:3\ntable=1,in_port=2,actions=output:1\ntable=2,actions=resubmit(,2)",
             0,
