@@ -15,7 +15,7 @@
 //! text), and the replica holds none of its rows.
 
 use crate::datum::Datum;
-use crate::schema::{DatabaseSchema, TableSchema};
+use crate::schema::{ColumnType, DatabaseSchema, TableSchema};
 use crate::{Error, Result, Uuid};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -480,8 +480,7 @@ impl Database {
             .ok_or_else(|| Error::syntax(format!("unknown table {table:?}")))?;
         if let Some(name) = self.streamed.get(table) {
             let fresh = self.tables.entry(table.to_owned()).or_default().new_row(ts);
-            let event = stream_event(ts, fresh, uuid, new, kind)
-                .map_err(|e| Error::syntax(format!("{table}: {e}")))?;
+            let event = stream_event(table, ts, fresh, uuid, new, kind)?;
             self.events.push(StreamEvent {
                 table: name.clone(),
                 event,
@@ -497,20 +496,8 @@ impl Database {
             .as_object()
             .ok_or_else(|| Error::syntax(format!("row {uuid} is not an object")))?;
         let fresh = t.new_row(ts);
-        let layout = fresh.cols.layout().clone();
         // Parse everything first so a bad column leaves the row as it was.
-        let mut parsed = Vec::with_capacity(cols.len());
-        for (c, v) in cols {
-            let (Some(ct), Some(i)) = (ts.columns.get(c), layout.index(c)) else {
-                if c.starts_with('_') {
-                    continue;
-                }
-                return Err(Error::syntax(format!("unknown column {table}.{c}")));
-            };
-            let d =
-                Datum::from_json(v, ct).map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
-            parsed.push((i, ct, d));
-        }
+        let mut parsed = parse_columns(table, ts, fresh.cols.layout(), cols)?;
         // A new row's columns are whole values even in a diff-format record.
         let values = &mut t.values;
         match t.rows.entry(uuid) {
@@ -633,6 +620,7 @@ impl Database {
 /// row is parsed and checked as a kept row would be; a diff cannot be applied without the
 /// row.
 fn stream_event(
+    table: &str,
     ts: &TableSchema,
     mut row: Row,
     uuid: Uuid,
@@ -648,21 +636,34 @@ fn stream_event(
     if kind == UpdateKind::Diff {
         return Ok(RowEvent::Changed(uuid));
     }
-    let layout = row.cols.layout().clone();
+    let mut parsed = parse_columns(table, ts, row.cols.layout(), cols)?;
+    parsed.sort_by_key(|p| p.0);
+    row.cols
+        .set_all(parsed.into_iter().map(|(i, _, d)| (i, Arc::new(d))));
+    Ok(RowEvent::Put(uuid, row))
+}
+
+/// A row update's columns (`cols`), each checked against its type in `ts` and placed by
+/// `layout`: (position, type, value). Metadata columns (`_…`) are skipped; an unknown column
+/// or a value that does not fit is an error naming `table`.
+fn parse_columns<'a>(
+    table: &str,
+    ts: &'a TableSchema,
+    layout: &Layout,
+    cols: &serde_json::Map<String, Value>,
+) -> Result<Vec<(usize, &'a ColumnType, Datum)>> {
     let mut parsed = Vec::with_capacity(cols.len());
     for (c, v) in cols {
         let (Some(ct), Some(i)) = (ts.columns.get(c), layout.index(c)) else {
             if c.starts_with('_') {
                 continue;
             }
-            return Err(Error::syntax(format!("unknown column {c}")));
+            return Err(Error::syntax(format!("unknown column {table}.{c}")));
         };
-        let d = Datum::from_json(v, ct).map_err(|e| Error::syntax(format!("{c}: {e}")))?;
-        parsed.push((i, Arc::new(d)));
+        let d = Datum::from_json(v, ct).map_err(|e| Error::syntax(format!("{table}.{c}: {e}")))?;
+        parsed.push((i, ct, d));
     }
-    parsed.sort_by_key(|p| p.0);
-    row.cols.set_all(parsed.into_iter());
-    Ok(RowEvent::Put(uuid, row))
+    Ok(parsed)
 }
 
 #[cfg(test)]
