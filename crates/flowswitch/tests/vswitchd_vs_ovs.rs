@@ -28,7 +28,27 @@ struct Side {
     ovsdb: Option<Child>,
 }
 
+/// Our daemon's command line.
+fn our_vswitchd() -> [String; 2] {
+    [
+        env!("CARGO_BIN_EXE_flowswitch").to_owned(),
+        "vswitchd".to_owned(),
+    ]
+}
+
 impl Side {
+    /// Real `ovs-vswitchd` (side `ovs_name`) and the daemon `ours` (side `ours_name`), each
+    /// in its own directory.
+    fn both(ovs_name: &'static str, ours_name: &'static str, ours: &[String]) -> (Side, Side) {
+        let ovs = Side::start(
+            ovs_name,
+            &[testutil::ovs::tool_path("ovs-vswitchd")
+                .display()
+                .to_string()],
+        );
+        (ovs, Side::start(ours_name, ours))
+    }
+
     fn start(name: &'static str, daemon: &[String]) -> Side {
         let dir = std::env::temp_dir().join(format!("fs-vs-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -389,13 +409,7 @@ fn next_command(rng: &mut TestRng, m: &mut Model, dir_file: &Path) -> Vec<String
 }
 
 fn run_seed(seed: u64, steps: usize, ours: &[String]) -> Result<(), String> {
-    let ovs = Side::start(
-        "ovs",
-        &[testutil::ovs::tool_path("ovs-vswitchd")
-            .display()
-            .to_string()],
-    );
-    let fs = Side::start("flowswitch", ours);
+    let (ovs, fs) = Side::both("ovs", "flowswitch", ours);
     let mut rng = TestRng::new(seed);
     let mut model = Model::default();
     let mut script = Vec::new();
@@ -506,17 +520,7 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
         testutil::skip::skip(&why);
         return;
     }
-    let ours = [
-        env!("CARGO_BIN_EXE_flowswitch").to_owned(),
-        "vswitchd".to_owned(),
-    ];
-    let ovs = Side::start(
-        "trace-ovs",
-        &[testutil::ovs::tool_path("ovs-vswitchd")
-            .display()
-            .to_string()],
-    );
-    let fs = Side::start("trace-flowswitch", &ours);
+    let (ovs, fs) = Side::both("trace-ovs", "trace-flowswitch", &our_vswitchd());
     let mut setup: Vec<String> = vec![
         "ovs-vsctl",
         "set",
@@ -655,17 +659,7 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
         testutil::skip::skip(&why);
         return;
     }
-    let ours = [
-        env!("CARGO_BIN_EXE_flowswitch").to_owned(),
-        "vswitchd".to_owned(),
-    ];
-    let ovs = Side::start(
-        "pktout-ovs",
-        &[testutil::ovs::tool_path("ovs-vswitchd")
-            .display()
-            .to_string()],
-    );
-    let fs = Side::start("pktout-flowswitch", &ours);
+    let (ovs, fs) = Side::both("pktout-ovs", "pktout-flowswitch", &our_vswitchd());
     let setup = |side: &Side, ports: std::ops::RangeInclusive<u32>, first: bool| {
         let mut a: Vec<String> = Vec::new();
         if first {
