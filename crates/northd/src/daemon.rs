@@ -108,8 +108,8 @@ pub fn run_until(
     );
     let mut dirty = true;
     let mut last_nb_cfg: Option<i64> = None;
-    // What the SB's logical flows are, kept between rounds (rebuilt after a reconnect or a
-    // datapath change).
+    // What the SB's logical flows and bindings are, kept between rounds from the session's
+    // events and changes (the flows' datapath mapping redone after a datapath change).
     let mut cache = SbKnown::default();
     // The incremental engine and the NB rows changed since its last round.
     let mut engine = incr::Engine::default();
