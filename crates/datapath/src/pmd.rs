@@ -250,8 +250,12 @@ pub const OVS_PMD_STATS_LINES: [&str; 17] = [
 ];
 
 /// flowswitch's own lines of the block, after OVS's, in order.
-pub const OWN_PMD_STATS_LINES: [&str; 3] =
-    ["lost", "recirculation hint hits", "upcalls rate-limited"];
+pub const OWN_PMD_STATS_LINES: [&str; 4] = [
+    "lost",
+    "recirculation hint hits",
+    "recirculations fused",
+    "upcalls rate-limited",
+];
 
 /// Packets (or passes) dropped without a classification answer, per reason (their sum is
 /// [`PmdStats::lost`]): before classification, or at a miss that was not let through to the
@@ -305,6 +309,9 @@ pub struct PmdStats {
     /// Recirculated passes that took their flow from a recirculation hint
     /// ([`crate::recirc_hint`]) instead of the cache tiers.
     pub recirc_hint_hits: u64,
+    /// Of those, passes fused into the first ([`Pmd`]'s `ct,recirc` batches): the hint's
+    /// flow only outputs, so the packet went to its port without joining the queue.
+    pub recirc_fused: u64,
     /// Packets a `recirc` action would have sent past [`MAX_RECIRC_DEPTH`] passes, or into a
     /// full recirculation queue: dropped (their pass was already counted).
     pub recirc_dropped: u64,
@@ -444,6 +451,7 @@ impl fmt::Display for PmdStats {
         // flowswitch's own lines, after OVS's.
         write!(f, "\n  lost: {}", self.lost)?;
         write!(f, "\n  recirculation hint hits: {}", self.recirc_hint_hits)?;
+        write!(f, "\n  recirculations fused: {}", self.recirc_fused)?;
         write!(
             f,
             "\n  upcalls rate-limited: {}",
@@ -891,6 +899,10 @@ pub struct Pmd {
     /// Packets waiting for their next datapath pass: metadata (recirc_id, conntrack) and the
     /// passes taken so far.
     recirc: VecDeque<Queued>,
+    /// Packets whose second pass was fused into their first ([`Pmd::fused_output`]), with
+    /// their output port's index: sent after the pass's own outputs, where the queued
+    /// second pass would have sent them.
+    fused: Vec<(usize, Packet)>,
     cycles_per_ms: u64,
     next_rank_ms: u64,
     /// Milliseconds of the cycle counter at the start of the burst being processed: the time of every flow-stats update and conntrack call of
@@ -972,6 +984,7 @@ impl Pmd {
             ct_checked: false,
             ct_out: CtOut::default(),
             recirc: VecDeque::with_capacity(RECIRC_QUEUE_MAX),
+            fused: Vec::with_capacity(BATCH_MAX),
             cycles_per_ms: (netdev::tsc::hz() / 1000).max(1),
             next_rank_ms: 0,
             batch_ms: 0,
@@ -1425,6 +1438,7 @@ impl Pmd {
     /// pass's (so a first pass leaves `s.metas` as it was).
     fn ct_recirc_batch(
         &mut self,
+        view: &ActionsView,
         members: &[u8],
         pkts: &mut [Option<Packet>],
         params: &CtParams,
@@ -1467,18 +1481,31 @@ impl Pmd {
             let hints = self.cfg.emc && self.cfg.recirc_hints;
             for (j, p) in ps.drain(..).enumerate() {
                 let j = j.min(BATCH_MAX - 1);
-                let (mut md, depth) = (self.s.ct_metas[j], self.s.ct_depth[j]);
+                let depth = self.s.ct_depth[j];
                 let slot = self.s.ct_slot[j];
+                // The metadata is read in place (it is copied only into a queue entry).
+                let md = &mut self.s.ct_metas[j];
+                md.recirc_id = id;
                 // A hint needs the packet as the first pass saw it: not after NAT rewrote it.
                 let origin = if hints
                     && slot != NO_SLOT
                     && md.ct_state & (ct_state::SRC_NAT | ct_state::DST_NAT) == 0
                 {
-                    md.recirc_id = id;
-                    self.emc.hints().check(usize::from(slot), &md)
+                    self.emc.hints().check(usize::from(slot), md)
                 } else {
                     Origin::None
                 };
+                // The second pass right here when its flow only outputs and no packet
+                // waits in the queue: the packet is sent after this pass's own outputs,
+                // before any queued pass runs — where the queue would have sent it.
+                if self.recirc.is_empty()
+                    && depth.saturating_add(1) < MAX_RECIRC_DEPTH
+                    && let Some(pi) = self.fused_output(view, origin, p.len(), j)
+                {
+                    self.fused.push((pi, p));
+                    continue;
+                }
+                let md = self.s.ct_metas[j];
                 self.queue_recirc(p, md, depth, id, self.s.ct_flags[j], origin);
             }
         } else {
@@ -1507,6 +1534,34 @@ impl Pmd {
         }
         self.ct_out = out;
         self.s.ct_pkts = ps;
+    }
+
+    /// The fused second pass of packet `j` of a `ct,recirc` batch (`len` bytes, first pass
+    /// hit EMC entry whose hint `origin` matched): when the hint's flow is alive and its
+    /// actions are one `output`, that pass is counted (a recirculation taken from a hint, the
+    /// flow's stats) and the port's index returned for the caller to send the packet to —
+    /// the same outcome as queueing the packet and running a hinted pass over it (seed
+    /// 002's saving, with the tracker still run on the packet and nothing about the
+    /// connection cached). `None`: nothing done, the packet takes the queue.
+    #[inline]
+    fn fused_output(
+        &mut self,
+        view: &ActionsView,
+        origin: Origin,
+        len: usize,
+        j: usize,
+    ) -> Option<usize> {
+        let f = self.emc.hints().flow(origin)?;
+        let &[DpAction::Output(no)] = view.get(f.actions())? else {
+            return None;
+        };
+        let pi = self.ports.iter().position(|p| p.no == no)?;
+        let flags = self.s.ct_flags.get(j).copied().unwrap_or(0);
+        f.stats.record(1, len as u64, self.batch_ms, flags);
+        self.stats.recirculations += 1;
+        self.stats.recirc_hint_hits += 1;
+        self.stats.recirc_fused += 1;
+        Some(pi)
     }
 
     /// Queues a frame the tracker released in `ct_recirc_batch` for its next pass.
@@ -1881,7 +1936,7 @@ impl Pmd {
             }
             if let Some(&[DpAction::Ct(ref params), DpAction::Recirc(id)]) = list {
                 // Every stateful pipeline's first pass: the tracker takes the batch at once.
-                self.ct_recirc_batch(members, &mut pkts, params, id);
+                self.ct_recirc_batch(&view, members, &mut pkts, params, id);
                 continue;
             }
             for &i in members {
@@ -1902,6 +1957,11 @@ impl Pmd {
             self.pool.free(p);
         }
         self.s.pkts = pkts;
+        let mut fused = std::mem::take(&mut self.fused);
+        for (pi, p) in fused.drain(..) {
+            self.enqueue(pi, p);
+        }
+        self.fused = fused;
         self.flush_outputs();
         self.view = Some(view);
     }
@@ -2281,7 +2341,9 @@ mod tests {
         assert!(text.contains("\n  avg. subtable lookups per megaflow hit: 1.50\n"));
         assert!(text.contains("\n  avg. packets per output batch: 1.50\n"));
         assert!(
-            text.ends_with("\n  lost: 1\n  recirculation hint hits: 2\n  upcalls rate-limited: 0"),
+            text.ends_with(
+                "\n  lost: 1\n  recirculation hint hits: 2\n  recirculations fused: 0\n  upcalls rate-limited: 0"
+            ),
             "{text}"
         );
         // No cycles counted: OVS prints no cycle lines, and neither do we.

@@ -444,12 +444,14 @@ fn recirc_hints_change_only_counters() {
         let calls = log.lock().unwrap().clone();
         (out, st, calls, flow_stats)
     };
-    let mut hint_hits = 0;
+    let (mut hint_hits, mut fused) = (0, 0);
     for seed in 1..=40u32 {
         let (out_a, st_a, log_a, fs_a) = run(false, seed * 104_729);
         let (out_b, st_b, log_b, fs_b) = run(true, seed * 104_729);
-        assert_eq!(st_a.recirc_hint_hits, 0);
+        assert_eq!((st_a.recirc_hint_hits, st_a.recirc_fused), (0, 0));
+        assert!(st_b.recirc_fused <= st_b.recirc_hint_hits);
         hint_hits += st_b.recirc_hint_hits;
+        fused += st_b.recirc_fused;
         // `assert!`, not `assert_eq!`: a difference would print megabytes of frames.
         assert!(log_a == log_b, "seed {seed}: tracker calls differ");
         assert!(out_a == out_b, "seed {seed}: frames out differ");
@@ -468,4 +470,9 @@ fn recirc_hints_change_only_counters() {
         assert_eq!(total(&st_a), total(&st_b), "seed {seed}");
     }
     assert!(hint_hits > 1000, "hints were hardly used: {hint_hits}");
+    // Second passes fused into the first (their flow only outputs) were among them.
+    assert!(
+        fused > 500,
+        "second passes were hardly fused: {fused} of {hint_hits}"
+    );
 }
