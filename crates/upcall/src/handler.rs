@@ -77,7 +77,7 @@ use std::time::{Duration, Instant};
 use crate::dp_actions::to_dp_actions;
 use crate::fasthash::MixBuild;
 use crate::udpif::{Udpif, UpcallCounters};
-use datapath::{ActionTable, DpAction, DpFlow, Upcall, UpcallError};
+use datapath::{ActionTable, DpAction, DpFlow, Ufid, Upcall, UpcallError};
 use flow::field::FieldId;
 use flow::ofp::OfPort;
 use flow::{FlowKey, FlowMask};
@@ -462,9 +462,11 @@ impl Ukey {
 /// recorded and the revalidator falls back to the megaflow's masked key.
 pub const UKEY_MAX: usize = 200_000;
 
-/// Ukeys of answered upcalls not yet adopted by the revalidator, keyed by the megaflow they
-/// install: (masked key, mask as installed), found by the hash the datapath files that
-/// megaflow under ([`UkeyId`]).
+/// Ukeys of answered upcalls not yet adopted by the revalidator, keyed by the id of the
+/// megaflow they install: its ufid ([`Ufid::of`] of the masked key and the mask as
+/// installed — the id the PMD gives that megaflow; the revalidator checks the megaflow
+/// matches the ukey's key before adopting it). Each ukey is boxed: the map holds 24-byte
+/// entries, so growing it moves little, and adoption moves the box, not the ukey.
 #[derive(Debug, Default)]
 pub struct UkeyStore {
     map: Mutex<UkeyMap>,
@@ -475,45 +477,7 @@ pub struct UkeyStore {
 }
 
 /// The ukey store's map.
-pub(crate) type UkeyMap = HashMap<UkeyId, Ukey, MixBuild>;
-
-/// A megaflow as the ukey store keys it: its hash (`DpFlow::hash`: `hash_masked` of the
-/// masked key under the mask, basis 0), masked key and mask. Hashing uses only `hash`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UkeyId {
-    /// `flow::hash::hash_masked(&key, &mask, mask.map(), 0)`.
-    pub hash: u32,
-    /// The masked key.
-    pub key: FlowKey,
-    /// The mask as installed.
-    pub mask: FlowMask,
-}
-
-impl std::hash::Hash for UkeyId {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        h.write_u32(self.hash);
-    }
-}
-
-impl UkeyId {
-    /// The id of megaflow (`key` masked by `mask`, `mask`).
-    pub fn of(key: FlowKey, mask: FlowMask) -> UkeyId {
-        UkeyId {
-            hash: flow::hash::hash_masked(&key, &mask, mask.map(), 0),
-            key,
-            mask,
-        }
-    }
-
-    /// The id of an installed megaflow (its hash is already computed).
-    pub fn of_flow(f: &DpFlow) -> UkeyId {
-        UkeyId {
-            hash: f.hash,
-            key: f.key,
-            mask: f.mask,
-        }
-    }
-}
+pub(crate) type UkeyMap = HashMap<Ufid, Box<Ukey>, MixBuild>;
 
 impl UkeyStore {
     /// The map, locked (poison recovered: it holds plain data).
@@ -521,9 +485,9 @@ impl UkeyStore {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn record(&self, flow_key: FlowKey, mask: FlowMask, mut ukey: Ukey) {
+    pub(crate) fn record(&self, flow_key: &FlowKey, mask: &FlowMask, mut ukey: Box<Ukey>) {
         ukey.pass = self.pass.load(Ordering::Relaxed);
-        let id = UkeyId::of(flow_key, mask);
+        let id = Ufid::of(flow_key, mask);
         let mut m = self.lock();
         if m.len() >= UKEY_MAX && !m.contains_key(&id) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -702,11 +666,11 @@ impl Upcall for OfprotoUpcall {
                 let m = dp_mask(&out.mask);
                 if self.revalidated {
                     let learned = out.learned.clone();
-                    let mut ukey = Ukey::from_xlate(key, &out, learned);
+                    let mut ukey = Box::new(Ukey::from_xlate(key, &out, learned));
                     // The megaflow's recirculation ids live as long as its ukey.
                     ukey.recircs = std::mem::take(&mut out.recirc_refs);
                     ukey.recircs.extend(key_recirc);
-                    self.udpif.ukeys.record(key.masked(&m), m, ukey);
+                    self.udpif.ukeys.record(&key.masked(&m), &m, ukey);
                 }
                 // Without a ukey (no revalidator), the references go with `out`: the ids
                 // are released but, with no revalidator pass to run the grace, never freed.

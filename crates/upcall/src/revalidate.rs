@@ -120,7 +120,7 @@ use ofproto::recirc::RecircRef;
 use ofproto::{Bridge, xlate_ro};
 
 use crate::fasthash::MixBuild;
-use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, UkeyId, dp_answer, dp_mask};
+use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, dp_answer, dp_mask};
 use crate::udpif::{FLOW_LIMIT_MAX_IDLE_MS, RevalidatorReport, Udpif};
 
 /// OVS's default `max-idle` (ms).
@@ -235,8 +235,8 @@ impl PassStats {
 #[derive(Debug)]
 struct Tracked {
     flow: Arc<DpFlow>,
-    /// The decision last checked (or the upcall's).
-    ukey: Ukey,
+    /// The decision last checked (or the upcall's), boxed (the map's entries stay small).
+    ukey: Box<Ukey>,
     /// `ukey`'s generation fields describe a translation of `ukey.key` (false for a megaflow
     /// found without a ukey, until its first re-translation).
     validated: bool,
@@ -406,14 +406,14 @@ impl Revalidator {
         for chunk in new.chunks(ADOPT_CHUNK) {
             let mut store = self.udpif.ukeys.lock();
             for f in chunk {
-                let (mut ukey, validated) = match store.remove(&UkeyId::of_flow(f)) {
+                let (mut ukey, validated) = match store.remove(&f.ufid) {
                     Some(u) if f.matches(&u.key) => {
                         st.adopted += 1;
                         (u, true)
                     }
                     _ => {
                         st.unkeyed += 1;
-                        (keyless(f), false)
+                        (Box::new(keyless(f)), false)
                     }
                 };
                 // The ids the megaflow uses and matches, referenced from the megaflow itself
@@ -554,7 +554,7 @@ impl Revalidator {
                     Verdict::Keep(u) => {
                         let learned = std::mem::take(&mut t.ukey.learned);
                         let recircs = std::mem::take(&mut t.ukey.recircs);
-                        t.ukey = *u;
+                        t.ukey = u;
                         t.ukey.learned = learned;
                         // Same actions and match: the same recirculation ids.
                         t.ukey.recircs = recircs;
@@ -649,7 +649,7 @@ impl Revalidator {
                     t.packets,
                     t.bytes,
                 ),
-                None => match pending.remove(&UkeyId::of_flow(f)) {
+                None => match pending.remove(&f.ufid) {
                     Some(u) => (u.rules.clone(), u.groups.clone(), 0, 0),
                     None => continue,
                 },
