@@ -467,7 +467,7 @@ struct Loc {
 #[derive(Debug)]
 struct Writer {
     cur: Arc<Snapshot>,
-    flows: HashMap<Ufid, Loc>,
+    flows: HashMap<Ufid, Loc, crate::megaflow::UfidBuild>,
     next_rank_ms: u64,
 }
 
@@ -516,7 +516,7 @@ impl Dpcls {
             current: Arc::new(ArcSwap::new(snap.clone())),
             writer: Mutex::new(Writer {
                 cur: snap,
-                flows: HashMap::new(),
+                flows: HashMap::default(),
                 next_rank_ms: cfg.rank_interval_ms,
             }),
             cfg,
