@@ -457,4 +457,20 @@ mod replay {
         assert_eq!(ct.nconns(), conns);
         assert_eq!(pmd.pool().outstanding(), 0);
     }
+
+    /// The setup measurement (`setup`: each connection's opening packets once, on a fresh
+    /// tracker) run synchronously, for instruction counts per new connection the same way:
+    /// `FW_SETUP_CONNS=N FW_REPLAY_PROTO=udp|tcp`, two runs with different N.
+    #[test]
+    fn firewall_setup_counts() {
+        let conns = env_u64("FW_SETUP_CONNS", 100).clamp(1, 1_000_000) as u32;
+        let proto = match std::env::var("FW_REPLAY_PROTO").as_deref() {
+            Ok("tcp") => Proto::Tcp,
+            _ => Proto::Udp,
+        };
+        let t = traffic(proto, conns);
+        let ct = Arc::new(Conntrack::new(Config::default()));
+        setup(&ct, &t, conns, 0).expect("setup");
+        assert_eq!(ct.nconns(), conns);
+    }
 }
