@@ -186,6 +186,14 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// The hash a table map built with `KeyHashBuilder { seed }` gives `TableKey(*k)`
+/// (`TableKey::hash` writes `hash_with(0)`, `KeyHasher` mixes the seed in): the table
+/// computes it once per operation and passes it to the map (twin test below).
+#[inline]
+pub(crate) fn table_hash(k: &ConnKey, seed: u64) -> u64 {
+    mix64(k.hash_with(0) ^ seed)
+}
+
 /// The table's key wrapper: hashing a `TableKey` writes the key's seeded hash once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TableKey(pub ConnKey);
@@ -200,6 +208,33 @@ impl Hash for TableKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `table_hash` is what the map's own hasher computes for a `TableKey`: probes with a
+    /// precomputed hash and the map's growth (which rehashes with the builder) agree.
+    #[test]
+    fn table_hash_is_the_maps_hash() {
+        let mut x = 0x7ab1e_u64;
+        let mut r = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..1000 {
+            let seed = r(u64::MAX);
+            let k = ConnKey {
+                zone: r(4) as u16,
+                proto: [6, 17, 1][r(3) as usize],
+                src: (u128::from(r(u64::MAX)) << 64 | u128::from(r(5))).to_le_bytes(),
+                dst: u128::from(r(7)).to_le_bytes(),
+                sport: r(9) as u16,
+                dport: r(9) as u16,
+                ..ConnKey::default()
+            };
+            let b = KeyHashBuilder { seed };
+            assert_eq!(b.hash_one(TableKey(k)), table_hash(&k, seed));
+        }
+    }
 
     #[test]
     fn reverse_twice_is_identity_and_hash_differs_by_direction() {

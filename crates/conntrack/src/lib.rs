@@ -538,8 +538,11 @@ impl Conntrack {
 
         if create {
             let mut l = self.lock();
-            if self.table.lookup(key, now).is_none() {
-                created = self.conn_not_found(&mut l, frame, md, act, now, p, key, reason);
+            // One probe under the lock: a live entry means another PMD committed this
+            // connection since our lookup (OVS's re-check); an expired one is replaced.
+            let indexed = self.table.get_any(key);
+            if !indexed.as_ref().is_some_and(|c| c.live(now)) {
+                created = self.conn_not_found(&mut l, frame, md, act, now, p, key, indexed, reason);
                 conn = created.as_ref();
             }
         }
@@ -576,6 +579,7 @@ impl Conntrack {
         now: u64,
         p: &Parsed,
         key: &ConnKey,
+        indexed: Option<Arc<Conn>>,
         reason: &mut Option<InvalidReason>,
     ) -> Option<Arc<Conn>> {
         if !l4::valid_new(p) {
@@ -634,8 +638,13 @@ impl Conntrack {
         // bucket; here the older connection keeps the key and the new one is indexed under
         // its original key only.
         let mut reply_indexed = true;
-        for (i, k) in [*key, rev_key].into_iter().enumerate() {
-            if let Some(old) = self.table.get_any(&k) {
+        // The original key's entry is the caller's probe (`indexed`, under this lock: not
+        // live, or the caller would not be here).
+        for (i, old) in [indexed, self.table.get_any(&rev_key)]
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(old) = old {
                 if old.live(now) && i == 1 {
                     reply_indexed = false;
                 } else if self.remove_locked(l, &old) {

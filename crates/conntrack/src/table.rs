@@ -39,6 +39,7 @@
 use crate::key::{ConnKey, KeyHashBuilder, TableKey};
 use crate::l4::L4State;
 use indexmap::IndexMap;
+use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -119,8 +120,15 @@ impl Table {
         Table { shards, seed }
     }
 
-    fn shard_of(&self, k: &ConnKey) -> usize {
-        (k.hash_with(self.seed ^ 0x51ab_d00d) >> 40) as usize & (SHARDS - 1)
+    /// `k`'s shard and its hash in that shard's map, from one hash of the key: the map's own
+    /// hash (`KeyHashBuilder` over a `TableKey`), whose bits 40.. pick the shard — bits the
+    /// map uses neither for its bucket index (low bits) nor for its control bytes (top 7).
+    /// Every probe and insert passes the hash to the map (`raw_entry_v1`), so a key is
+    /// hashed once per operation, not once for the shard and again for the map.
+    #[inline]
+    fn hashed(&self, k: &ConnKey) -> (usize, u64) {
+        let h = crate::key::table_hash(k, self.seed);
+        ((h >> 40) as usize & (SHARDS - 1), h)
     }
 
     fn read(&self, i: usize) -> std::sync::RwLockReadGuard<'_, Shard> {
@@ -133,7 +141,11 @@ impl Table {
 
     /// The entry indexed under `k`, live or not.
     pub fn get_any(&self, k: &ConnKey) -> Option<Arc<Conn>> {
-        self.read(self.shard_of(k)).get(&TableKey(*k)).cloned()
+        let (i, h) = self.hashed(k);
+        self.read(i)
+            .raw_entry_v1()
+            .from_key_hashed_nocheck(h, &TableKey(*k))
+            .map(|(_, v)| Arc::clone(v))
     }
 
     /// OVS `conn_lookup`: the live connection with `k` as either key, and whether `k` is
@@ -156,8 +168,17 @@ impl Table {
             &[c.key][..]
         };
         for k in keys {
-            self.write(self.shard_of(k))
-                .insert(TableKey(*k), Arc::clone(c));
+            let (i, h) = self.hashed(k);
+            let mut s = self.write(i);
+            match s
+                .raw_entry_mut_v1()
+                .from_key_hashed_nocheck(h, &TableKey(*k))
+            {
+                RawEntryMut::Occupied(mut o) => *o.get_mut() = Arc::clone(c),
+                RawEntryMut::Vacant(v) => {
+                    v.insert_hashed_nocheck(h, TableKey(*k), Arc::clone(c));
+                }
+            }
         }
     }
 
@@ -165,11 +186,13 @@ impl Table {
     /// lock and has set `dead`.
     pub fn unindex(&self, c: &Arc<Conn>) {
         for k in [c.key, c.rev_key] {
-            let mut s = self.write(self.shard_of(&k));
-            if let Some(i) = s.get_index_of(&TableKey(k))
-                && s.get_index(i).is_some_and(|(_, v)| Arc::ptr_eq(v, c))
+            let (i, h) = self.hashed(&k);
+            let mut s = self.write(i);
+            let tk = TableKey(k);
+            if let RawEntryMut::Occupied(o) = s.raw_entry_mut_v1().from_key_hashed_nocheck(h, &tk)
+                && Arc::ptr_eq(o.get(), c)
             {
-                s.swap_remove_index(i);
+                o.swap_remove();
             }
         }
     }
