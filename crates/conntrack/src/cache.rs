@@ -168,13 +168,20 @@ impl FastCache {
         self.window_lookups += 1;
         let h = k.cache_hash();
         let i = (h as usize) & self.mask;
+        // A hit: same tag, live, and `k` is the key of the direction the slot recorded —
+        // one key compared (the table's `Conn::direction(k)` answer, which the slot
+        // recorded, names the key equal to `k`; the original key wins when both are).
         if let (tag, dir, Some(c)) = &self.slots[i]
             && *tag == h
             && c.live(now)
-            && let Some(reply) = c.direction(k)
-            && reply == *dir
+            && (if *dir {
+                c.key != *k && c.rev_key == *k
+            } else {
+                c.key == *k
+            })
         {
             self.hits += 1;
+            let reply = *dir;
             // Re-borrow (the checks above borrowed the slot only for the condition).
             return self.slots[i].2.as_ref().map(|c| (c, reply));
         }

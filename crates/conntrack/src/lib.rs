@@ -403,16 +403,17 @@ impl Conntrack {
         let mut reason = None;
         // The common shape takes the straight-line parser; anything else, or anything it
         // refuses, the general one (same answer where both answer: twin-tested).
-        if let Some(p) = parse::parse_fast(frame, zone) {
-            self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason);
-        } else {
-            match parse::parse(frame, zone) {
-                Ok(p) => self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason),
-                Err(r) => {
-                    reason = Some(r);
-                    md.ct_state = cs::INVALID;
-                    write_md(md, zone, None, None, None, None);
-                }
+        // One call site of `process` (inlined here).
+        let parsed = match parse::parse_fast(frame, zone) {
+            Some(p) => Ok(p),
+            None => parse::parse(frame, zone),
+        };
+        match parsed {
+            Ok(p) => self.process(frame, md, act, now, cache.as_deref_mut(), &p, &mut reason),
+            Err(r) => {
+                reason = Some(r);
+                md.ct_state = cs::INVALID;
+                write_md(md, zone, None, None, None, None);
             }
         }
         if let Some(r) = reason {
@@ -437,6 +438,7 @@ impl Conntrack {
 
     /// Steps 3–6 of the crate doc for a keyed packet.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn process(
         &self,
         frame: &mut [u8],

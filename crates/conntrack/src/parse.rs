@@ -391,7 +391,7 @@ pub(crate) fn parse(frame: &[u8], zone: u16) -> Result<Parsed, InvalidReason> {
 /// not verified over IPv4 — non-zero ports) and returns the same [`Parsed`]; `None` for any
 /// other shape and for any packet that fails a check, so that [`parse`] decides (and says
 /// why). `parse_fast(f, z) == Some(p)` implies `parse(f, z) == Ok(p)` (twin test below).
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_fast(frame: &[u8], zone: u16) -> Option<Parsed> {
     let h: &[u8; 34] = frame.get(..34)?.try_into().ok()?;
     // Ethertype IPv4, version 4 with IHL 5.
