@@ -110,6 +110,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::linear::RuleId;
 use flow::key::STAGE_START;
+
+/// The stage-prefix hashes of a key in one subtable ([`Subtable::stage_hashes`]): one per
+/// stage boundary of its mask, at most one fewer than the stages (a fixed array: the
+/// lookup with wildcards computes them for every big subtable it proves, without
+/// allocating).
+type StageHashes = [u64; STAGE_START.len()];
 use flow::{FIELDS, FLOW_WORDS, FieldId, FlowKey, FlowMask, WordMap};
 
 const NONE: u32 = u32::MAX;
@@ -624,15 +630,17 @@ impl Subtable {
         fold(h)
     }
 
-    /// Hashes of the stage prefixes (for every stage end) and the full hash.
-    fn stage_hashes(&self, pkt: &FlowKey, out: &mut Vec<u64>) -> u32 {
-        out.clear();
+    /// Hashes of the stage prefixes (for every stage end, in `out[..stage_ends.len()]`) and
+    /// the full hash.
+    fn stage_hashes(&self, pkt: &FlowKey, out: &mut StageHashes) -> u32 {
         let n = usize::from(self.nw);
         let mut h = 0u64;
         let mut e = 0;
         for (p, (&i, &m)) in self.idx[..n].iter().zip(self.words()).enumerate() {
             if e < self.stage_ends.len() && usize::from(self.stage_ends[e]) == p {
-                out.push(h);
+                if let Some(o) = out.get_mut(e) {
+                    *o = h;
+                }
                 e += 1;
             }
             h = mix(h, pkt.w[usize::from(i) % FLOW_WORDS] & m);
@@ -1011,7 +1019,6 @@ pub struct OfTable<T> {
     table_index: HashMap<FlowMask, u32>,
     next_seq: u64,
     n_rules: usize,
-    scratch: Vec<u64>,
     /// One prefix trie per [`TRIE_FIELDS`] entry over every rule with a prefix mask there.
     tries: [PrefixTrie; 4],
 }
@@ -1046,7 +1053,6 @@ impl<T> OfTable<T> {
             table_index: HashMap::new(),
             next_seq: 0,
             n_rules: 0,
-            scratch: Vec::new(),
             tries: [
                 PrefixTrie::new(),
                 PrefixTrie::new(),
@@ -1358,7 +1364,7 @@ impl<T> OfTable<T> {
         };
         let mask = self.class(c).mask;
         let my_rank = rank(priority, seq);
-        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut scratch = StageHashes::default();
         let p_tab = self.pos[tid as usize] as usize;
         let st = &mut self.order[p_tab];
         st.widen(mask.map());
@@ -1375,7 +1381,6 @@ impl<T> OfTable<T> {
         }
         let h = st.stage_hashes(key, &mut scratch);
         st.stage_add(&scratch);
-        self.scratch = scratch;
         let p = st.slot_for(h);
         let head = st.buckets[p].head;
         if head == NONE {
@@ -1586,7 +1591,7 @@ impl<T> OfTable<T> {
 
         // Unlink from its bucket.
         let (p, prev) = self.locate(&self.order[p_tab], e)?;
-        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut scratch = StageHashes::default();
         let st = &mut self.order[p_tab];
         let next = st.ent_next(e);
         if prev == NONE {
@@ -1601,7 +1606,6 @@ impl<T> OfTable<T> {
         let key = st.ent_key(e);
         st.stage_hashes(&key, &mut scratch);
         st.stage_remove(&scratch);
-        self.scratch = scratch;
         let rmask = match &self.classes[c as usize] {
             Some(cl) => cl.mask,
             None => unreachable_rule(),
@@ -1800,7 +1804,7 @@ impl<T> OfTable<T> {
         let winner = self.lookup(pkt);
         let floor = winner.map(|r| (r.priority, r.seq));
         let floor_rank = floor.map(|(p, s)| rank(p, s));
-        let mut partial = Vec::new();
+        let mut partial = StageHashes::default();
         let mut tries: [Option<(LenSet, u32)>; 4] = [None; 4];
         for st in &self.order {
             if floor_rank.is_some_and(|f| st.max_rank <= f) {
@@ -1894,7 +1898,7 @@ impl<T> OfTable<T> {
         pkt: &FlowKey,
         floor: Option<(u32, u64)>,
         wc: &mut FlowMask,
-        partial: &mut Vec<u64>,
+        partial: &mut StageHashes,
     ) {
         if st.n_ents <= SMALL_SUBTABLE {
             let floor = floor.map(|(p, s)| rank(p, s));
