@@ -1369,6 +1369,25 @@ impl Ctx<'_> {
     /// already un-wildcarded for it (OVS 3.1 `commit()`/`keycmp_mask`); the megaflow mask is not
     /// widened, except for ICMP (an unmasked set of type and code) and VLAN pops.
     fn commit(&mut self) {
+        // No action changed the key since the last commit (most translations): no header
+        // differs, so no set action and no header work — only VLAN (whose un-wildcarding
+        // depends on what actions wrote, not on a difference) and skb_priority remain.
+        if self.flow.w == self.base.w {
+            self.commit_vlan();
+            self.commit_skb_priority();
+            return;
+        }
+        self.commit_headers();
+        self.commit_vlan();
+        self.commit_skb_priority();
+        self.commit_header(
+            "skb_mark",
+            &[("", FieldId::PktMark, 0xffff_ffff, crate::odp::SetFmt::Hex)],
+        );
+    }
+
+    /// The set actions of [`Ctx::commit`] for Ethernet, L3, transport ports and ICMP.
+    fn commit_headers(&mut self) {
         use crate::odp::SetFmt::{Dec, Eth, Hex, Ipv4, Ipv6};
         const E: u128 = 0xffff_ffff_ffff;
         self.commit_header(
@@ -1452,9 +1471,6 @@ impl Ctx<'_> {
                 self.sync_base(&[FieldId::TpSrc, FieldId::TpDst]);
             }
         }
-        self.commit_vlan();
-        self.commit_skb_priority();
-        self.commit_header("skb_mark", &[("", FieldId::PktMark, 0xffff_ffff, Hex)]);
     }
 
     /// OVS `commit()` for one header: a masked set of the differing sub-fields under their
