@@ -213,13 +213,8 @@ mod tests {
     /// precomputed hash and the map's growth (which rehashes with the builder) agree.
     #[test]
     fn table_hash_is_the_maps_hash() {
-        let mut x = 0x7ab1e_u64;
-        let mut r = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = testutil::rng::TestRng::new(0x7ab1e);
+        let mut r = move |n: u64| rng.below(n);
         for _ in 0..1000 {
             let seed = r(u64::MAX);
             let k = ConnKey {

@@ -428,16 +428,20 @@ mod replay {
             .unwrap_or(default)
     }
 
+    /// `FW_REPLAY_PROTO`: `tcp`, else UDP.
+    fn env_proto() -> Proto {
+        match std::env::var("FW_REPLAY_PROTO").as_deref() {
+            Ok("tcp") => Proto::Tcp,
+            _ => Proto::Udp,
+        }
+    }
+
     #[test]
     fn firewall_replay_counts() {
         let packets = env_u64("FW_REPLAY_PACKETS", 2_000);
         let conns = env_u64("FW_REPLAY_CONNS", 10).clamp(1, 1_000_000) as u32;
         let plain = env_u64("FW_REPLAY_PLAIN", 0) != 0;
-        let proto = match std::env::var("FW_REPLAY_PROTO").as_deref() {
-            Ok("tcp") => Proto::Tcp,
-            _ => Proto::Udp,
-        };
-        let t = traffic(proto, conns);
+        let t = traffic(env_proto(), conns);
         let ct = Arc::new(Conntrack::new(Config::default()));
         setup(&ct, &t, conns, 0).expect("setup");
         let half = packets / 2;
@@ -464,11 +468,7 @@ mod replay {
     #[test]
     fn firewall_setup_counts() {
         let conns = env_u64("FW_SETUP_CONNS", 100).clamp(1, 1_000_000) as u32;
-        let proto = match std::env::var("FW_REPLAY_PROTO").as_deref() {
-            Ok("tcp") => Proto::Tcp,
-            _ => Proto::Udp,
-        };
-        let t = traffic(proto, conns);
+        let t = traffic(env_proto(), conns);
         let ct = Arc::new(Conntrack::new(Config::default()));
         setup(&ct, &t, conns, 0).expect("setup");
         assert_eq!(ct.nconns(), conns);
