@@ -69,7 +69,7 @@ pub use dpif::{DpFlowInfo, DpifFlows};
 pub use emc::Emc;
 pub use exec_queue::{ExecError, ExecStats, Execute, ExecuteQueue};
 pub use flow_table::{FlowArena, FlowIndex};
-pub use megaflow::{ActionsId, DpFlow, FlowStats, FlowStatsSnapshot, Ufid};
+pub use megaflow::{ActionsId, DpFlow, FlowStats, FlowStatsSnapshot, Ufid, UfidBuild};
 pub use pmd::{ActionTable, Pmd, PmdConfig, PmdStats, RunReport, Upcall, UpcallError};
 pub use pmd_thread::{Pinning, PmdSnapshot, PmdThread, PmdThreadConfig, PmdThreadError};
 pub use smc::Smc;

@@ -81,7 +81,8 @@ impl Ufid {
     }
 }
 
-/// `BuildHasher` for maps keyed by [`Ufid`]: a ufid already is a 128-bit hash, so one
+/// `BuildHasher` for every map keyed by [`Ufid`] (the classifier's index, the control path's
+/// ukey store and revalidator maps): a ufid already is a 128-bit hash, so one
 /// multiply-xor round over its halves, keyed by a per-map random seed, spreads it (SipHash,
 /// the default, cost ≈ 170 instructions per hash on the install path). The seed keeps
 /// ufids a controller names (`dpctl/add-flow ufid:…`) from being chosen to collide.

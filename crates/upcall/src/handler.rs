@@ -75,9 +75,8 @@ use classifier::double_buffer::{DoubleBuffer, ReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
-use crate::fasthash::MixBuild;
 use crate::udpif::{Udpif, UpcallCounters};
-use datapath::{ActionTable, DpAction, DpFlow, Ufid, Upcall, UpcallError};
+use datapath::{ActionTable, DpAction, DpFlow, Ufid, UfidBuild, Upcall, UpcallError};
 use flow::field::FieldId;
 use flow::ofp::OfPort;
 use flow::{FlowKey, FlowMask};
@@ -477,7 +476,7 @@ pub struct UkeyStore {
 }
 
 /// The ukey store's map.
-pub(crate) type UkeyMap = HashMap<Ufid, Box<Ukey>, MixBuild>;
+pub(crate) type UkeyMap = HashMap<Ufid, Box<Ukey>, UfidBuild>;
 
 impl UkeyStore {
     /// The map, locked (poison recovered: it holds plain data).

@@ -29,7 +29,6 @@
 
 pub mod ct_adapter;
 pub mod dp_actions;
-pub mod fasthash;
 pub mod handler;
 pub mod revalidate;
 pub mod udpif;

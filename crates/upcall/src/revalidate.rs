@@ -114,12 +114,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use datapath::{ActionTable, DpAction, DpFlow, Dpcls, Ufid};
+use datapath::{ActionTable, DpAction, DpFlow, Dpcls, Ufid, UfidBuild};
 use flow::field::FieldId;
 use ofproto::recirc::RecircRef;
 use ofproto::{Bridge, xlate_ro};
 
-use crate::fasthash::MixBuild;
 use crate::handler::{OfprotoUpcall, SharedBridge, Ukey, dp_answer, dp_mask};
 use crate::udpif::{FLOW_LIMIT_MAX_IDLE_MS, RevalidatorReport, Udpif};
 
@@ -261,7 +260,7 @@ pub struct Revalidator {
     dpcls: Arc<Dpcls>,
     actions: Arc<ActionTable>,
     cfg: RevalidatorConfig,
-    tracked: HashMap<Ufid, Tracked, MixBuild>,
+    tracked: HashMap<Ufid, Tracked, UfidBuild>,
     passes: u64,
     totals: PassStats,
 }
@@ -499,7 +498,7 @@ impl Revalidator {
         }
         if kill_them_all {
             // Every flow not already idle goes (their stats are pushed below, at removal).
-            let already: HashSet<Ufid, MixBuild> =
+            let already: HashSet<Ufid, UfidBuild> =
                 idle.iter().chain(stale.iter()).copied().collect();
             idle.extend(
                 flows
@@ -522,9 +521,9 @@ impl Revalidator {
                 if expire { br.expire(now).len() } else { 0 }
             });
         }
-        let idle_set: HashSet<Ufid, MixBuild> = idle.iter().copied().collect();
+        let idle_set: HashSet<Ufid, UfidBuild> = idle.iter().copied().collect();
         st.removed_failed += stale.len();
-        let stale_set: HashSet<Ufid, MixBuild> = stale.iter().copied().collect();
+        let stale_set: HashSet<Ufid, UfidBuild> = stale.iter().copied().collect();
 
         // 3. Revalidation, a chunk per lock hold.
         let mut changed = Vec::new();
