@@ -67,7 +67,14 @@ fn setup(dir: &Path, modules: &[&str]) -> (LogHandle, Server, PathBuf, PathBuf) 
 }
 
 /// Runs `f` on an unnamed thread (no `(thread)` in the lines) with `h` as its subscriber.
+/// Runs `f` on a fresh thread with `h`'s subscriber as the default, one test at a time.
+/// `tracing` caches each callsite's interest across every live dispatcher, and `rl_log!`'s
+/// `enabled!` and `event!` are two callsites: with two tests' subscribers alive at once, a
+/// re-evaluation between the two could drop a message that already took a rate-limit token.
+/// The daemon has one global subscriber, so only the tests need the lock.
 fn with_logging(h: &LogHandle, f: impl FnOnce() + Send + 'static) {
+    static ONE_SUBSCRIBER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_SUBSCRIBER.lock().unwrap_or_else(|e| e.into_inner());
     let sub = h.subscriber();
     std::thread::spawn(move || tracing::subscriber::with_default(sub, f))
         .join()
