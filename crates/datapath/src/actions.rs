@@ -110,6 +110,10 @@ pub enum DpAction {
     /// `recirc(id)`: another datapath pass with `recirc_id = id` (a copy if more actions
     /// follow), at most [`crate::ct::MAX_RECIRC_DEPTH`] passes in all.
     Recirc(u32),
+    /// `userspace(pid=0,controller(...))`: a copy of the packet as it is now goes to the
+    /// slow path ([`crate::Upcall::action_upcall`]), which makes a packet-in of it; the
+    /// packet itself goes on with the next action.
+    Userspace(flow::ofp::ControllerCookie),
     /// `clone(...)`: the next `len` actions of the list are the clone's body, run on a copy
     /// of the packet (and of its metadata); the list goes on after them with the packet as
     /// it was. Flat, so that an action list stays a slice of `Copy` values; a body may hold
@@ -394,6 +398,7 @@ pub fn apply_edit(p: &mut Packet, a: &DpAction) -> bool {
         | DpAction::Ct(_)
         | DpAction::CtClear
         | DpAction::Recirc(_)
+        | DpAction::Userspace(_)
         | DpAction::Hash { .. } => false,
         ref set => edit_frame(p.data_mut(), set),
     }
@@ -985,6 +990,9 @@ fn write_action(out: &mut String, a: &DpAction) {
         }
         DpAction::Recirc(id) => {
             let _ = write!(out, "recirc({id:#x})");
+        }
+        DpAction::Userspace(c) => {
+            let _ = write!(out, "userspace({c})");
         }
         // Alone, a clone cannot show its body (the actions after it): `format_dp_actions`
         // prints the whole `clone(...)`.

@@ -86,6 +86,7 @@ use std::time::{Duration, Instant};
 
 use flow::extract::{PacketMeta, extract_hash_batch};
 use flow::field::ct_state;
+use flow::ofp::ControllerCookie;
 use flow::{FlowKey, FlowMask, WordMap};
 use netdev::{BATCH_MAX, Batch, Packet, PacketPool, Port};
 
@@ -161,6 +162,14 @@ pub trait Upcall: Send {
     fn installed(&mut self, flow: &DpFlow) -> bool {
         let _ = flow;
         true
+    }
+
+    /// A `userspace` action ran on a packet (OVS's `DPIF_UC_ACTION` upcall): `frame` is the
+    /// packet as the actions before it left it and `key` its flow key, extracted again with
+    /// the packet's metadata (ct state, recirc id, in_port). Called on the PMD's thread;
+    /// the packet itself goes on with the next action. The default ignores it.
+    fn action_upcall(&mut self, key: &FlowKey, frame: &[u8], cookie: &ControllerCookie) {
+        let _ = (key, frame, cookie);
     }
 }
 
@@ -312,6 +321,9 @@ pub struct PmdStats {
     /// Of those, passes fused into the first ([`Pmd`]'s `ct,recirc` batches): the hint's
     /// flow only outputs, so the packet went to its port without joining the queue.
     pub recirc_fused: u64,
+    /// `userspace` actions executed: copies of packets handed to
+    /// [`Upcall::action_upcall`] (packet-ins).
+    pub action_upcalls: u64,
     /// Packets a `recirc` action would have sent past [`MAX_RECIRC_DEPTH`] passes, or into a
     /// full recirculation queue: dropped (their pass was already counted).
     pub recirc_dropped: u64,
@@ -2147,6 +2159,20 @@ impl Pmd {
                     }
                 }
                 DpAction::CtClear => self.ct_clear(i),
+                DpAction::Userspace(ref cookie) => {
+                    if let Some(p) = pkt.as_ref() {
+                        let md = self
+                            .s
+                            .metas
+                            .get(i)
+                            .copied()
+                            .unwrap_or(PacketMeta::port(p.in_port));
+                        let mut key = FlowKey::ZERO;
+                        flow::extract::extract(p.data(), &md, &mut key);
+                        self.upcall.action_upcall(&key, p.data(), cookie);
+                        self.stats.action_upcalls += 1;
+                    }
+                }
                 DpAction::Hash { symmetric, basis } => {
                     if let Some(p) = pkt.as_ref() {
                         let h = crate::actions::packet_dp_hash(p.data(), symmetric, basis);

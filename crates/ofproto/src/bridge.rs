@@ -233,6 +233,10 @@ pub struct Bridge {
     pub(crate) recirc: Arc<Mutex<RecircIds>>,
     /// The group table ([`crate::group`]).
     pub(crate) groups: crate::group::GroupTable,
+    /// A table miss sends the packet to the controllers (OVS's `miss_rule`): some OpenFlow
+    /// connection with controller id 0 speaks OpenFlow 1.0–1.2 (or has not said yet), as
+    /// OVS's `connmgr_wants_packet_in_on_miss`. Off: a miss drops.
+    pub packet_in_on_miss: bool,
 }
 
 impl Bridge {
@@ -246,6 +250,7 @@ impl Bridge {
             version: 0,
             recirc: Arc::new(Mutex::new(RecircIds::new())),
             groups: Default::default(),
+            packet_in_on_miss: false,
         }
     }
 
@@ -262,6 +267,7 @@ impl Bridge {
             version: self.version,
             recirc: self.recirc.clone(),
             groups: self.groups.clone(),
+            packet_in_on_miss: self.packet_in_on_miss,
         }
     }
 
@@ -337,6 +343,15 @@ impl Bridge {
             });
         }
         b
+    }
+
+    /// Turns packet-ins on table misses on or off ([`Bridge::packet_in_on_miss`]); a change
+    /// bumps the version, so cached megaflows of misses are translated again.
+    pub fn set_packet_in_on_miss(&mut self, on: bool) {
+        if self.packet_in_on_miss != on {
+            self.packet_in_on_miss = on;
+            self.version += 1;
+        }
     }
 
     /// Adds or replaces a port.

@@ -115,8 +115,8 @@ pub enum OdpAction {
     CtClear,
     /// `recirc(id)`.
     Recirc(u32),
-    /// `userspace(...)`: the text inside the parentheses.
-    Userspace(String),
+    /// `userspace(pid=0,controller(...))`: the packet goes to the slow path as a packet-in.
+    Userspace(flow::ofp::ControllerCookie),
     /// `clone(...)`: the nested actions run on a copy of the packet (issue #17; emitted only
     /// where OVS 3.1 nests, see `xlate::actions_ext`).
     Clone(Vec<OdpAction>),

@@ -43,7 +43,9 @@ use std::fmt::Write as _;
 
 use flow::field::{FRAG_ANY, FRAG_LATER, FieldId, VLAN_CFI};
 use flow::ofp::matching::{ETH_TYPE_ARP, ETH_TYPE_IP, ETH_TYPE_IPV6, ETH_TYPE_RARP, ipproto};
-use flow::ofp::{Action, Ct, CtZone, Mf, OfPort, PacketInReason, Prereq, Subfield};
+use flow::ofp::{
+    Action, ControllerCookie, Ct, CtZone, Mf, OfPort, PacketInReason, Prereq, Subfield,
+};
 use flow::{FlowKey, FlowMask};
 
 use crate::bridge::{Bridge, Port, VlanMode};
@@ -234,6 +236,9 @@ struct Ctx<'a> {
     list_last: bool,
     /// Inside a group bucket (controller output then has reason `group`).
     in_group: bool,
+    /// Translating a packet-out's actions (OVS `in_packet_out`): `output:CONTROLLER` says
+    /// reason `packet_out`.
+    in_packet_out: bool,
     /// A select group's `dp_hash` freeze being collected ([`group`]).
     hash_freeze: Option<group::HashFreeze>,
     /// Steps of the current liveness question ([`group`]'s budgeted walk).
@@ -320,11 +325,13 @@ fn xlate_ro_with(br: &Bridge, input: &XlateIn, given: Option<&[Action]>) -> Xlat
         frozen: Vec::new(),
         recirc_refs: Vec::new(),
         next_recirc: None,
-        rule_cookie: 0,
+        // A packet-out's own actions have no rule: OVS reports the "no cookie" cookie.
+        rule_cookie: if given.is_some() { u64::MAX } else { 0 },
         vlan_written: [(0, false); 2],
         exit: false,
         list_last: true,
         in_group: false,
+        in_packet_out: given.is_some(),
         hash_freeze: None,
         live_steps: 0,
         action_set: Vec::new(),
@@ -525,7 +532,7 @@ impl Ctx<'_> {
     }
 
     /// OVS `xlate_table_action` + `rule_dpif_lookup_from_table`.
-    fn table_action(&mut self, in_port: OfPort, table: u8, _may_packet_in: bool, ct_orig: bool) {
+    fn table_action(&mut self, in_port: OfPort, table: u8, may_packet_in: bool, ct_orig: bool) {
         if !self.check_resources() {
             return;
         }
@@ -592,6 +599,12 @@ impl Ctx<'_> {
                     .tr
                     .as_mut()
                     .map(|t| t.enter(NodeKind::Table, format!("{table:2}. No match.")));
+                if may_packet_in && self.br.packet_in_on_miss {
+                    // OVS's miss rule: `controller(reason=no_match)`, cookie 0, as an
+                    // implicit miss (what OpenFlow 1.3+ connections do not take by default).
+                    self.rule_cookie = 0;
+                    self.controller_cookie(u16::MAX, PacketInReason::NoMatch, 0, true);
+                }
                 self.do_actions(&[]);
                 if let (Some(t), Some(prev)) = (&mut self.tr, entered) {
                     t.leave(prev);
@@ -1007,7 +1020,9 @@ impl Ctx<'_> {
             OfPort::FLOOD => self.flood(false),
             OfPort::ALL => self.flood(true),
             OfPort::CONTROLLER => {
-                let reason = if self.in_group {
+                let reason = if self.in_packet_out {
+                    PacketInReason::PacketOut
+                } else if self.in_group {
                     PacketInReason::Group
                 } else if self.in_action_set {
                     PacketInReason::ActionSet
@@ -1051,21 +1066,25 @@ impl Ctx<'_> {
     }
 
     fn controller(&mut self, max_len: u16, reason: PacketInReason, id: u16) {
+        self.controller_cookie(max_len, reason, id, false);
+    }
+
+    /// A packet-in from here: the pipeline state frozen, then `userspace(controller(...))`.
+    /// In a packet-out, `output:CONTROLLER` says reason `packet_out` and the packet-in has
+    /// no rule cookie unless a rule's actions sent it, as OVS's.
+    fn controller_cookie(&mut self, max_len: u16, reason: PacketInReason, id: u16, miss: bool) {
         self.commit();
-        let rid = self.freeze(self.table_id, None);
-        let code = match reason {
-            PacketInReason::NoMatch => 0,
-            PacketInReason::Action => 1,
-            PacketInReason::InvalidTtl => 2,
-            PacketInReason::ActionSet => 3,
-            PacketInReason::Group => 4,
-            PacketInReason::PacketOut => 5,
-        };
-        let dont_send = u8::from(!self.side_effects);
-        self.odp.push(OdpAction::Userspace(format!(
-            "pid=0,controller(reason={code},dont_send={dont_send},continuation=0,recirc_id={rid},rule_cookie={},controller_id={id},max_len={max_len})",
-            c_hex(u128::from(self.rule_cookie))
-        )));
+        let recirc_id = self.freeze(self.table_id, None);
+        self.odp.push(OdpAction::Userspace(ControllerCookie {
+            reason,
+            implicit_miss: miss,
+            dont_send: !self.side_effects,
+            continuation: false,
+            recirc_id,
+            rule_cookie: self.rule_cookie,
+            controller_id: id,
+            max_len,
+        }));
     }
 
     /// Allocates (or reuses) the recirculation id of the current frozen state.
@@ -1731,15 +1750,6 @@ fn is_reserved_mac(m: u64) -> bool {
                 | 0x0100_0ccc_ccc6
                 | 0x0100_0ccc_ccc7
         )
-}
-
-/// C's `%#x`: `0` for zero, else `0x…`.
-fn c_hex(v: u128) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("{v:#x}")
-    }
 }
 
 /// Whether `q` is a packet the megaflow `(p, mask)` covers.

@@ -161,6 +161,21 @@ fn apply(
 }
 
 /// Writes `m` (and an optional cookie filter) as TLVs in OVS's order.
+/// A packet-in's metadata as `NXT_PACKET_IN2` carries it (OVS `oxm_put_raw`): `in_port` as
+/// the 32-bit `OXM_OF_IN_PORT`, every other field by its Nicira (or OXM-only) header.
+pub(crate) fn encode_packet_in_metadata(w: &mut Wr, m: &Match) {
+    let mut rest = *m;
+    if m.mask_of(FieldId::InPort) != 0 {
+        let d = fields::oxm_header(Mf::InPortOxm, version::OF12)
+            .unwrap_or_else(|| unreachable!("OXM_OF_IN_PORT has a header"));
+        fields::write_header(w, d, false);
+        let p = flow::ofp::OfPort(m.value(FieldId::InPort) as u16).to_ofp11();
+        w.uint(u128::from(p), usize::from(d.len));
+        rest.clear_storage(FieldId::InPort);
+    }
+    encode_tlvs(w, &rest, Dialect::Nxm, None);
+}
+
 pub(crate) fn encode_tlvs(w: &mut Wr, m: &Match, dialect: Dialect, cookie: Option<CookieFilter>) {
     let oxm = matches!(dialect, Dialect::Oxm(_));
     let ver = match dialect {

@@ -255,9 +255,7 @@ impl PacketIn {
             w.u64(self.cookie)
         })?;
         prop(w, 5, &|w| w.u8(self.reason))?;
-        prop(w, 6, &|w| {
-            nxm::encode_tlvs(w, &self.match_, nxm::Dialect::Nxm, None)
-        })?;
+        prop(w, 6, &|w| nxm::encode_packet_in_metadata(w, &self.match_))?;
         Ok(())
     }
 }

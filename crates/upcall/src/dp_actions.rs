@@ -6,7 +6,7 @@
 //! which becomes two `SetIpv6` actions, the second `joined` (the datapath's action holds one
 //! address; [`datapath::actions::format_dp_actions`] prints the pair as OVS's one set).
 //! Invariant (tested below): `format_dp_actions(to_dp_actions(a)?) == format_odp_actions(a)`.
-//! What the datapath cannot execute yet (a `ct` helper, `userspace`, a header or sub-field it
+//! What the datapath cannot execute yet (a `ct` helper, a header or sub-field it
 //! does not know) is an error naming the action.
 
 use datapath::actions::{
@@ -79,7 +79,7 @@ pub fn to_dp_actions(actions: &[OdpAction]) -> Result<Vec<DpAction>, String> {
                 symmetric: *symmetric,
                 basis: *basis,
             }),
-            OdpAction::Userspace(_) => return Err(refuse("no userspace upcall action yet")),
+            OdpAction::Userspace(c) => dp.push(DpAction::Userspace(*c)),
             OdpAction::Clone(inner) => {
                 // Flat: the marker, then the body (`DpAction::Clone`).
                 let body = to_dp_actions(inner)?;
@@ -443,7 +443,6 @@ mod tests {
                 helper: Some("ftp"),
                 nat: None,
             },
-            OdpAction::Userspace("pid=1".into()),
             OdpAction::Set {
                 header: "nsh",
                 fields: vec![],
@@ -801,8 +800,7 @@ mod tests {
                                 OdpAction::Ct {
                                     helper: Some(_),
                                     ..
-                                } | OdpAction::Userspace(_)
-                                    | OdpAction::Clone(_)
+                                } | OdpAction::Clone(_)
                             )),
                             "{e}"
                         );
@@ -812,7 +810,7 @@ mod tests {
             }
         }
         eprintln!(
-            "golden: {lists} lists converted ({sets} edits), {refused} refused (ct helper, userspace)"
+            "golden: {lists} lists converted ({sets} edits), {refused} refused (ct helper, clone)"
         );
         assert!(lists > 1000 && sets > 300, "{lists} {sets} {refused}");
     }

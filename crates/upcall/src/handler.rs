@@ -75,10 +75,11 @@ use classifier::double_buffer::{DoubleBuffer, ReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
+use crate::packet_in::{PacketIns, packet_in_of};
 use crate::udpif::{Udpif, UpcallCounters};
 use datapath::{ActionTable, DpAction, DpFlow, Ufid, UfidBuild, Upcall, UpcallError};
 use flow::field::FieldId;
-use flow::ofp::OfPort;
+use flow::ofp::{ControllerCookie, OfPort};
 use flow::{FlowKey, FlowMask};
 use ofproto::recirc::{RecircPool, RecircRef};
 use ofproto::table::RuleHandle;
@@ -105,6 +106,11 @@ pub struct SharedBridge {
     /// The bridge's recirculation ids (shared by both copies): frozen translation states by
     /// id (OVS `recirc_id_node`), reference counted (`ofproto::recirc`).
     recirc: RecircPool,
+    /// Packet-ins for the OpenFlow connections ([`crate::packet_in`]).
+    packet_ins: PacketIns,
+    /// OpenFlow connections that want packet-ins on table misses
+    /// ([`Self::want_packet_in_on_miss`]).
+    miss_wanted: Mutex<usize>,
 }
 
 impl SharedBridge {
@@ -129,6 +135,8 @@ impl SharedBridge {
             changes: Mutex::new(0),
             changed: Condvar::new(),
             recirc,
+            packet_ins: PacketIns::default(),
+            miss_wanted: Mutex::new(0),
         })
     }
 
@@ -194,6 +202,49 @@ impl SharedBridge {
         let mut input = resume_input(key, Some((table, meta)), now_ms, side_effects);
         self.to_ofp_in_port(&mut input.key);
         Some((input, Some(r)))
+    }
+
+    /// The bridge's packet-in queue: `controller` actions executed by its datapath.
+    pub fn packet_ins(&self) -> &PacketIns {
+        &self.packet_ins
+    }
+
+    /// One OpenFlow connection more (`want`) or less wants packet-ins on table misses
+    /// (controller id 0, OpenFlow 1.0–1.2: OVS's `want_packet_in_on_miss` count). When the
+    /// count leaves or reaches zero the bridge's [`Bridge::packet_in_on_miss`] follows (a
+    /// write, so cached megaflows of misses are translated again). The count's lock is held
+    /// across that write so that writes apply in count order; no bridge writer takes it.
+    pub fn want_packet_in_on_miss(&self, want: bool) {
+        let mut n = self.miss_wanted.lock().unwrap_or_else(|e| e.into_inner());
+        let before = *n > 0;
+        *n = if want { *n + 1 } else { n.saturating_sub(1) };
+        let after = *n > 0;
+        if before != after {
+            self.write(move |b| b.set_packet_in_on_miss(after));
+            drop(n);
+            self.notify();
+        }
+    }
+
+    /// Queues the packet-in for `frame`, which reached a `controller` action (`cookie`) with
+    /// the datapath key `key`; counted and dropped when nobody takes packet-ins, the
+    /// translation had no side effects (a trace) or the frozen state is gone.
+    pub fn send_packet_in(&self, key: &FlowKey, frame: &[u8], cookie: &ControllerCookie) {
+        if cookie.dont_send {
+            return;
+        }
+        let pins = &self.packet_ins;
+        if !pins.wanted() {
+            pins.note_unsent();
+            return;
+        }
+        let Some((table, frozen)) = self.recirc.state(cookie.recirc_id) else {
+            pins.note_unsent();
+            return;
+        };
+        let mut k = *key;
+        self.to_ofp_in_port(&mut k);
+        pins.push(packet_in_of(cookie, &k, table, &frozen, frame));
     }
 
     /// The current time (ms).
@@ -695,6 +746,10 @@ impl Upcall for OfprotoUpcall {
         }
         UpcallCounters::bump(&self.udpif.counters.flow_limit_hits);
         false
+    }
+
+    fn action_upcall(&mut self, key: &FlowKey, frame: &[u8], cookie: &ControllerCookie) {
+        self.shared.send_packet_in(key, frame, cookie);
     }
 
     fn installed(&mut self, _flow: &DpFlow) -> bool {

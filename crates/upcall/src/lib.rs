@@ -14,6 +14,8 @@
 //!   to the OpenFlow rules, expires idle ones and re-translates them after flow mods and MAC
 //!   moves, fixing or deleting those whose answer changed; deleting a megaflow releases its
 //!   recirculation ids, and each pass runs their grace-period maintenance.
+//! * [`packet_in`]: packet-ins — `controller` actions the datapath executed, with their
+//!   frozen pipeline state — queued (bounded) for the bridge's OpenFlow connections.
 //! * [`dp_actions`]: the conversion of xlate's datapath actions (`ofproto::OdpAction`, OVS's
 //!   `Datapath actions:` vocabulary) into the actions the PMD executes (`datapath::DpAction`).
 //! * [`ct_adapter`]: the `conntrack` tracker as the PMD's `datapath::ConnTracker` (one shared
@@ -30,5 +32,6 @@
 pub mod ct_adapter;
 pub mod dp_actions;
 pub mod handler;
+pub mod packet_in;
 pub mod revalidate;
 pub mod udpif;

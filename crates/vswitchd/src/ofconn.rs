@@ -669,6 +669,14 @@ pub struct OfConn {
     async_config: Option<AsyncConfig>,
     miss_send_len: u16,
     controller_id: u16,
+    /// A service connection (the management socket): no asynchronous messages until the
+    /// peer sets a nonzero `miss_send_len` (OVS `OFCONN_SERVICE`). Connections to the
+    /// bridge's `Controller` targets are primary (`OFCONN_PRIMARY`).
+    service: bool,
+    /// Counted in the bridge's "packet-in on miss" wanters
+    /// (`SharedBridge::want_packet_in_on_miss`): controller id 0 and OpenFlow 1.0–1.2 or
+    /// not negotiated yet.
+    miss_want: bool,
     bundles: BTreeMap<u32, Bundle>,
     pending: Vec<Pending>,
     out: Vec<u8>,
@@ -685,6 +693,14 @@ impl std::fmt::Debug for OfConn {
     }
 }
 
+impl Drop for OfConn {
+    fn drop(&mut self) {
+        if self.miss_want {
+            self.bridge.shared().want_packet_in_on_miss(false);
+        }
+    }
+}
+
 /// Why a message is answered with an error: the error, in the message's version.
 type Refusal = OfpErr;
 
@@ -692,7 +708,7 @@ impl OfConn {
     /// A new connection to `bridge` (a management connection: `miss_send_len` 0, role
     /// equal). Send [`OfConn::hello`] first.
     pub fn new(bridge: Arc<dyn OfBridge>) -> OfConn {
-        OfConn {
+        let mut c = OfConn {
             bridge,
             framer: Framer::new(),
             version: None,
@@ -705,9 +721,83 @@ impl OfConn {
             async_config: None,
             miss_send_len: 0,
             controller_id: 0,
+            service: true,
+            miss_want: false,
             bundles: BTreeMap::new(),
             pending: Vec::new(),
             out: Vec::new(),
+        };
+        c.sync_miss_want();
+        c
+    }
+
+    /// Tells the bridge whether this connection (still) wants packet-ins on table misses.
+    fn sync_miss_want(&mut self) {
+        let want = self.closed.is_none()
+            && self.controller_id == 0
+            && self.version.is_none_or(|v| v <= version::OF12);
+        if want != self.miss_want {
+            self.miss_want = want;
+            self.bridge.shared().want_packet_in_on_miss(want);
+        }
+    }
+
+    /// Makes this a primary (controller) connection, as OVS makes connections to a bridge's
+    /// `Controller` targets: asynchronous messages on by default, `miss_send_len` 128.
+    pub fn set_primary(&mut self) {
+        self.service = false;
+        self.miss_send_len = OFP_DEFAULT_MISS_SEND_LEN;
+    }
+
+    /// Whether this connection receives asynchronous messages of reason `reason` (OpenFlow
+    /// 1.4 numbering) from controller `controller_id` (OVS `ofconn_receives_async_msg`).
+    fn wants_packet_in(&self, reason: u8, controller_id: u16, ver: u8) -> bool {
+        if controller_id != self.controller_id || (self.service && self.miss_send_len == 0) {
+            return false;
+        }
+        let secondary = self.role == role::SLAVE;
+        let bit = 1u32 << wire_reason(reason, ver);
+        match &self.async_config {
+            // OVS's default: every reason but invalid_ttl for a primary or equal
+            // connection, and table misses only up to OpenFlow 1.2; none for a secondary one.
+            None => !secondary && reason != 2 && (reason != IMPLICIT_MISS || ver <= version::OF12),
+            Some(AsyncConfig::Masks(m)) => m[usize::from(secondary)] & bit != 0,
+            Some(AsyncConfig::Props(p)) => {
+                // OFPACPT_PACKET_IN_SLAVE 0, _MASTER 1.
+                let typ = if secondary { 0 } else { 1 };
+                p.iter().any(|&(t, m)| t == typ && m & bit != 0)
+            }
+        }
+    }
+
+    /// The packet-in message for `p` in this connection's version and packet-in format, or
+    /// `None` when the connection does not take it (not negotiated yet, another controller
+    /// id, its asynchronous configuration, a service connection with `miss_send_len` 0).
+    pub fn packet_in(&self, p: &upcall::packet_in::PacketIn) -> Option<Vec<u8>> {
+        let ver = self.version?;
+        if self.closed.is_some() || !self.wants_packet_in(p.reason, p.controller_id, ver) {
+            return None;
+        }
+        let pin = openflow::packet::PacketIn {
+            buffer_id: u32::MAX,
+            total_len: u32::try_from(p.frame.len()).ok()?,
+            reason: wire_reason(p.reason, ver),
+            table_id: p.table_id,
+            cookie: p.cookie,
+            match_: p.metadata,
+            data: p.frame.clone(),
+        };
+        let body = match self.packet_in_format {
+            1 => Body::NxPacketIn(pin),
+            2 => Body::NxPacketIn2(pin),
+            _ => Body::PacketIn(pin),
+        };
+        match Msg::new(ver, 0, body).encode() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!(bridge = self.bridge.name(), "cannot encode packet-in: {e}");
+                None
+            }
         }
     }
 
@@ -774,6 +864,7 @@ impl OfConn {
         if self.closed.is_some() {
             self.apply_pending();
         }
+        self.sync_miss_want();
         std::mem::take(&mut self.out)
     }
 
@@ -1946,6 +2037,23 @@ fn table_feature_props() -> Vec<u8> {
 /// OVS's default asynchronous configuration (`ofputil_async_cfg_default`) as 1.3 masks:
 /// packet-in (no match, action, and from 1.4 on the others), port status (all), flow removed
 /// (all) for a primary or equal controller; port status only for a secondary one.
+/// `miss_send_len` of a primary connection until the controller sets one (OpenFlow's
+/// `OFP_DEFAULT_MISS_SEND_LEN`).
+pub const OFP_DEFAULT_MISS_SEND_LEN: u16 = 128;
+
+/// OVS's internal packet-in reason of a table miss (`no_match` on the wire).
+const IMPLICIT_MISS: u8 = 7;
+
+/// A packet-in reason (OpenFlow 1.4 numbering) as version `ver` says it: a table miss is
+/// `no_match`, and before 1.4 `action_set`, `group` and `packet_out` are `action`.
+fn wire_reason(reason: u8, ver: u8) -> u8 {
+    match reason {
+        IMPLICIT_MISS => 0,
+        3..=5 if ver < version::OF14 => 1,
+        r => r,
+    }
+}
+
 fn default_async(ver: u8) -> AsyncConfig {
     let pin = if ver >= version::OF14 { 0x3f } else { 0x7 };
     let fr = if ver >= version::OF14 { 0x3f } else { 0xf };

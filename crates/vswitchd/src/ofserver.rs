@@ -47,7 +47,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -165,8 +165,107 @@ enum Listener {
     Tcp(TcpListener, SocketAddr),
 }
 
-/// A live connection: id, a clone of its socket (to shut it down), its thread.
-type Conn = (u64, Stream, Option<JoinHandle<()>>);
+/// A live connection: id, a clone of its socket (to shut it down), its thread, and what its
+/// thread shares with the packet-in dispatcher.
+type Conn = (u64, Stream, Option<JoinHandle<()>>, Arc<ConnShared>);
+
+/// Most packet-ins waiting to be written to one connection (OVS's default
+/// `controller_queue_size`); more are dropped, counted in [`OfServer::packet_ins_dropped`].
+pub const CONN_PACKET_IN_MAX: usize = 100;
+
+/// Packet-ins encoded for one connection, waiting for its writer.
+#[derive(Default)]
+struct PinQueue {
+    msgs: std::collections::VecDeque<Vec<u8>>,
+    /// The connection ended: the writer stops.
+    closed: bool,
+}
+
+/// What a connection's reader thread shares with the packet-in dispatcher and the
+/// connection's packet-in writer: the protocol state (version, packet-in format,
+/// asynchronous configuration, role), the socket's write side (one message at a time, from
+/// either thread) and the connection's packet-in queue. The writer thread is started with
+/// the first packet-in the connection takes, so a connection that takes none costs no
+/// thread; a peer that stops reading blocks only its own writer, and the dispatcher drops
+/// what does not fit in the queue.
+struct ConnShared {
+    conn: Mutex<OfConn>,
+    writer: Mutex<Stream>,
+    pins: Mutex<PinQueue>,
+    pins_ready: Condvar,
+    pin_writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl ConnShared {
+    /// Writes `bytes` whole (replies and packet-ins never interleave).
+    fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write_all(bytes)
+    }
+
+    /// Queues a packet-in for the writer (started now if need be); false if the queue was
+    /// full or the connection has ended.
+    fn queue_packet_in(self: &Arc<Self>, msg: Vec<u8>) -> bool {
+        {
+            let mut q = self.pins.lock().unwrap_or_else(|e| e.into_inner());
+            if q.closed || q.msgs.len() >= CONN_PACKET_IN_MAX {
+                return false;
+            }
+            q.msgs.push_back(msg);
+        }
+        self.pins_ready.notify_one();
+        let mut w = self.pin_writer.lock().unwrap_or_else(|e| e.into_inner());
+        if w.is_none() {
+            let me = self.clone();
+            match std::thread::Builder::new()
+                .name("ofconn-pin".into())
+                .spawn(move || me.write_packet_ins())
+            {
+                Ok(h) => *w = Some(h),
+                Err(e) => tracing::warn!("cannot start a packet-in writer: {e}"),
+            }
+        }
+        true
+    }
+
+    /// The writer thread: sends queued packet-ins until the connection ends.
+    fn write_packet_ins(&self) {
+        loop {
+            let batch: Vec<Vec<u8>> = {
+                let q = self.pins.lock().unwrap_or_else(|e| e.into_inner());
+                let mut q = self
+                    .pins_ready
+                    .wait_while(q, |q| q.msgs.is_empty() && !q.closed)
+                    .unwrap_or_else(|e| e.into_inner());
+                if q.closed {
+                    return;
+                }
+                q.msgs.drain(..).collect()
+            };
+            for m in batch {
+                if self.write(&m).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Ends the packet-in writer (after the socket was shut down, so a blocked write fails).
+    fn close(&self) {
+        self.pins.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.pins_ready.notify_all();
+        let h = self
+            .pin_writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+    }
+}
 
 /// What the threads share.
 struct Shared {
@@ -175,6 +274,10 @@ struct Shared {
     next_id: AtomicU64,
     /// Live connections: id, a clone of the socket (to shut it down), the thread.
     conns: Mutex<Vec<Conn>>,
+    /// Packet-ins dropped because a connection's queue was full.
+    pins_dropped: AtomicU64,
+    /// Packet-ins queued for a connection.
+    pins_sent: AtomicU64,
 }
 
 /// The running listeners of one bridge (see the module doc).
@@ -182,6 +285,7 @@ pub struct OfServer {
     shared: Arc<Shared>,
     listeners: Vec<(Listen, JoinHandle<()>)>,
     sockets: Vec<PathBuf>,
+    dispatcher: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for OfServer {
@@ -206,28 +310,52 @@ impl OfServer {
         rundir: &Path,
         targets: &[String],
     ) -> Result<OfServer, ServerError> {
-        let mut ls = vec![Listen::Unix(Self::mgmt_path(rundir, bridge.name()))];
+        let mut ls = vec![(Listen::Unix(Self::mgmt_path(rundir, bridge.name())), true)];
         for t in targets {
-            ls.push(Listen::parse(t)?);
+            ls.push((Listen::parse(t)?, false));
         }
-        Self::start(bridge, &ls)
+        Self::start_kinds(bridge, &ls)
     }
 
-    /// Serves `bridge` on `listens`. A stale socket file at a unix path is replaced; the new
-    /// one is made owner-only (mode 0600).
+    /// Serves `bridge` on `listens`, every connection a service connection (as the
+    /// management socket's). A stale socket file at a unix path is replaced; the new one is
+    /// made owner-only (mode 0600).
     pub fn start(bridge: Arc<dyn OfBridge>, listens: &[Listen]) -> Result<OfServer, ServerError> {
+        let ls: Vec<(Listen, bool)> = listens.iter().map(|l| (l.clone(), true)).collect();
+        Self::start_kinds(bridge, &ls)
+    }
+
+    /// [`Self::start`] with each listener's kind: `true` for service connections (the
+    /// management socket), `false` for primary ones (the `Controller` targets).
+    fn start_kinds(
+        bridge: Arc<dyn OfBridge>,
+        listens: &[(Listen, bool)],
+    ) -> Result<OfServer, ServerError> {
         let shared = Arc::new(Shared {
             bridge,
             stop: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
             conns: Mutex::new(Vec::new()),
+            pins_dropped: AtomicU64::new(0),
+            pins_sent: AtomicU64::new(0),
         });
         let mut server = OfServer {
             shared,
             listeners: Vec::new(),
             sockets: Vec::new(),
+            dispatcher: None,
         };
-        for l in listens {
+        let sh = server.shared.clone();
+        let d = std::thread::Builder::new()
+            .name(format!("ofpin-{}", server.shared.bridge.name()))
+            .spawn(move || dispatch_packet_ins(&sh))
+            .map_err(|source| ServerError::Io {
+                what: "the packet-in dispatcher".into(),
+                source,
+            })?;
+        server.dispatcher = Some(d);
+        for (l, service) in listens {
+            let service = *service;
             let io = |source| ServerError::Io {
                 what: l.to_string(),
                 source,
@@ -259,7 +387,7 @@ impl OfServer {
             let name = format!("ofserver-{}", server.shared.bridge.name());
             let h = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || accept_loop(&sh, listener))
+                .spawn(move || accept_loop(&sh, listener, service))
                 .map_err(io)?;
             server.listeners.push((actual, h));
         }
@@ -280,6 +408,16 @@ impl OfServer {
             .len()
     }
 
+    /// Packet-ins dropped because a connection's queue ([`CONN_PACKET_IN_MAX`]) was full.
+    pub fn packet_ins_dropped(&self) -> u64 {
+        self.shared.pins_dropped.load(Ordering::Relaxed)
+    }
+
+    /// Packet-ins queued for a connection (one per connection that took it).
+    pub fn packet_ins_sent(&self) -> u64 {
+        self.shared.pins_sent.load(Ordering::Relaxed)
+    }
+
     /// Stops listening, closes every connection, joins every thread and removes the socket
     /// files.
     pub fn shutdown(mut self) {
@@ -288,6 +426,10 @@ impl OfServer {
 
     fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.bridge.shared().packet_ins().wake();
+        if let Some(d) = self.dispatcher.take() {
+            let _ = d.join();
+        }
         for (l, h) in self.listeners.drain(..) {
             // Wake the blocked accept() with a connection of our own. If that fails (the
             // socket file was removed behind our back), the thread is left to end with the
@@ -318,7 +460,7 @@ impl OfServer {
         let conns: Vec<_> = {
             let mut c = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
             c.iter_mut()
-                .map(|(_, s, h)| {
+                .map(|(_, s, h, _)| {
                     s.shutdown();
                     h.take()
                 })
@@ -339,7 +481,44 @@ impl Drop for OfServer {
     }
 }
 
-fn accept_loop(sh: &Arc<Shared>, listener: Listener) {
+/// Takes the bridge's packet-ins and queues each for every connection that wants it, encoded
+/// in that connection's version and format; never blocks on a connection.
+fn dispatch_packet_ins(sh: &Arc<Shared>) {
+    let pins = sh.bridge.shared().packet_ins();
+    let _attached = pins.attach();
+    while !sh.stop.load(Ordering::SeqCst) {
+        let batch = pins.wait_pop(Duration::from_millis(100));
+        if batch.is_empty() {
+            continue;
+        }
+        let conns: Vec<Arc<ConnShared>> = sh
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(_, _, h, _)| h.as_ref().is_some_and(|h| !h.is_finished()))
+            .map(|(_, _, _, c)| c.clone())
+            .collect();
+        for p in &batch {
+            for c in &conns {
+                let msg = c
+                    .conn
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .packet_in(p);
+                if let Some(m) = msg {
+                    if c.queue_packet_in(m) {
+                        sh.pins_sent.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        sh.pins_dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn accept_loop(sh: &Arc<Shared>, listener: Listener, service: bool) {
     loop {
         let accepted = match &listener {
             Listener::Unix(l, _) => l.accept().map(|(s, _)| Stream::Unix(s)),
@@ -361,33 +540,53 @@ fn accept_loop(sh: &Arc<Shared>, listener: Listener) {
         };
         let mut conns = sh.conns.lock().unwrap_or_else(|e| e.into_inner());
         // Forget connections that ended (their threads are done or finishing).
-        conns.retain(|(_, _, h)| h.as_ref().is_some_and(|h| !h.is_finished()));
+        conns.retain(|(_, _, h, _)| h.as_ref().is_some_and(|h| !h.is_finished()));
         if conns.len() >= MAX_CONNECTIONS {
             tracing::warn!(bridge = sh.bridge.name(), "too many OpenFlow connections");
             stream.shutdown();
             continue;
         }
-        let Ok(clone) = stream.try_clone() else {
+        let (Ok(clone), Ok(writer)) = (stream.try_clone(), stream.try_clone()) else {
             continue;
         };
+        let mut conn = OfConn::new(sh.bridge.clone());
+        if !service {
+            conn.set_primary();
+        }
+        let cs = Arc::new(ConnShared {
+            conn: Mutex::new(conn),
+            writer: Mutex::new(writer),
+            pins: Mutex::new(PinQueue::default()),
+            pins_ready: Condvar::new(),
+            pin_writer: Mutex::new(None),
+        });
         let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
         let sh2 = sh.clone();
+        let cs2 = cs.clone();
         let h = std::thread::Builder::new()
             .name(format!("ofconn-{}-{id}", sh.bridge.name()))
-            .spawn(move || serve(&sh2, stream));
+            .spawn(move || serve(&sh2, stream, &cs2));
         match h {
-            Ok(h) => conns.push((id, clone, Some(h))),
+            Ok(h) => conns.push((id, clone, Some(h), cs)),
             Err(e) => tracing::warn!(bridge = sh.bridge.name(), "cannot spawn: {e}"),
         }
     }
 }
 
 /// Drives one connection until the peer closes, the stream breaks or the server stops.
-fn serve(sh: &Arc<Shared>, mut stream: Stream) {
-    let mut conn = OfConn::new(sh.bridge.clone());
-    if stream.write_all(&conn.hello()).is_err() {
-        return;
+fn serve(sh: &Arc<Shared>, mut stream: Stream, cs: &Arc<ConnShared>) {
+    let lock = || cs.conn.lock().unwrap_or_else(|e| e.into_inner());
+    let hello = lock().hello();
+    if cs.write(&hello).is_ok() {
+        converse(sh, &mut stream, cs);
     }
+    stream.shutdown();
+    cs.close();
+}
+
+/// The reading side of [`serve`]: messages in, replies out, until the connection ends.
+fn converse(sh: &Arc<Shared>, stream: &mut Stream, cs: &Arc<ConnShared>) {
+    let lock = || cs.conn.lock().unwrap_or_else(|e| e.into_inner());
     let mut buf = vec![0u8; READ_CHUNK];
     // Whether reads time out after BATCH_PAUSE. Set when flow mods are held back (a pause of
     // the peer ends the batch) and cleared only when a read times out with nothing held
@@ -396,17 +595,20 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
     // wakes once more and then blocks.
     let mut waiting = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        if conn.pending_flow_mods() > 0 && !waiting {
+        if lock().pending_flow_mods() > 0 && !waiting {
             if stream.set_read_timeout(Some(BATCH_PAUSE)).is_err() {
                 break;
             }
             waiting = true;
         }
-        let out = match stream.read(&mut buf) {
+        let read = stream.read(&mut buf);
+        let mut conn = lock();
+        let out = match read {
             Ok(0) => {
                 let out = conn.flush();
-                let _ = stream.write_all(&out);
-                break;
+                drop(conn);
+                let _ = cs.write(&out);
+                return;
             }
             Ok(n) => {
                 let mut out = conn.feed_deferred(&buf[..n]);
@@ -430,10 +632,12 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
                 break;
             }
         };
-        if !out.is_empty() && stream.write_all(&out).is_err() {
+        let closed = conn.closed().map(str::to_owned);
+        drop(conn);
+        if !out.is_empty() && cs.write(&out).is_err() {
             break;
         }
-        if let Some(why) = conn.closed() {
+        if let Some(why) = closed {
             tracing::info!(
                 bridge = sh.bridge.name(),
                 "closing OpenFlow connection: {why}"
@@ -442,9 +646,8 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream) {
         }
     }
     // Flow mods still held back were received: apply them (their replies may go nowhere).
-    let out = conn.flush();
+    let out = lock().flush();
     if !out.is_empty() {
-        let _ = stream.write_all(&out);
+        let _ = cs.write(&out);
     }
-    stream.shutdown();
 }

@@ -89,6 +89,75 @@ impl PacketInReason {
     }
 }
 
+/// What a `controller` action leaves in its datapath `userspace` action (OVS's
+/// `user_action_cookie` of type `USER_ACTION_COOKIE_CONTROLLER`): the slow path turns the
+/// packet and this into a packet-in. The pipeline state at the action (table, registers,
+/// metadata, in_port) is the frozen state `recirc_id` names. Aligned to 4 so that the
+/// datapath's action type, which carries it, stays 4-aligned and 48 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C, packed(4))]
+pub struct ControllerCookie {
+    /// Packet-in reason.
+    pub reason: PacketInReason,
+    /// A table miss (OVS's miss rule, `OFPR_IMPLICIT_MISS`) rather than an explicit
+    /// `controller(reason=no_match)`: OpenFlow 1.3+ connections do not take these by default.
+    pub implicit_miss: bool,
+    /// Translated without side effects (a trace): nothing is sent.
+    pub dont_send: bool,
+    /// The packet-in carries a continuation (`pause`).
+    pub continuation: bool,
+    /// Frozen translation state at the action.
+    pub recirc_id: u32,
+    /// Cookie of the rule whose actions sent it.
+    pub rule_cookie: u64,
+    /// Controller connections with this id receive it.
+    pub controller_id: u16,
+    /// Most bytes of the frame to send (`u16::MAX`: all).
+    pub max_len: u16,
+}
+
+impl ControllerCookie {
+    /// The reason's code: OpenFlow 1.4's numbers, and OVS's internal 7
+    /// (`OFPR_IMPLICIT_MISS`) for a table miss.
+    pub fn reason_code(&self) -> u8 {
+        if self.implicit_miss {
+            return 7;
+        }
+        match self.reason {
+            PacketInReason::NoMatch => 0,
+            PacketInReason::Action => 1,
+            PacketInReason::InvalidTtl => 2,
+            PacketInReason::ActionSet => 3,
+            PacketInReason::Group => 4,
+            PacketInReason::PacketOut => 5,
+        }
+    }
+}
+
+impl std::fmt::Display for ControllerCookie {
+    /// OVS's datapath-action text: `pid=0,controller(reason=1,…,max_len=65535)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rule_cookie = self.rule_cookie;
+        let cookie = if rule_cookie == 0 {
+            "0".to_string()
+        } else {
+            format!("{rule_cookie:#x}")
+        };
+        let (recirc_id, controller_id, max_len) =
+            (self.recirc_id, self.controller_id, self.max_len);
+        write!(
+            f,
+            "pid=0,controller(reason={},dont_send={},continuation={},recirc_id={},rule_cookie={cookie},controller_id={},max_len={})",
+            self.reason_code(),
+            u8::from(self.dont_send),
+            u8::from(self.continuation),
+            recirc_id,
+            controller_id,
+            max_len
+        )
+    }
+}
+
 /// Address range of a `nat(src=…|dst=…)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NatRange {

@@ -11,7 +11,9 @@ pub mod lb;
 pub mod matching;
 pub mod port;
 
-pub use action::{Action, Ct, CtZone, Nat, NatKind, NatRange, PacketInReason, Subfield};
+pub use action::{
+    Action, ControllerCookie, Ct, CtZone, Nat, NatKind, NatRange, PacketInReason, Subfield,
+};
 pub use fields::{MF_TABLE, Mf, MfDef, MfFormat, Prereq, Protocols};
 pub use matching::Match;
 pub use port::OfPort;
