@@ -140,6 +140,8 @@ struct Node {
     key: FlowKey,
     /// Actions to resume with (a select group's `dp_hash` freeze); empty = look up `table`.
     actions: Arc<[Action]>,
+    /// A `controller(userdata=…)` freeze's userdata (the packet-in carries it).
+    userdata: Arc<[u8]>,
     refs: u64,
     /// The `run` epoch at its latest release, while it has no reference.
     released: Option<u64>,
@@ -172,9 +174,12 @@ impl fmt::Debug for InFlightMark {
     }
 }
 
+/// What identifies a frozen state: table, metadata key, actions to resume with, userdata.
+type FrozenState = (u8, FlowKey, Arc<[Action]>, Arc<[u8]>);
+
 /// The pooled states. See the module doc.
 pub(crate) struct Pool {
-    by_state: HashMap<(u8, FlowKey, Arc<[Action]>), u32>,
+    by_state: HashMap<FrozenState, u32>,
     nodes: HashMap<u32, Node>,
     /// (id, epoch of its release), in release order (epochs never decrease). An entry whose
     /// node was revived (or released again later) is skipped when it comes up.
@@ -244,20 +249,27 @@ impl RecircIds {
     /// A reference to the id of frozen state (`table`, `key`), allocating one if the state is
     /// not known (pooled only; `None` when unpooled).
     pub(crate) fn alloc(&mut self, table: u8, key: &FlowKey) -> Option<Result<u32, RecircError>> {
-        self.alloc_frozen(table, key, &[])
+        self.alloc_frozen(table, key, &[], &[])
     }
 
     /// [`Self::alloc`] for a state that resumes with `actions` (a group's `dp_hash` freeze:
-    /// the group action and what followed it) rather than with a lookup in `table`.
+    /// the group action and what followed it) rather than with a lookup in `table`, or
+    /// carries `userdata` (a `controller(userdata=…)`).
     pub(crate) fn alloc_frozen(
         &mut self,
         table: u8,
         key: &FlowKey,
         actions: &[Action],
+        userdata: &[u8],
     ) -> Option<Result<u32, RecircError>> {
         let next = &mut self.next;
         let pool = self.pool.as_mut()?;
-        let state = (table, *key, Arc::<[Action]>::from(actions));
+        let state = (
+            table,
+            *key,
+            Arc::<[Action]>::from(actions),
+            Arc::<[u8]>::from(userdata),
+        );
         if let Some(&id) = pool.by_state.get(&state) {
             pool.take_ref(id);
             return Some(Ok(id));
@@ -281,6 +293,7 @@ impl RecircIds {
                 table,
                 key: *key,
                 actions: state.2.clone(),
+                userdata: state.3.clone(),
                 refs: 1,
                 released: None,
             },
@@ -372,7 +385,8 @@ impl Pool {
                     .get(&id)
                     .is_some_and(|n| n.refs == 0 && n.released == Some(e));
                 if still && let Some(n) = self.nodes.remove(&id) {
-                    self.by_state.remove(&(n.table, n.key, n.actions));
+                    self.by_state
+                        .remove(&(n.table, n.key, n.actions, n.userdata));
                     self.stats.expiring -= 1;
                     self.stats.freed += 1;
                     freed += 1;
@@ -481,6 +495,12 @@ impl RecircPool {
     /// it has any (`None` for an unknown id or a state that resumes at its table).
     pub fn frozen_actions(&self, id: u32) -> Option<Arc<[Action]>> {
         lock(&self.ids).frozen_actions(id)
+    }
+
+    /// The userdata a known id's `controller(userdata=…)` state carries (empty if none).
+    pub fn frozen_userdata(&self, id: u32) -> Option<Arc<[u8]>> {
+        let g = lock(&self.ids);
+        Some(g.pool.as_ref()?.nodes.get(&id)?.userdata.clone())
     }
 
     /// The frozen state (table, metadata key) of known id `id`.

@@ -136,6 +136,9 @@ pub struct Frozen {
     /// Actions the resumed pass runs instead of a lookup in `table` (a select group's
     /// `dp_hash` freeze: the group action and what followed it); empty otherwise.
     pub actions: Vec<Action>,
+    /// The userdata of a `controller(userdata=…)` freeze (for its packet-in); empty
+    /// otherwise.
+    pub userdata: Vec<u8>,
 }
 
 /// The key a recirculated packet is translated with: `f.resume` with `ct_state` and the zone
@@ -603,7 +606,7 @@ impl Ctx<'_> {
                     // OVS's miss rule: `controller(reason=no_match)`, cookie 0, as an
                     // implicit miss (what OpenFlow 1.3+ connections do not take by default).
                     self.rule_cookie = 0;
-                    self.controller_cookie(u16::MAX, PacketInReason::NoMatch, 0, true);
+                    self.controller_cookie(u16::MAX, PacketInReason::NoMatch, 0, true, &[]);
                 }
                 self.do_actions(&[]);
                 if let (Some(t), Some(prev)) = (&mut self.tr, entered) {
@@ -672,7 +675,8 @@ impl Ctx<'_> {
                     max_len,
                     reason,
                     id,
-                } => self.controller(*max_len, *reason, *id),
+                    userdata,
+                } => self.controller_cookie(*max_len, *reason, *id, false, userdata),
                 Action::Resubmit { port, table, ct } => {
                     let mut p = port.unwrap_or(self.in_port());
                     if p == OfPort::IN_PORT {
@@ -1066,15 +1070,22 @@ impl Ctx<'_> {
     }
 
     fn controller(&mut self, max_len: u16, reason: PacketInReason, id: u16) {
-        self.controller_cookie(max_len, reason, id, false);
+        self.controller_cookie(max_len, reason, id, false, &[]);
     }
 
     /// A packet-in from here: the pipeline state frozen, then `userspace(controller(...))`.
     /// In a packet-out, `output:CONTROLLER` says reason `packet_out` and the packet-in has
     /// no rule cookie unless a rule's actions sent it, as OVS's.
-    fn controller_cookie(&mut self, max_len: u16, reason: PacketInReason, id: u16, miss: bool) {
+    fn controller_cookie(
+        &mut self,
+        max_len: u16,
+        reason: PacketInReason,
+        id: u16,
+        miss: bool,
+        userdata: &[u8],
+    ) {
         self.commit();
-        let recirc_id = self.freeze(self.table_id, None);
+        let recirc_id = self.freeze_with(self.table_id, None, Vec::new(), userdata);
         self.odp.push(OdpAction::Userspace(ControllerCookie {
             reason,
             implicit_miss: miss,
@@ -1089,28 +1100,32 @@ impl Ctx<'_> {
 
     /// Allocates (or reuses) the recirculation id of the current frozen state.
     fn freeze(&mut self, table: u8, zone: Option<u16>) -> u32 {
-        self.freeze_with(table, zone, Vec::new())
+        self.freeze_with(table, zone, Vec::new(), &[])
     }
 
     /// [`Self::freeze`] of a state that resumes with `actions` (see [`Frozen::actions`]).
-    fn freeze_with(&mut self, table: u8, zone: Option<u16>, actions: Vec<Action>) -> u32 {
+    fn freeze_with(
+        &mut self,
+        table: u8,
+        zone: Option<u16>,
+        actions: Vec<Action>,
+        userdata: &[u8],
+    ) -> u32 {
         let mut meta = self.flow;
         for w in flow::Stage::L2.words().start..flow::FLOW_WORDS {
             meta.w[w] = 0;
         }
         // The same frozen state reuses its id (OVS `recirc_alloc_id_ctx`), but every freeze is
         // recorded: each is a packet to resume (e.g. two `ct` in different zones).
-        let id = match self
-            .frozen
-            .iter()
-            .find(|f| f.table == table && f.key == meta && f.actions == actions)
-        {
+        let id = match self.frozen.iter().find(|f| {
+            f.table == table && f.key == meta && f.actions == actions && f.userdata == userdata
+        }) {
             Some(f) => f.id,
             None => {
                 let mut ids = self.br.recirc_ids();
                 // A pooled state's id is referenced (or allocated) now, under the lock, so a
                 // concurrent translation of the same state finds it.
-                match ids.alloc_frozen(table, &meta, &actions) {
+                match ids.alloc_frozen(table, &meta, &actions, userdata) {
                     Some(Ok(id)) => {
                         drop(ids);
                         self.recirc_refs
@@ -1145,6 +1160,7 @@ impl Ctx<'_> {
             resume,
             zone,
             actions,
+            userdata: userdata.to_vec(),
         });
         id
     }

@@ -388,6 +388,7 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
                 max_len,
                 reason,
                 id,
+                userdata: Vec::new(),
             }
         }
         CONTROLLER2 => decode_controller2(a)?,
@@ -471,6 +472,7 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
 fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
     a.skip(6)?;
     let (mut max_len, mut id, mut reason) = (u16::MAX, 0, PacketInReason::Action);
+    let mut userdata = Vec::new();
     while !a.is_empty() {
         let typ = a.u16()?;
         let len = usize::from(a.u16()?);
@@ -486,7 +488,7 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
             0 => max_len = p.u16()?,
             1 => id = p.u16()?,
             2 => reason = reason_from_wire(p.u8()?)?,
-            3 => return Err(unsupported("controller(userdata=...)")),
+            3 => userdata = p.rest().to_vec(),
             4 => return Err(unsupported("controller(pause)")),
             5 => return Err(unsupported("controller(meter_id=...)")),
             t => return Err(unsupported(format!("NXAST_CONTROLLER2 property {t}"))),
@@ -496,6 +498,7 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
         max_len,
         reason,
         id,
+        userdata,
     })
 }
 
@@ -623,11 +626,44 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             max_len,
             reason,
             id,
-        } => {
+            userdata,
+        } if userdata.is_empty() => {
             let s = nx_start(w, nxast::CONTROLLER);
             w.u16(*max_len);
             w.u16(*id);
             w.u8(reason_to_wire(*reason));
+            end_action(w, s)
+        }
+        Action::Controller {
+            max_len,
+            reason,
+            id,
+            userdata,
+        } => {
+            // OVS `encode_CONTROLLER`: NXAST_CONTROLLER2, six bytes of padding, then a
+            // property per non-default setting, each padded to 8 bytes.
+            let s = nx_start(w, nxast::CONTROLLER2);
+            w.zeros(6);
+            let prop = |w: &mut Wr, typ: u16, body: &[u8]| {
+                let start = w.len();
+                w.u16(typ);
+                w.u16((4 + body.len()) as u16);
+                w.bytes(body);
+                w.zeros((start + 4 + body.len()).next_multiple_of(8) - (start + 4 + body.len()));
+            };
+            if *max_len != u16::MAX {
+                prop(w, 0, &max_len.to_be_bytes());
+            }
+            if *id != 0 {
+                prop(w, 1, &id.to_be_bytes());
+            }
+            if *reason != PacketInReason::Action {
+                prop(w, 2, &[reason_to_wire(*reason)]);
+            }
+            if userdata.len() > usize::from(u16::MAX) - 4 - 64 {
+                return Err(invalid("controller userdata too long"));
+            }
+            prop(w, 3, userdata);
             end_action(w, s)
         }
         Action::Resubmit { port, table, ct } => {

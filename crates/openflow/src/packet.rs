@@ -32,6 +32,8 @@ pub struct PacketIn {
     pub match_: Match,
     /// The frame (maybe truncated).
     pub data: Vec<u8>,
+    /// A `controller(userdata=…)`'s userdata: only `NXT_PACKET_IN2` carries it.
+    pub userdata: Vec<u8>,
 }
 
 fn in_port_of(m: &Match) -> u16 {
@@ -65,6 +67,7 @@ impl PacketIn {
                 cookie: 0,
                 match_: match_in_port(port.0),
                 data: r.rest().to_vec(),
+                userdata: Vec::new(),
             });
         }
         let total_len = u32::from(r.u16()?);
@@ -80,6 +83,7 @@ impl PacketIn {
                 cookie: 0,
                 match_: match_in_port(in_port),
                 data: r.rest().to_vec(),
+                userdata: Vec::new(),
             });
         }
         let reason = r.u8()?;
@@ -95,6 +99,7 @@ impl PacketIn {
             cookie,
             match_,
             data: r.rest().to_vec(),
+            userdata: Vec::new(),
         })
     }
 
@@ -159,6 +164,7 @@ impl PacketIn {
             cookie,
             match_,
             data: r.rest().to_vec(),
+            userdata: Vec::new(),
         })
     }
 
@@ -190,6 +196,7 @@ impl PacketIn {
             cookie: 0,
             match_: Match::catchall(),
             data: Vec::new(),
+            userdata: Vec::new(),
         };
         let mut full_len = None;
         while !r.is_empty() {
@@ -220,6 +227,7 @@ impl PacketIn {
                     }
                     p.match_ = m;
                 }
+                7 => p.userdata = v.rest().to_vec(),
                 t => {
                     return Err(crate::error::unsupported(format!(
                         "NXT_PACKET_IN2 property {t}"
@@ -256,6 +264,9 @@ impl PacketIn {
         })?;
         prop(w, 5, &|w| w.u8(self.reason))?;
         prop(w, 6, &|w| nxm::encode_packet_in_metadata(w, &self.match_))?;
+        if !self.userdata.is_empty() {
+            prop(w, 7, &|w| w.bytes(&self.userdata))?;
+        }
         Ok(())
     }
 }

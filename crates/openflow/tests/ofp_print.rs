@@ -269,6 +269,7 @@ fn replies_we_encode_print_in_ovs_ofctl() {
                 .chain([8, 6])
                 .chain(vec![0; 44])
                 .collect(),
+            userdata: Vec::new(),
         };
         let mut pin10 = pin.clone();
         pin10.match_ = Match::catchall();

@@ -678,6 +678,7 @@ fn monitor_prints_the_async_messages_we_send() {
                 cookie: 0x1234,
                 match_: meta,
                 data: frame.clone(),
+                userdata: vec![1, 2, 3, 4],
             }),
             Body::PortStatus(PortStatus {
                 reason: 2,

@@ -242,9 +242,13 @@ impl SharedBridge {
             pins.note_unsent();
             return;
         };
+        let userdata = self
+            .recirc
+            .frozen_userdata(cookie.recirc_id)
+            .unwrap_or_default();
         let mut k = *key;
         self.to_ofp_in_port(&mut k);
-        pins.push(packet_in_of(cookie, &k, table, &frozen, frame));
+        pins.push(packet_in_of(cookie, &k, table, &frozen, frame, &userdata));
     }
 
     /// The current time (ms).

@@ -44,6 +44,8 @@ pub struct PacketIn {
     /// The whole frame. The action's `max_len` truncates nothing: it applies to buffered
     /// packets, and like OVS (since 2.7) this switch buffers none.
     pub frame: Vec<u8>,
+    /// A `controller(userdata=…)`'s userdata (empty if none).
+    pub userdata: Vec<u8>,
 }
 
 /// Fields of a packet-in's metadata besides `in_port`, in OVS's order.
@@ -87,6 +89,7 @@ pub fn packet_in_of(
     table: u8,
     frozen: &FlowKey,
     frame: &[u8],
+    userdata: &[u8],
 ) -> PacketIn {
     let mut m = Match::catchall();
     let in_port = FieldId::InPort.get(frozen);
@@ -109,6 +112,7 @@ pub fn packet_in_of(
         controller_id: cookie.controller_id,
         metadata: m,
         frame: frame.to_vec(),
+        userdata: userdata.to_vec(),
     }
 }
 
@@ -233,7 +237,7 @@ mod tests {
         FieldId::InPort.set(&mut frozen, 3);
         FieldId::Reg1.set(&mut frozen, 0x5);
         FieldId::Metadata.set(&mut frozen, 0xabc);
-        let p = packet_in_of(&cookie(), &key, 2, &frozen, b"frame");
+        let p = packet_in_of(&cookie(), &key, 2, &frozen, b"frame", &[9]);
         let m = &p.metadata;
         assert_eq!(
             (m.value(FieldId::InPort), m.mask_of(FieldId::InPort)),
@@ -250,6 +254,7 @@ mod tests {
         assert_eq!(m.value(FieldId::CtZone), 5);
         assert_eq!(m.mask_of(FieldId::CtMark), 0, "zero fields stay wild");
         assert_eq!((p.table_id, p.cookie, p.reason), (2, 0x1234, 1));
+        assert_eq!(p.userdata, [9]);
     }
 
     #[test]
@@ -258,7 +263,7 @@ mod tests {
         assert!(!q.wanted());
         let a = q.attach();
         assert!(q.wanted());
-        let p = packet_in_of(&cookie(), &FlowKey::ZERO, 0, &FlowKey::ZERO, b"x");
+        let p = packet_in_of(&cookie(), &FlowKey::ZERO, 0, &FlowKey::ZERO, b"x", &[]);
         for _ in 0..PACKET_IN_QUEUE_MAX + 3 {
             q.push(p.clone());
         }

@@ -786,6 +786,7 @@ impl OfConn {
             cookie: p.cookie,
             match_: p.metadata,
             data: p.frame.clone(),
+            userdata: p.userdata.clone(),
         };
         let body = match self.packet_in_format {
             1 => Body::NxPacketIn(pin),

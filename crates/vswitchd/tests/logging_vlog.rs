@@ -67,18 +67,21 @@ fn setup(dir: &Path, modules: &[&str]) -> (LogHandle, Server, PathBuf, PathBuf) 
 }
 
 /// Runs `f` on an unnamed thread (no `(thread)` in the lines) with `h` as its subscriber.
-/// Runs `f` on a fresh thread with `h`'s subscriber as the default, one test at a time.
-/// `tracing` caches each callsite's interest across every live dispatcher, and `rl_log!`'s
-/// `enabled!` and `event!` are two callsites: with two tests' subscribers alive at once, a
-/// re-evaluation between the two could drop a message that already took a rate-limit token.
-/// The daemon has one global subscriber, so only the tests need the lock.
 fn with_logging(h: &LogHandle, f: impl FnOnce() + Send + 'static) {
-    static ONE_SUBSCRIBER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = ONE_SUBSCRIBER.lock().unwrap_or_else(|e| e.into_inner());
     let sub = h.subscriber();
     std::thread::spawn(move || tracing::subscriber::with_default(sub, f))
         .join()
         .unwrap();
+}
+
+/// Taken first by every test here: they run one at a time. `tracing` caches each callsite's
+/// interest across every live subscriber and rebuilds it whenever levels change (each
+/// `LogHandle::new` and `vlog/set` does); `rl_log!`'s `enabled!` and `event!` are two
+/// callsites, so another test's rebuild between the two could drop a message that already
+/// took a rate-limit token. The daemon has one global subscriber.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn read(path: &Path) -> String {
@@ -110,6 +113,7 @@ fn assert_file_line(line: &str, module: &str, level: &str, message: &str) {
 
 #[test]
 fn vlog_set_and_list_round_trip_and_the_file_follows() {
+    let _serial = serial();
     if !have_ovs() {
         return;
     }
@@ -218,6 +222,7 @@ fn vlog_set_and_list_round_trip_and_the_file_follows() {
 /// `vlog/list` rows, next to the real ovs-vswitchd.
 #[test]
 fn vlog_texts_match_real_ovs_vswitchd() {
+    let _serial = serial();
     if !have_ovs() {
         return;
     }
@@ -285,6 +290,7 @@ fn vlog_texts_match_real_ovs_vswitchd() {
 
 #[test]
 fn reopen_after_logrotate_and_close() {
+    let _serial = serial();
     if !have_ovs() {
         return;
     }
@@ -357,6 +363,7 @@ static RL: RateLimiter = RateLimiter::new(1, 2);
 
 #[test]
 fn rate_limited_macros_log_the_burst_only() {
+    let _serial = serial();
     let dir = tmpdir("rl");
     let _cleanup = Cleanup(dir.clone());
     let log = dir.join("rl.log");
@@ -408,6 +415,7 @@ fn rate_limited_macros_log_the_burst_only() {
 
 #[test]
 fn syslog_datagrams() {
+    let _serial = serial();
     let dir = tmpdir("syslog");
     let _cleanup = Cleanup(dir.clone());
     let dev_log = dir.join("log");
@@ -446,6 +454,7 @@ fn syslog_datagrams() {
 
 #[test]
 fn specs_from_options_and_errors() {
+    let _serial = serial();
     let h = LogHandle::new(LogOptions {
         syslog_socket: None,
         modules: vec!["m1".into()],

@@ -276,6 +276,9 @@ pub enum Action {
         reason: PacketInReason,
         /// Controller id.
         id: u16,
+        /// `userdata=…`: opaque bytes the packet-in carries (`NXT_PACKET_IN2` only); empty =
+        /// none.
+        userdata: Vec<u8>,
     },
     /// `resubmit:P`, `resubmit([port],[table][,ct])`.
     Resubmit {

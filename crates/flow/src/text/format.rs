@@ -537,6 +537,7 @@ fn format_action(out: &mut String, a: &Action) {
             max_len,
             reason,
             id,
+            userdata,
         } => {
             out.push_str("controller(");
             if *reason != PacketInReason::Action {
@@ -547,6 +548,11 @@ fn format_action(out: &mut String, a: &Action) {
             }
             if *id != 0 {
                 let _ = write!(out, "id={id},");
+            }
+            if !userdata.is_empty() {
+                out.push_str("userdata=");
+                format_hex_dotted(out, userdata);
+                out.push(',');
             }
             if out.ends_with(',') {
                 out.pop();
@@ -676,12 +682,7 @@ fn format_action(out: &mut String, a: &Action) {
         }
         Action::Note(b) => {
             out.push_str("note:");
-            for (i, x) in b.iter().enumerate() {
-                if i > 0 {
-                    out.push('.');
-                }
-                let _ = write!(out, "{x:02x}");
-            }
+            format_hex_dotted(out, b);
         }
         // Printed by `actions_ext::format_ext` above.
         Action::WriteMetadata { .. } | Action::ModNwTtl(_) | Action::Exit | Action::Clone(_) => {}
@@ -859,4 +860,14 @@ pub fn format_odp_nat(n: &Nat) -> String {
     }
     s.push(')');
     s
+}
+
+/// OVS `format_hex_arg`: bytes as hex pairs joined by `.`.
+fn format_hex_dotted(out: &mut String, bytes: &[u8]) {
+    for (i, x) in bytes.iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        let _ = write!(out, "{x:02x}");
+    }
 }

@@ -862,6 +862,7 @@ fn parse_controller(arg: &str) -> Result<Action, String> {
     let mut max_len = u16::MAX;
     let mut reason = PacketInReason::Action;
     let mut id = 0u16;
+    let mut userdata = Vec::new();
     if arg.is_empty() {
     } else if arg.bytes().all(|b| b.is_ascii_digit()) {
         max_len = str_to_u16(arg).ok_or_else(|| format!("invalid max_len \"{arg}\""))?;
@@ -880,11 +881,15 @@ fn parse_controller(arg: &str) -> Result<Action, String> {
                     id = str_to_u16(kv.value)
                         .ok_or_else(|| format!("invalid id \"{}\"", kv.value))?;
                 }
+                "userdata" => {
+                    userdata = parse_hex_bytes(kv.value)
+                        .ok_or_else(|| "bad hex digit in `controller' argument".to_string())?;
+                }
                 k => return Err(format!("unknown key \"{k}\" parsing controller action")),
             }
         }
     }
-    if reason == PacketInReason::Action && id == 0 {
+    if reason == PacketInReason::Action && id == 0 && userdata.is_empty() {
         Ok(Action::Output {
             port: OfPort::CONTROLLER,
             max_len,
@@ -894,6 +899,7 @@ fn parse_controller(arg: &str) -> Result<Action, String> {
             max_len,
             reason,
             id,
+            userdata,
         })
     }
 }

@@ -420,7 +420,7 @@ impl<'a> Ctx<'a> {
             return;
         };
         self.commit();
-        let id = self.freeze_with(0, None, f.actions);
+        let id = self.freeze_with(0, None, f.actions, &[]);
         if self.error.is_some() {
             return;
         }
