@@ -469,10 +469,27 @@ fn collector(switch: &Arc<Switch>, dps: &Arc<Mutex<Datapaths>>) -> crate::metric
             "OpenFlow ports, per bridge.",
             Kind::Gauge,
         );
+        let mut pins = Family::new(
+            "flowswitch_packet_ins_total",
+            "Packet-ins from controller actions, per bridge and outcome: queued for the \
+             OpenFlow connections, dropped (queue full), unsent (no server, or frozen state gone).",
+            Kind::Counter,
+        );
         for b in switch.bridges() {
             use crate::ofconn::OfBridge;
             rules.sample(&[("bridge", b.name())], b.shared().read().n_rules() as f64);
             ports.sample(&[("bridge", b.name())], b.ports().len() as f64);
+            let c = &b.shared().packet_ins().counters;
+            for (outcome, v) in [
+                ("queued", &c.queued),
+                ("dropped", &c.dropped),
+                ("unsent", &c.unsent),
+            ] {
+                pins.sample(
+                    &[("bridge", b.name()), ("outcome", outcome)],
+                    v.load(Ordering::Relaxed) as f64,
+                );
+            }
         }
         let mut port_fams: Vec<Family> = [
             (
@@ -511,7 +528,7 @@ fn collector(switch: &Arc<Switch>, dps: &Arc<Mutex<Datapaths>>) -> crate::metric
                 }
             }
         }
-        let mut fams = vec![rules, ports];
+        let mut fams = vec![rules, ports, pins];
         fams.append(&mut port_fams);
         type Counter = (&'static str, &'static str, fn(&datapath::PmdStats) -> u64);
         let counters: [Counter; 7] = [
