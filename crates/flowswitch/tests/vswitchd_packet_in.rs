@@ -18,222 +18,13 @@
 //! table miss by default), with cookie 0 and table 0; the connection that set no miss-len
 //! (`miss_send_len` 0 on a service connection) gets nothing at all.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use testutil::packets::{self as pk, ethertype, tcp_flags};
 
 mod common;
 
-const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
-
-/// One switch under test: its run directory, `ovsdb-server` and daemon (as in
-/// `vswitchd_vs_ovs.rs`).
-struct Side {
-    name: &'static str,
-    dir: PathBuf,
-    ovsdb: Option<Child>,
-    /// Pid files of the `ovs-ofctl monitor` daemons started here, killed on drop.
-    monitors: Vec<PathBuf>,
-}
-
-/// Our daemon's command line.
-fn our_vswitchd() -> [String; 2] {
-    [
-        env!("CARGO_BIN_EXE_flowswitch").to_owned(),
-        "vswitchd".to_owned(),
-    ]
-}
-
-impl Side {
-    /// Real `ovs-vswitchd` (side `ovs_name`) and the daemon `ours` (side `ours_name`), each
-    /// in its own directory.
-    fn both(ovs_name: &'static str, ours_name: &'static str, ours: &[String]) -> (Side, Side) {
-        let ovs = Side::start(
-            ovs_name,
-            &[testutil::ovs::tool_path("ovs-vswitchd")
-                .display()
-                .to_string()],
-        );
-        (ovs, Side::start(ours_name, ours))
-    }
-
-    fn start(name: &'static str, daemon: &[String]) -> Side {
-        let dir = std::env::temp_dir().join(format!("fs-pi-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let db = dir.join("conf.db");
-        let st = Command::new(testutil::ovs::tool_path("ovsdb-tool"))
-            .arg("create")
-            .arg(&db)
-            .arg(SCHEMA)
-            .status()
-            .unwrap();
-        assert!(st.success(), "ovsdb-tool create");
-        let sock = dir.join("db.sock");
-        let ovsdb = Command::new(testutil::ovs::tool_path("ovsdb-server"))
-            .arg("--no-chdir")
-            .arg(format!("--remote=punix:{}", sock.display()))
-            .arg(format!(
-                "--unixctl={}",
-                dir.join("ovsdb-server.ctl").display()
-            ))
-            .arg(format!(
-                "--log-file={}",
-                dir.join("ovsdb-server.log").display()
-            ))
-            .arg("-vconsole:off")
-            .arg(&db)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let side = Side {
-            name,
-            dir,
-            ovsdb: Some(ovsdb),
-            monitors: Vec::new(),
-        };
-        let t0 = Instant::now();
-        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "ovsdb-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        side.must(&["ovs-vsctl", "--no-wait", "init"]);
-        let (prog, rest) = daemon.split_first().unwrap();
-        let out = Command::new(prog)
-            .args(rest)
-            .arg(format!("unix:{}", sock.display()))
-            .arg("--pidfile")
-            .arg("--detach")
-            .arg("--no-chdir")
-            .arg(format!(
-                "--log-file={}",
-                side.dir.join("vswitchd.log").display()
-            ))
-            .arg("-vconsole:off")
-            .arg("--enable-dummy=override")
-            .arg("--disable-system")
-            .env("OVS_RUNDIR", &side.dir)
-            .env("OVS_LOGDIR", &side.dir)
-            .env("OVS_DBDIR", &side.dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {prog} did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        side
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let (prog, rest) = args.split_first().unwrap();
-        let mut c = Command::new(testutil::ovs::tool_path(prog));
-        if *prog == "ovs-vsctl" {
-            c.arg("--timeout=20");
-        }
-        c.args(rest)
-            .env("OVS_RUNDIR", &self.dir)
-            .env("OVS_LOGDIR", &self.dir)
-            .env("OVS_DBDIR", &self.dir)
-            .current_dir(&self.dir);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    fn must(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{}: {args:?}: {}",
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("vswitchd.log")).unwrap_or_default()
-    }
-
-    /// Where monitor `name` prints.
-    fn monitor_file(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("monitor-{name}.txt"))
-    }
-
-    /// `ovs-ofctl PRE monitor br0 POST --detach`, printing into `monitor_file(name)`. With
-    /// `--detach` the command returns once the connection is set up (packet-in format and
-    /// miss-len sent and acknowledged), so packets sent afterwards are seen.
-    fn start_monitor(&mut self, name: &str, pre: &[&str], post: &[&str]) {
-        let pidfile = self.dir.join(format!("monitor-{name}.pid"));
-        let file = std::fs::File::create(self.monitor_file(name)).unwrap();
-        let mut args = vec!["ovs-ofctl"];
-        args.extend_from_slice(pre);
-        args.extend_from_slice(&["monitor", "br0"]);
-        args.extend_from_slice(post);
-        let pidarg = format!("--pidfile={}", pidfile.display());
-        args.extend_from_slice(&["--detach", "--no-chdir", &pidarg]);
-        // `ovs-ofctl monitor` prints what it receives on stderr (stdout for good measure).
-        let st = self
-            .cmd(&args)
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .status()
-            .unwrap();
-        assert!(st.success(), "{}: {args:?} did not start", self.name);
-        self.monitors.push(pidfile);
-    }
-
-    /// Kills the monitors started here (by the pids in their pid files) and waits until
-    /// they are gone.
-    fn stop_monitors(&mut self) {
-        let pids: Vec<u32> = self
-            .monitors
-            .drain(..)
-            .filter_map(|f| std::fs::read_to_string(f).ok()?.trim().parse().ok())
-            .collect();
-        for pid in &pids {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-        let t0 = Instant::now();
-        while pids.iter().any(|&p| running(p)) && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-/// Whether process `pid` still runs (a zombie does not: the detached monitors are reparented
-/// to an init that may reap them late).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| !matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
-    })
-}
-
-impl Drop for Side {
-    fn drop(&mut self) {
-        self.stop_monitors();
-        let _ = self.run(&["ovs-appctl", "-t", "ovs-vswitchd", "exit"]);
-        if let Some(mut c) = self.ovsdb.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
+use common::side::{Side, our_vswitchd};
 
 /// A monitor connection: its name, `ovs-ofctl` options before `monitor`, arguments after
 /// `br0`, and whether it asked for async messages (a nonzero miss-len).
@@ -474,7 +265,7 @@ fn packet_in_through_the_daemon_as_ovs() {
         testutil::skip::skip(&why);
         return;
     }
-    let (mut ovs, mut fs) = Side::both("ovs", "flowswitch", &our_vswitchd());
+    let (mut ovs, mut fs) = Side::both("pi", "ovs", "flowswitch", &our_vswitchd());
     // (ovs-ofctl options, flow).
     let flows: [(&[&str], &str); 7] = [
         (&[], "priority=10,in_port=1,actions=controller"),
@@ -658,5 +449,114 @@ fn packet_in_through_the_daemon_as_ovs() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+    assert!(!fs.log().contains("panicked"), "{}", fs.log());
+}
+
+/// `controller(pause)` and `NXT_RESUME` against real OVS: a paused packet-in (from inside a
+/// `resubmit`, with userdata, and at the top level) carries a continuation — the rest of the
+/// pipeline with `unroll_xlate` markers, printed by `ovs-ofctl` as `continuation.actions=…`,
+/// which must equal OVS's — and `ovs-ofctl monitor … resume` sends each back at once, after
+/// which the frames the rest of the pipeline outputs must equal OVS's on every port. Only
+/// the xid and the bridge's identity (`continuation.bridge`, random per switch) are masked.
+#[test]
+fn pause_and_resume_as_ovs() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let (mut ovs, mut fs) = Side::both("pr", "ovs", "flowswitch", &our_vswitchd());
+    let flows = [
+        "in_port=1,actions=load:0x5->NXM_NX_REG0[],resubmit(,2),output:3",
+        "table=2,cookie=0x42,actions=controller(pause,userdata=aa.bb),load:0x7->NXM_NX_REG1[],output:2,resubmit(,3)",
+        "table=3,reg1=0x7,actions=mod_dl_dst:00:00:00:00:00:33,output:3",
+        "in_port=2,actions=controller(pause),mod_dl_src:00:00:00:00:aa:bb,output:3",
+    ];
+    for side in [&mut ovs, &mut fs] {
+        let mut a: Vec<String> = ["ovs-vsctl", "add-br", "br0", "--", "set", "bridge", "br0"]
+            .map(String::from)
+            .to_vec();
+        a.extend(["datapath_type=dummy", "fail-mode=secure"].map(String::from));
+        for i in 1..=3 {
+            a.extend(["--", "add-port", "br0"].map(String::from));
+            a.push(format!("p{i}"));
+            a.extend(["--", "set", "interface"].map(String::from));
+            a.push(format!("p{i}"));
+            a.push("type=dummy".into());
+            a.push(format!("ofport_request={i}"));
+            a.push(format!(
+                "options:tx_pcap={}",
+                side.dir.join(format!("p{i}.pcap")).display()
+            ));
+        }
+        side.must(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        for f in flows {
+            side.must(&["ovs-ofctl", "add-flow", "br0", f]);
+        }
+        // `resume`: ovs-ofctl sends every continuation back as NXT_RESUME (OVS's tests use
+        // it; it is not in `--help`).
+        side.start_monitor("resume", &[], &["65534", "resume"]);
+        for (port, n) in [("p1", 1u8), ("p2", 2)] {
+            let frame = pk::udp4([10, 0, 0, n], [10, 0, 0, 9], 5, 6, 8);
+            side.must(&[
+                "ovs-appctl",
+                "netdev-dummy/receive",
+                port,
+                &pk::to_hex(&frame),
+            ]);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for side in [&ovs, &fs] {
+        while std::fs::read_to_string(side.monitor_file("resume"))
+            .map_or(0, |t| t.matches("send: NXT_RESUME").count())
+            < 2
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    // The resumed packets reach their ports while the monitor goes on.
+    std::thread::sleep(Duration::from_millis(200));
+    ovs.stop_monitors();
+    fs.stop_monitors();
+    let shown = |side: &Side| {
+        let t = std::fs::read_to_string(side.monitor_file("resume")).unwrap_or_default();
+        let t = mask(&t);
+        t.lines()
+            .filter(|l| !l.contains("fatal_signal"))
+            .map(|l| {
+                if l.starts_with(" continuation.bridge=") {
+                    " continuation.bridge=*".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (x, y) = (shown(&ovs), shown(&fs));
+    assert_eq!(
+        x.matches("send: NXT_RESUME").count(),
+        2,
+        "OVS resumed two packets:\n{x}"
+    );
+    assert!(x.contains("continuation.actions="), "{x}");
+    assert_eq!(x, y, "monitor output:\n{}", side_by_side(&x, &y));
+    for i in 1..=3 {
+        let name = format!("p{i}.pcap");
+        let hex = |side: &Side| {
+            common::pcap_frames(&side.dir.join(&name))
+                .iter()
+                .map(|f| pk::to_hex(f))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let (x, y) = (hex(&ovs), hex(&fs));
+        // What the resumed pipelines send: p1's packet once to p2 and twice to p3 (from
+        // table 3, then from table 0 after the resubmit), p2's once to p3.
+        let want = [0, 1, 3][i - 1];
+        assert_eq!(x.lines().count(), want, "OVS, {name}:\n{x}");
+        assert_eq!(x, y, "{name}:\n{}", side_by_side(&x, &y));
+    }
     assert!(!fs.log().contains("panicked"), "{}", fs.log());
 }

@@ -11,162 +11,15 @@
 //! On a mismatch the test prints the script up to it, so it can be replayed by hand with
 //! `OVS_RUNDIR=<dir> ovs-vsctl …`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
 
 use testutil::rng::TestRng;
 
 mod common;
 
-const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
-
-/// One switch under test: its run directory, `ovsdb-server` and daemon.
-struct Side {
-    name: &'static str,
-    dir: PathBuf,
-    ovsdb: Option<Child>,
-}
-
-/// Our daemon's command line.
-fn our_vswitchd() -> [String; 2] {
-    [
-        env!("CARGO_BIN_EXE_flowswitch").to_owned(),
-        "vswitchd".to_owned(),
-    ]
-}
-
-impl Side {
-    /// Real `ovs-vswitchd` (side `ovs_name`) and the daemon `ours` (side `ours_name`), each
-    /// in its own directory.
-    fn both(ovs_name: &'static str, ours_name: &'static str, ours: &[String]) -> (Side, Side) {
-        let ovs = Side::start(
-            ovs_name,
-            &[testutil::ovs::tool_path("ovs-vswitchd")
-                .display()
-                .to_string()],
-        );
-        (ovs, Side::start(ours_name, ours))
-    }
-
-    fn start(name: &'static str, daemon: &[String]) -> Side {
-        let dir = std::env::temp_dir().join(format!("fs-vs-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let db = dir.join("conf.db");
-        let st = Command::new(testutil::ovs::tool_path("ovsdb-tool"))
-            .arg("create")
-            .arg(&db)
-            .arg(SCHEMA)
-            .status()
-            .unwrap();
-        assert!(st.success(), "ovsdb-tool create");
-        let sock = dir.join("db.sock");
-        let ovsdb = Command::new(testutil::ovs::tool_path("ovsdb-server"))
-            .arg("--no-chdir")
-            .arg(format!("--remote=punix:{}", sock.display()))
-            .arg(format!(
-                "--unixctl={}",
-                dir.join("ovsdb-server.ctl").display()
-            ))
-            .arg(format!(
-                "--log-file={}",
-                dir.join("ovsdb-server.log").display()
-            ))
-            .arg("-vconsole:off")
-            .arg(&db)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let side = Side {
-            name,
-            dir,
-            ovsdb: Some(ovsdb),
-        };
-        let t0 = Instant::now();
-        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "ovsdb-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        side.must(&["ovs-vsctl", "--no-wait", "init"]);
-        let (prog, rest) = daemon.split_first().unwrap();
-        let out = Command::new(prog)
-            .args(rest)
-            .arg(format!("unix:{}", sock.display()))
-            .arg("--pidfile")
-            .arg("--detach")
-            .arg("--no-chdir")
-            .arg(format!(
-                "--log-file={}",
-                side.dir.join("vswitchd.log").display()
-            ))
-            .arg("-vconsole:off")
-            .arg("--enable-dummy=override")
-            .arg("--disable-system")
-            .env("OVS_RUNDIR", &side.dir)
-            .env("OVS_LOGDIR", &side.dir)
-            .env("OVS_DBDIR", &side.dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {prog} did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        side
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let (prog, rest) = args.split_first().unwrap();
-        let mut c = Command::new(testutil::ovs::tool_path(prog));
-        if *prog == "ovs-vsctl" {
-            c.arg("--timeout=20");
-        }
-        c.args(rest)
-            .env("OVS_RUNDIR", &self.dir)
-            .env("OVS_LOGDIR", &self.dir)
-            .env("OVS_DBDIR", &self.dir)
-            .current_dir(&self.dir);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    fn must(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{}: {args:?}: {}",
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("vswitchd.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Side {
-    fn drop(&mut self) {
-        let _ = self.run(&["ovs-appctl", "-t", "ovs-vswitchd", "exit"]);
-        if let Some(mut c) = self.ovsdb.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
+use common::side::{Side, our_vswitchd};
 
 /// Replaces what may differ between two correct switches.
 fn mask(text: &str) -> String {
@@ -409,7 +262,7 @@ fn next_command(rng: &mut TestRng, m: &mut Model, dir_file: &Path) -> Vec<String
 }
 
 fn run_seed(seed: u64, steps: usize, ours: &[String]) -> Result<(), String> {
-    let (ovs, fs) = Side::both("ovs", "flowswitch", ours);
+    let (ovs, fs) = Side::both("vs", "ovs", "flowswitch", ours);
     let mut rng = TestRng::new(seed);
     let mut model = Model::default();
     let mut script = Vec::new();
@@ -520,7 +373,7 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
         testutil::skip::skip(&why);
         return;
     }
-    let (ovs, fs) = Side::both("trace-ovs", "trace-flowswitch", &our_vswitchd());
+    let (ovs, fs) = Side::both("vs", "trace-ovs", "trace-flowswitch", &our_vswitchd());
     let mut setup: Vec<String> = vec![
         "ovs-vsctl",
         "set",
@@ -659,7 +512,7 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
         testutil::skip::skip(&why);
         return;
     }
-    let (ovs, fs) = Side::both("pktout-ovs", "pktout-flowswitch", &our_vswitchd());
+    let (ovs, fs) = Side::both("vs", "pktout-ovs", "pktout-flowswitch", &our_vswitchd());
     let setup = |side: &Side, ports: std::ops::RangeInclusive<u32>, first: bool| {
         let mut a: Vec<String> = Vec::new();
         if first {

@@ -295,7 +295,7 @@ pub fn trace_with_resumes(
     let mut pending: std::collections::VecDeque<crate::xlate::Frozen> = out
         .frozen
         .into_iter()
-        .filter(|f| f.actions.is_empty())
+        .filter(|f| f.actions.is_empty() && !f.packet_in)
         .collect();
     let mut passes = 1;
     while let Some(f) = pending.pop_front() {
@@ -338,7 +338,11 @@ pub fn trace_with_resumes(
         let out = xlate(br, &input);
         s.push_str(&format_trace(&key, &out));
         // `ofproto/trace` does not follow a select group's `dp_hash` recirculation.
-        pending.extend(out.frozen.into_iter().filter(|f| f.actions.is_empty()));
+        pending.extend(
+            out.frozen
+                .into_iter()
+                .filter(|f| f.actions.is_empty() && !f.packet_in),
+        );
     }
     Ok(s)
 }

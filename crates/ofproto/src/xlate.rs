@@ -139,6 +139,9 @@ pub struct Frozen {
     /// The userdata of a `controller(userdata=…)` freeze (for its packet-in); empty
     /// otherwise.
     pub userdata: Vec<u8>,
+    /// A packet-in's state (`controller`, a table miss, `pause`): nothing recirculates
+    /// into it, so a trace does not resume it.
+    pub packet_in: bool,
 }
 
 /// The key a recirculated packet is translated with: `f.resume` with `ct_state` and the zone
@@ -244,6 +247,10 @@ struct Ctx<'a> {
     in_packet_out: bool,
     /// A select group's `dp_hash` freeze being collected ([`group`]).
     hash_freeze: Option<group::HashFreeze>,
+    /// The next freeze is a packet-in's ([`Frozen::packet_in`]).
+    freezing_packet_in: bool,
+    /// A `controller(pause)` being unrolled ([`pause`]).
+    pause: Option<pause::PauseFreeze>,
     /// Steps of the current liveness question ([`group`]'s budgeted walk).
     live_steps: u32,
     /// Issue #17 actions (2): the OpenFlow action set (`write_actions`), in write order
@@ -336,6 +343,8 @@ fn xlate_ro_with(br: &Bridge, input: &XlateIn, given: Option<&[Action]>) -> Xlat
         in_group: false,
         in_packet_out: given.is_some(),
         hash_freeze: None,
+        pause: None,
+        freezing_packet_in: false,
         live_steps: 0,
         action_set: Vec::new(),
         in_action_set: false,
@@ -372,7 +381,9 @@ fn xlate_ro_with(br: &Bridge, input: &XlateIn, given: Option<&[Action]>) -> Xlat
     }
     // A select group's freeze takes the rest of the pipeline; the action set is not frozen
     // with it (docs/design/openflow-actions.md, "Not yet").
-    if ctx.hash_freeze.is_some() {
+    if ctx.pause.is_some() {
+        ctx.finish_pause();
+    } else if ctx.hash_freeze.is_some() {
         ctx.finish_hash_freeze();
     } else {
         ctx.execute_action_set();
@@ -676,7 +687,23 @@ impl Ctx<'_> {
                     reason,
                     id,
                     userdata,
+                    pause: false,
                 } => self.controller_cookie(*max_len, *reason, *id, false, userdata),
+                Action::Controller {
+                    max_len,
+                    reason,
+                    id,
+                    userdata,
+                    pause: true,
+                } => {
+                    self.start_pause(*max_len, *reason, *id, userdata);
+                    self.unroll_pause(actions, i);
+                    break;
+                }
+                Action::UnrollXlate { table, cookie } => {
+                    self.table_id = *table;
+                    self.rule_cookie = *cookie;
+                }
                 Action::Resubmit { port, table, ct } => {
                     let mut p = port.unwrap_or(self.in_port());
                     if p == OfPort::IN_PORT {
@@ -855,6 +882,9 @@ impl Ctx<'_> {
                 }
             }
             if self.hash_freeze.is_some() && self.unroll_hash_freeze(actions, i) {
+                break;
+            }
+            if self.pause.is_some() && self.unroll_pause(actions, i) {
                 break;
             }
         }
@@ -1085,6 +1115,7 @@ impl Ctx<'_> {
         userdata: &[u8],
     ) {
         self.commit();
+        self.freezing_packet_in = true;
         let recirc_id = self.freeze_with(self.table_id, None, Vec::new(), userdata);
         self.odp.push(OdpAction::Userspace(ControllerCookie {
             reason,
@@ -1161,7 +1192,9 @@ impl Ctx<'_> {
             zone,
             actions,
             userdata: userdata.to_vec(),
+            packet_in: self.freezing_packet_in,
         });
+        self.freezing_packet_in = false;
         id
     }
 
@@ -1777,5 +1810,6 @@ mod actions_ext;
 mod group;
 mod lb;
 mod liveness;
+mod pause;
 #[cfg(test)]
 mod tests;

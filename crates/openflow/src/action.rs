@@ -389,6 +389,7 @@ fn decode_vendor(a: &mut Rd<'_>, ver: u8, out: &mut Vec<Action>) -> Result<()> {
                 reason,
                 id,
                 userdata: Vec::new(),
+                pause: false,
             }
         }
         CONTROLLER2 => decode_controller2(a)?,
@@ -473,6 +474,7 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
     a.skip(6)?;
     let (mut max_len, mut id, mut reason) = (u16::MAX, 0, PacketInReason::Action);
     let mut userdata = Vec::new();
+    let mut pause = false;
     while !a.is_empty() {
         let typ = a.u16()?;
         let len = usize::from(a.u16()?);
@@ -489,7 +491,7 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
             1 => id = p.u16()?,
             2 => reason = reason_from_wire(p.u8()?)?,
             3 => userdata = p.rest().to_vec(),
-            4 => return Err(unsupported("controller(pause)")),
+            4 => pause = true,
             5 => return Err(unsupported("controller(meter_id=...)")),
             t => return Err(unsupported(format!("NXAST_CONTROLLER2 property {t}"))),
         }
@@ -499,6 +501,7 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
         reason,
         id,
         userdata,
+        pause,
     })
 }
 
@@ -586,6 +589,8 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
     }
     let v10 = cx.version == version::OF10;
     match a {
+        // Only a continuation holds one, and says it with properties, not an action.
+        Action::UnrollXlate { .. } => Err(invalid("unroll_xlate has no OpenFlow encoding")),
         Action::Output { port, max_len } => {
             if v10 {
                 let s = std_start(w, ofpat10::OUTPUT);
@@ -627,6 +632,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             reason,
             id,
             userdata,
+            pause: false,
         } if userdata.is_empty() => {
             let s = nx_start(w, nxast::CONTROLLER);
             w.u16(*max_len);
@@ -639,6 +645,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             reason,
             id,
             userdata,
+            pause,
         } => {
             // OVS `encode_CONTROLLER`: NXAST_CONTROLLER2, six bytes of padding, then a
             // property per non-default setting, each padded to 8 bytes.
@@ -663,7 +670,12 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             if userdata.len() > usize::from(u16::MAX) - 4 - 64 {
                 return Err(invalid("controller userdata too long"));
             }
-            prop(w, 3, userdata);
+            if !userdata.is_empty() {
+                prop(w, 3, userdata);
+            }
+            if *pause {
+                prop(w, 4, &[]);
+            }
             end_action(w, s)
         }
         Action::Resubmit { port, table, ct } => {

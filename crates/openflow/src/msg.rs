@@ -174,6 +174,8 @@ pub enum Body {
     NxPacketIn(PacketIn),
     /// `NXT_PACKET_IN2`.
     NxPacketIn2(PacketIn),
+    /// `NXT_RESUME`: a paused packet-in sent back (the `NXT_PACKET_IN2` format).
+    NxResume(PacketIn),
     /// `NXT_FLOW_REMOVED`.
     NxFlowRemoved(FlowRemoved),
     /// `NXT_ROLE_REQUEST` (role: 0 other, 1 master, 2 slave).
@@ -471,6 +473,7 @@ impl Msg {
             | Body::NxSetPacketInFormat(_)
             | Body::NxPacketIn(_)
             | Body::NxPacketIn2(_)
+            | Body::NxResume(_)
             | Body::NxFlowRemoved(_)
             | Body::NxRoleRequest(_)
             | Body::NxRoleReply(_)
@@ -621,7 +624,11 @@ impl Msg {
             }
             Body::NxPacketIn2(p) => {
                 nx_header(&mut w, nxt::PACKET_IN2);
-                p.encode_nx2(&mut w)?;
+                p.encode_nx2(&mut w, self.version)?;
+            }
+            Body::NxResume(p) => {
+                nx_header(&mut w, nxt::RESUME);
+                p.encode_nx2(&mut w, self.version)?;
             }
             Body::NxFlowRemoved(f) => {
                 nx_header(&mut w, nxt::FLOW_REMOVED);

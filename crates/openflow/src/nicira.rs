@@ -31,6 +31,7 @@ pub mod nxt {
     pub const PACKET_IN: u32 = 17;
     pub const SET_ASYNC_CONFIG: u32 = 19;
     pub const SET_CONTROLLER_ID: u32 = 20;
+    pub const RESUME: u32 = 28;
     pub const PACKET_IN2: u32 = 30;
 }
 
@@ -85,7 +86,8 @@ pub(crate) fn decode_vendor(r: &mut Rd<'_>, ver: u8) -> Result<Body> {
             Body::NxSetPacketInFormat(f)
         }
         nxt::PACKET_IN => Body::NxPacketIn(PacketIn::decode_nx(r.rest())?),
-        nxt::PACKET_IN2 => Body::NxPacketIn2(PacketIn::decode_nx2(r.rest())?),
+        nxt::PACKET_IN2 => Body::NxPacketIn2(PacketIn::decode_nx2(r.rest(), ver)?),
+        nxt::RESUME => Body::NxResume(PacketIn::decode_nx2(r.rest(), ver)?),
         nxt::FLOW_REMOVED => Body::NxFlowRemoved(FlowRemoved::decode_nx(r.rest())?),
         nxt::ROLE_REQUEST | nxt::ROLE_REPLY => {
             let role = r.u32()?;

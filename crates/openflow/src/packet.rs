@@ -34,6 +34,164 @@ pub struct PacketIn {
     pub data: Vec<u8>,
     /// A `controller(userdata=…)`'s userdata: only `NXT_PACKET_IN2` carries it.
     pub userdata: Vec<u8>,
+    /// A `controller(pause)`'s continuation (`NXT_PACKET_IN2` and `NXT_RESUME` only).
+    pub continuation: Option<Continuation>,
+}
+
+/// The private part of a paused packet-in (`NXPINT_CONTINUATION`), which the controller
+/// sends back unchanged in `NXT_RESUME`: what the switch needs to run the rest of the
+/// pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Continuation {
+    /// The bridge that paused it (a resume elsewhere is refused).
+    pub bridge: [u8; 16],
+    /// The packet had been through conntrack.
+    pub conntracked: bool,
+    /// The rest of the pipeline, with `unroll_xlate` markers for the table and cookie the
+    /// actions after each run under (on the wire, `NXCPT_TABLE_ID`/`NXCPT_COOKIE` between
+    /// `NXCPT_ACTIONS` runs).
+    pub actions: Vec<Action>,
+    /// The datapath port the packet came in on.
+    pub odp_port: Option<u32>,
+}
+
+/// `NXCPT_*` continuation property types.
+mod nxcpt {
+    pub const BRIDGE: u16 = 0x8000;
+    pub const STACK: u16 = 0x8001;
+    pub const MIRRORS: u16 = 0x8002;
+    pub const CONNTRACKED: u16 = 0x8003;
+    pub const TABLE_ID: u16 = 0x8004;
+    pub const COOKIE: u16 = 0x8005;
+    pub const ACTIONS: u16 = 0x8006;
+    pub const ACTION_SET: u16 = 0x8007;
+    pub const ODP_PORT: u16 = 0x8008;
+}
+
+/// Writes a property of type `typ` whose body `f` writes after `pad` zero bytes, padded to
+/// 8 bytes (OVS `ofpprop`; nested and 64-bit properties have 4 bytes of padding first).
+fn put_prop(w: &mut Wr, typ: u16, pad: usize, f: &dyn Fn(&mut Wr) -> Result<()>) -> Result<()> {
+    let start = w.len();
+    w.u16(typ);
+    w.u16(0);
+    w.zeros(pad);
+    f(w)?;
+    w.patch_len(start + 2, start, "property")?;
+    w.pad8_from(start);
+    Ok(())
+}
+
+impl Continuation {
+    fn encode(&self, w: &mut Wr, ver: u8) -> Result<()> {
+        let cx = crate::action::EncodeCtx {
+            version: ver,
+            nw_proto: 0,
+        };
+        put_prop(w, nxcpt::BRIDGE, 0, &|w| {
+            w.bytes(&self.bridge);
+            Ok(())
+        })?;
+        if self.conntracked {
+            put_prop(w, nxcpt::CONNTRACKED, 0, &|_| Ok(()))?;
+        }
+        let (mut table, mut cookie) = (0u8, 0u64);
+        for run in self
+            .actions
+            .split_inclusive(|a| matches!(a, Action::UnrollXlate { .. }))
+        {
+            let (acts, next) = match run.split_last() {
+                Some((Action::UnrollXlate { table, cookie }, rest)) => {
+                    (rest, Some((*table, *cookie)))
+                }
+                _ => (run, None),
+            };
+            if !acts.is_empty() {
+                put_prop(w, nxcpt::ACTIONS, 4, &|w| {
+                    crate::action::encode_actions(w, acts, cx)
+                })?;
+            }
+            if let Some((t, c)) = next {
+                if t != table {
+                    put_prop(w, nxcpt::TABLE_ID, 0, &|w| {
+                        w.u8(t);
+                        Ok(())
+                    })?;
+                    table = t;
+                }
+                if c != cookie {
+                    put_prop(w, nxcpt::COOKIE, 4, &|w| {
+                        w.u64(c);
+                        Ok(())
+                    })?;
+                    cookie = c;
+                }
+            }
+        }
+        if let Some(p) = self.odp_port {
+            put_prop(w, nxcpt::ODP_PORT, 0, &|w| {
+                w.u32(p);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn decode(body: &[u8], ver: u8) -> Result<Continuation> {
+        let mut r = Rd::new(body, "NXPINT_CONTINUATION");
+        let mut c = Continuation::default();
+        let (mut table, mut cookie) = (0u8, 0u64);
+        let (mut last_table, mut last_cookie) = (0u8, 0u64);
+        while !r.is_empty() {
+            let typ = r.u16()?;
+            let len = usize::from(r.u16()?);
+            if len < 4 {
+                return Err(Error::BadLength {
+                    what: "continuation property",
+                    len,
+                });
+            }
+            let mut v = r.sub(len - 4, "continuation property")?;
+            r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+            match typ {
+                nxcpt::BRIDGE => {
+                    let b = v.bytes(16)?;
+                    c.bridge.copy_from_slice(b);
+                }
+                nxcpt::CONNTRACKED => c.conntracked = true,
+                nxcpt::TABLE_ID => table = v.u8()?,
+                nxcpt::COOKIE => {
+                    v.skip(4)?;
+                    cookie = v.u64()?;
+                }
+                nxcpt::ACTIONS => {
+                    v.skip(4)?;
+                    if (table, cookie) != (last_table, last_cookie) {
+                        c.actions.push(Action::UnrollXlate { table, cookie });
+                        (last_table, last_cookie) = (table, cookie);
+                    }
+                    c.actions
+                        .extend(crate::action::decode_actions(v.rest(), ver)?);
+                }
+                nxcpt::ODP_PORT => c.odp_port = Some(v.u32()?),
+                nxcpt::MIRRORS => {
+                    if v.u32()? != 0 {
+                        return Err(crate::error::unsupported("continuation with mirrors"));
+                    }
+                }
+                nxcpt::STACK | nxcpt::ACTION_SET => {
+                    return Err(crate::error::unsupported(format!(
+                        "continuation property {typ:#x}"
+                    )));
+                }
+                t => {
+                    return Err(crate::error::unsupported(format!(
+                        "continuation property {t:#x}"
+                    )));
+                }
+            }
+        }
+        Ok(c)
+    }
 }
 
 fn in_port_of(m: &Match) -> u16 {
@@ -68,6 +226,7 @@ impl PacketIn {
                 match_: match_in_port(port.0),
                 data: r.rest().to_vec(),
                 userdata: Vec::new(),
+                continuation: None,
             });
         }
         let total_len = u32::from(r.u16()?);
@@ -84,6 +243,7 @@ impl PacketIn {
                 match_: match_in_port(in_port),
                 data: r.rest().to_vec(),
                 userdata: Vec::new(),
+                continuation: None,
             });
         }
         let reason = r.u8()?;
@@ -100,6 +260,7 @@ impl PacketIn {
             match_,
             data: r.rest().to_vec(),
             userdata: Vec::new(),
+            continuation: None,
         })
     }
 
@@ -165,6 +326,7 @@ impl PacketIn {
             match_,
             data: r.rest().to_vec(),
             userdata: Vec::new(),
+            continuation: None,
         })
     }
 
@@ -185,8 +347,9 @@ impl PacketIn {
         Ok(())
     }
 
-    /// Decodes an `NXT_PACKET_IN2` body (properties; unknown ones are an error).
-    pub fn decode_nx2(body: &[u8]) -> Result<PacketIn> {
+    /// Decodes an `NXT_PACKET_IN2` (or `NXT_RESUME`) body of version `ver` (properties;
+    /// unknown ones are an error).
+    pub fn decode_nx2(body: &[u8], ver: u8) -> Result<PacketIn> {
         let mut r = Rd::new(body, "NXT_PACKET_IN2");
         let mut p = PacketIn {
             buffer_id: u32::MAX,
@@ -197,6 +360,7 @@ impl PacketIn {
             match_: Match::catchall(),
             data: Vec::new(),
             userdata: Vec::new(),
+            continuation: None,
         };
         let mut full_len = None;
         while !r.is_empty() {
@@ -228,6 +392,10 @@ impl PacketIn {
                     p.match_ = m;
                 }
                 7 => p.userdata = v.rest().to_vec(),
+                8 => {
+                    v.skip(4)?;
+                    p.continuation = Some(Continuation::decode(v.rest(), ver)?);
+                }
                 t => {
                     return Err(crate::error::unsupported(format!(
                         "NXT_PACKET_IN2 property {t}"
@@ -239,8 +407,8 @@ impl PacketIn {
         Ok(p)
     }
 
-    /// Encodes an `NXT_PACKET_IN2` body.
-    pub(crate) fn encode_nx2(&self, w: &mut Wr) -> Result<()> {
+    /// Encodes an `NXT_PACKET_IN2` (or `NXT_RESUME`) body of version `ver`.
+    pub(crate) fn encode_nx2(&self, w: &mut Wr, ver: u8) -> Result<()> {
         let prop = |w: &mut Wr, typ: u16, f: &dyn Fn(&mut Wr)| -> Result<()> {
             let start = w.len();
             w.u16(typ);
@@ -264,6 +432,10 @@ impl PacketIn {
         })?;
         prop(w, 5, &|w| w.u8(self.reason))?;
         prop(w, 6, &|w| nxm::encode_packet_in_metadata(w, &self.match_))?;
+        // OVS's order: the continuation, then the userdata.
+        if let Some(c) = &self.continuation {
+            put_prop(w, 8, 4, &|w| c.encode(w, ver))?;
+        }
         if !self.userdata.is_empty() {
             prop(w, 7, &|w| w.bytes(&self.userdata))?;
         }

@@ -270,6 +270,7 @@ fn replies_we_encode_print_in_ovs_ofctl() {
                 .chain(vec![0; 44])
                 .collect(),
             userdata: Vec::new(),
+            continuation: None,
         };
         let mut pin10 = pin.clone();
         pin10.match_ = Match::catchall();

@@ -679,6 +679,7 @@ fn monitor_prints_the_async_messages_we_send() {
                 match_: meta,
                 data: frame.clone(),
                 userdata: vec![1, 2, 3, 4],
+                continuation: None,
             }),
             Body::PortStatus(PortStatus {
                 reason: 2,

@@ -248,7 +248,13 @@ impl SharedBridge {
             .unwrap_or_default();
         let mut k = *key;
         self.to_ofp_in_port(&mut k);
-        pins.push(packet_in_of(cookie, &k, table, &frozen, frame, &userdata));
+        let mut p = packet_in_of(cookie, &k, table, &frozen, frame, &userdata);
+        p.odp_port = FieldId::InPort.get(key) as u32;
+        if cookie.continuation {
+            let rest = self.recirc.frozen_actions(cookie.recirc_id);
+            p.continuation = Some(rest.map(|a| a.to_vec()).unwrap_or_default());
+        }
+        pins.push(p);
     }
 
     /// The current time (ms).
@@ -405,16 +411,58 @@ impl SharedBridge {
         in_port: OfPort,
         actions: &[flow::ofp::Action],
     ) -> Result<PacketOutPlan, PacketOutError> {
+        self.run_given(frame, in_port, None, actions)
+    }
+
+    /// A controller's `NXT_RESUME` (OVS `ofproto_dpif_resume`): `frame` with the pipeline
+    /// fields of `metadata` (in_port, registers, `metadata`, `pkt_mark`, conntrack fields, as
+    /// the packet-in gave them and the controller may have changed them) runs `actions`,
+    /// the continuation's rest of the pipeline (`unroll_xlate` markers restore the table
+    /// and cookie), as a packet-out runs its actions.
+    pub fn resume(
+        &self,
+        frame: &[u8],
+        metadata: &flow::ofp::Match,
+        actions: &[flow::ofp::Action],
+    ) -> Result<PacketOutPlan, PacketOutError> {
+        let in_port = OfPort(metadata.value(FieldId::InPort) as u16);
+        self.run_given(frame, in_port, Some(metadata), actions)
+    }
+
+    fn run_given(
+        &self,
+        frame: &[u8],
+        in_port: OfPort,
+        metadata: Option<&flow::ofp::Match>,
+        actions: &[flow::ofp::Action],
+    ) -> Result<PacketOutPlan, PacketOutError> {
         let (mut out, dp_in_port, mac_changed) = {
             let br = self.read();
             let dp_in_port = br.port(in_port).map_or(u32::from(in_port.0), |p| p.dp_port);
             let mut key = FlowKey::ZERO;
-            flow::extract::extract(
-                frame,
-                &flow::extract::PacketMeta::port(dp_in_port),
-                &mut key,
-            );
+            let mut meta = flow::extract::PacketMeta::port(dp_in_port);
+            if let Some(m) = metadata {
+                meta.pkt_mark = m.value(FieldId::PktMark) as u32;
+                meta.ct_state = m.value(FieldId::CtState) as u32;
+                meta.ct_zone = m.value(FieldId::CtZone) as u16;
+                meta.ct_mark = m.value(FieldId::CtMark) as u32;
+                meta.ct_label = m.value(FieldId::CtLabel);
+            }
+            flow::extract::extract(frame, &meta, &mut key);
             FieldId::InPort.set(&mut key, u128::from(in_port.0));
+            if let Some(m) = metadata {
+                // The pipeline fields the packet-in reported (and the controller may have
+                // changed): `metadata`, the registers, the conntrack tuple.
+                for f in FROZEN_FIELDS.into_iter().chain([
+                    FieldId::CtNwSrc,
+                    FieldId::CtNwDst,
+                    FieldId::CtNwProto,
+                    FieldId::CtTpSrc,
+                    FieldId::CtTpDst,
+                ]) {
+                    f.set(&mut key, m.value(f));
+                }
+            }
             let input = XlateIn {
                 key,
                 now_ms: self.now_ms(),
@@ -574,6 +622,27 @@ pub fn dp_mask(mask: &FlowMask) -> FlowMask {
 /// Key words a recirculation restores from its frozen state rather than from the packet:
 /// `metadata` and `reg0`..`reg15` (flow::key's words 2..=10).
 const FROZEN_WORDS: std::ops::RangeInclusive<usize> = flow::key::w::METADATA..=10;
+
+/// The fields in [`FROZEN_WORDS`].
+const FROZEN_FIELDS: [FieldId; 17] = [
+    FieldId::Metadata,
+    FieldId::Reg0,
+    FieldId::Reg1,
+    FieldId::Reg2,
+    FieldId::Reg3,
+    FieldId::Reg4,
+    FieldId::Reg5,
+    FieldId::Reg6,
+    FieldId::Reg7,
+    FieldId::Reg8,
+    FieldId::Reg9,
+    FieldId::Reg10,
+    FieldId::Reg11,
+    FieldId::Reg12,
+    FieldId::Reg13,
+    FieldId::Reg14,
+    FieldId::Reg15,
+];
 
 /// Why an answer is a drop the tables did not ask for (the translation could not give one).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -46,6 +46,11 @@ pub struct PacketIn {
     pub frame: Vec<u8>,
     /// A `controller(userdata=…)`'s userdata (empty if none).
     pub userdata: Vec<u8>,
+    /// A `controller(pause)`'s continuation: the rest of the pipeline (with `unroll_xlate`
+    /// markers), which `NXT_RESUME` runs.
+    pub continuation: Option<Vec<flow::ofp::Action>>,
+    /// The datapath port the packet came in on.
+    pub odp_port: u32,
 }
 
 /// Fields of a packet-in's metadata besides `in_port`, in OVS's order.
@@ -113,6 +118,8 @@ pub fn packet_in_of(
         metadata: m,
         frame: frame.to_vec(),
         userdata: userdata.to_vec(),
+        continuation: None,
+        odp_port: 0,
     }
 }
 

@@ -41,7 +41,7 @@ use openflow::header::{Header, version};
 use openflow::msg::{
     AsyncConfig, BundleControl, ErrorMsg, Features, Role, SwitchConfig, hello, negotiate,
 };
-use openflow::packet::PacketOut;
+use openflow::packet::{Continuation, PacketOut};
 use openflow::port::PortDesc;
 use openflow::stats::{
     AggregateStats, FlowStats, FlowStatsRequest, MpReply, MpRequest, PortStats, TableFeatures,
@@ -354,6 +354,15 @@ pub trait OfBridge: Send + Sync {
     /// Sends a packet-out that came in OpenFlow version `ver`; `Err` is the OpenFlow error
     /// to answer with.
     fn packet_out(&self, po: &PacketOut, ver: u8) -> Result<(), OfpErr>;
+    /// Runs a paused packet-in's continuation (`NXT_RESUME`) on the packet it carries.
+    fn resume(&self, pin: &openflow::packet::PacketIn) -> Result<(), OfpErr> {
+        let _ = pin;
+        Err(OfpErr::Eperm)
+    }
+    /// The bridge's identity in continuations (a resume on another bridge is refused).
+    fn uuid(&self) -> [u8; 16] {
+        [0; 16]
+    }
     /// Number of flow tables shown to controllers (OVS: 254, tables 0–253).
     fn n_tables(&self) -> u8 {
         254
@@ -406,6 +415,8 @@ pub struct StaticBridge {
     counters: RwLock<BTreeMap<String, Arc<PortCounters>>>,
     /// Where packet-outs are executed: the bridge's datapath thread's queue.
     exec: RwLock<Option<Arc<datapath::ExecuteQueue>>>,
+    /// Identity in continuations: random per bridge and run.
+    uuid: [u8; 16],
 }
 
 /// Longest a packet-out waits for its datapath thread to have sent it (the next message of
@@ -423,6 +434,34 @@ pub const OFPPS_LINK_DOWN: u32 = 1;
 pub const OFPPS_LIVE: u32 = 4;
 
 impl StaticBridge {
+    /// Runs a translated packet-out (or resume) on the datapath thread and waits for it.
+    fn execute(&self, frame: &[u8], plan: upcall::handler::PacketOutPlan) -> Result<(), OfpErr> {
+        let q = self
+            .exec
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or(OfpErr::Eperm)?;
+        if frame.len() < ETH_HEADER_LEN {
+            // Translated (its side effects done) but not sent, and no error: what OVS does
+            // (its datapath refuses to execute a runt; the refusal is only logged).
+            return Ok(());
+        }
+        let ticket = q
+            .push(datapath::Execute {
+                frame: frame.to_vec(),
+                in_port: plan.dp_in_port,
+                actions: plan.actions,
+                keep: Some(Box::new(plan.recirc_refs)),
+            })
+            .map_err(|e| match e {
+                datapath::ExecError::Full => OfpErr::Eperm,
+                datapath::ExecError::TooLong(_) => OfpErr::BadLen,
+            })?;
+        q.wait(ticket, PACKET_OUT_WAIT);
+        Ok(())
+    }
+
     /// A bridge over `shared` whose ports are those of the `ofproto` bridge inside it, all up
     /// (as OVS's dummy ports), MAC addresses made from the datapath id and the port number.
     pub fn new(name: &str, datapath_id: u64, shared: Arc<SharedBridge>) -> StaticBridge {
@@ -448,6 +487,7 @@ impl StaticBridge {
             flags: FlowFlags::default(),
             counters: RwLock::new(BTreeMap::new()),
             exec: RwLock::new(None),
+            uuid: random_uuid(name),
         }
     }
 
@@ -531,6 +571,29 @@ impl OfBridge for StaticBridge {
     /// (a port number, `LOCAL`, `CONTROLLER` or `NONE`), no buffers (`OFPBRC_BUFFER_UNKNOWN`),
     /// the frame translated through its actions ([`SharedBridge::packet_out`]) and executed
     /// on the datapath thread, waited for.
+    fn uuid(&self) -> [u8; 16] {
+        self.uuid
+    }
+    fn resume(&self, pin: &openflow::packet::PacketIn) -> Result<(), OfpErr> {
+        let Some(c) = &pin.continuation else {
+            return Err(OfpErr::BadType);
+        };
+        if c.bridge != self.uuid {
+            // Paused on another bridge, or by an earlier run of this one.
+            return Err(OfpErr::Eperm);
+        }
+        if pin.data.len() > netdev::MAX_FRAME {
+            return Err(OfpErr::BadLen);
+        }
+        let plan = self
+            .shared
+            .resume(&pin.data, &pin.match_, &c.actions)
+            .map_err(|e| match e {
+                upcall::handler::PacketOutError::Xlate(_) => OfpErr::XlateFailed,
+                upcall::handler::PacketOutError::Refused(_) => OfpErr::Eperm,
+            })?;
+        self.execute(&pin.data, plan)
+    }
     fn packet_out(&self, po: &PacketOut, ver: u8) -> Result<(), OfpErr> {
         // A 1.1+ number with no 16-bit equivalent: OVS's port conversion error.
         let in_port = OfPort::from_ofp11(po.in_port).ok_or(OfpErr::BadOutPort)?;
@@ -547,12 +610,14 @@ impl OfBridge for StaticBridge {
         if po.data.len() > netdev::MAX_FRAME {
             return Err(OfpErr::BadLen);
         }
-        let q = self
+        if self
             .exec
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or(OfpErr::Eperm)?;
+            .is_none()
+        {
+            return Err(OfpErr::Eperm);
+        }
         let plan = self
             .shared
             .packet_out(&po.data, in_port, &po.actions)
@@ -560,24 +625,7 @@ impl OfBridge for StaticBridge {
                 upcall::handler::PacketOutError::Xlate(_) => OfpErr::XlateFailed,
                 upcall::handler::PacketOutError::Refused(_) => OfpErr::Eperm,
             })?;
-        if po.data.len() < ETH_HEADER_LEN {
-            // Translated (its side effects done) but not sent, and no error: what OVS does
-            // (its datapath refuses to execute a runt; the refusal is only logged).
-            return Ok(());
-        }
-        let ticket = q
-            .push(datapath::Execute {
-                frame: po.data.clone(),
-                in_port: plan.dp_in_port,
-                actions: plan.actions,
-                keep: Some(Box::new(plan.recirc_refs)),
-            })
-            .map_err(|e| match e {
-                datapath::ExecError::Full => OfpErr::Eperm,
-                datapath::ExecError::TooLong(_) => OfpErr::BadLen,
-            })?;
-        q.wait(ticket, PACKET_OUT_WAIT);
-        Ok(())
+        self.execute(&po.data, plan)
     }
     fn frag_mode(&self) -> u16 {
         self.frags.load(Ordering::Relaxed)
@@ -591,6 +639,21 @@ impl OfBridge for StaticBridge {
             false
         }
     }
+}
+
+/// 16 bytes that differ from bridge to bridge and run to run (std's per-process random hash
+/// keys, seeded from the OS; not a cryptographic identity, only a check that a continuation
+/// comes back to the bridge that paused it).
+fn random_uuid(name: &str) -> [u8; 16] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = [0u8; 16];
+    for (i, half) in out.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write(name.as_bytes());
+        h.write_usize(i);
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    out
 }
 
 /// OVS's check of a packet-out's actions against the packet's flow (as for a flow mod's
@@ -731,6 +794,16 @@ impl OfConn {
         c
     }
 
+    /// The peer is gone (or the server stops): the connection takes nothing more and stops
+    /// counting among the bridge's packet-in-on-miss connections at once, not when the last
+    /// reference to it goes.
+    pub fn end(&mut self) {
+        if self.closed.is_none() {
+            self.closed = Some("connection ended".into());
+        }
+        self.sync_miss_want();
+    }
+
     /// Tells the bridge whether this connection (still) wants packet-ins on table misses.
     fn sync_miss_want(&mut self) {
         let want = self.closed.is_none()
@@ -787,6 +860,12 @@ impl OfConn {
             match_: p.metadata,
             data: p.frame.clone(),
             userdata: p.userdata.clone(),
+            continuation: p.continuation.as_ref().map(|actions| Continuation {
+                bridge: self.bridge.uuid(),
+                conntracked: p.metadata.value(flow::field::FieldId::CtState) != 0,
+                actions: actions.clone(),
+                odp_port: Some(p.odp_port),
+            }),
         };
         let body = match self.packet_in_format {
             1 => Body::NxPacketIn(pin),
@@ -1177,6 +1256,12 @@ impl OfConn {
                     return Err(OfpErr::IsSlave);
                 }
                 self.bridge.packet_out(&po, ver)
+            }
+            Body::NxResume(pin) => {
+                if self.role == role::SLAVE {
+                    return Err(OfpErr::IsSlave);
+                }
+                self.bridge.resume(&pin)
             }
             Body::StatsRequest { body, .. } => self.stats(ver, xid, body),
             Body::BarrierRequest => {

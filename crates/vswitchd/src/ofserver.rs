@@ -580,6 +580,7 @@ fn serve(sh: &Arc<Shared>, mut stream: Stream, cs: &Arc<ConnShared>) {
     if cs.write(&hello).is_ok() {
         converse(sh, &mut stream, cs);
     }
+    lock().end();
     stream.shutdown();
     cs.close();
 }

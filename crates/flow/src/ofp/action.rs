@@ -279,6 +279,17 @@ pub enum Action {
         /// `userdata=…`: opaque bytes the packet-in carries (`NXT_PACKET_IN2` only); empty =
         /// none.
         userdata: Vec<u8>,
+        /// `pause`: the translation stops here and the packet-in carries a continuation the
+        /// controller sends back (`NXT_RESUME`) to run the rest.
+        pause: bool,
+    },
+    /// Internal (OVS `unroll_xlate`, never parsed from text): in a paused translation's
+    /// continuation, the table and rule cookie the actions after it ran under.
+    UnrollXlate {
+        /// Table.
+        table: u8,
+        /// Rule cookie.
+        cookie: u64,
     },
     /// `resubmit:P`, `resubmit([port],[table][,ct])`.
     Resubmit {

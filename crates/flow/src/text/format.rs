@@ -538,6 +538,7 @@ fn format_action(out: &mut String, a: &Action) {
             reason,
             id,
             userdata,
+            pause,
         } => {
             out.push_str("controller(");
             if *reason != PacketInReason::Action {
@@ -553,6 +554,9 @@ fn format_action(out: &mut String, a: &Action) {
                 out.push_str("userdata=");
                 format_hex_dotted(out, userdata);
                 out.push(',');
+            }
+            if *pause {
+                out.push_str("pause,");
             }
             if out.ends_with(',') {
                 out.pop();
@@ -679,6 +683,9 @@ fn format_action(out: &mut String, a: &Action) {
         }
         Action::Group(g) => {
             let _ = write!(out, "group:{g}");
+        }
+        Action::UnrollXlate { table, cookie } => {
+            let _ = write!(out, "unroll_xlate(table={table}, cookie={cookie})");
         }
         Action::Note(b) => {
             out.push_str("note:");

@@ -863,6 +863,7 @@ fn parse_controller(arg: &str) -> Result<Action, String> {
     let mut reason = PacketInReason::Action;
     let mut id = 0u16;
     let mut userdata = Vec::new();
+    let mut pause = false;
     if arg.is_empty() {
     } else if arg.bytes().all(|b| b.is_ascii_digit()) {
         max_len = str_to_u16(arg).ok_or_else(|| format!("invalid max_len \"{arg}\""))?;
@@ -885,11 +886,12 @@ fn parse_controller(arg: &str) -> Result<Action, String> {
                     userdata = parse_hex_bytes(kv.value)
                         .ok_or_else(|| "bad hex digit in `controller' argument".to_string())?;
                 }
+                "pause" => pause = true,
                 k => return Err(format!("unknown key \"{k}\" parsing controller action")),
             }
         }
     }
-    if reason == PacketInReason::Action && id == 0 && userdata.is_empty() {
+    if reason == PacketInReason::Action && id == 0 && userdata.is_empty() && !pause {
         Ok(Action::Output {
             port: OfPort::CONTROLLER,
             max_len,
@@ -900,6 +902,7 @@ fn parse_controller(arg: &str) -> Result<Action, String> {
             reason,
             id,
             userdata,
+            pause,
         })
     }
 }
@@ -1163,7 +1166,11 @@ fn check_action(
         | Action::CheckPktLarger { .. } => super::lb::check_lb(a, m),
         // conjunctive matches (issue #17): OVS `check_CONJUNCTION` accepts every match.
         Action::Conjunction { .. } => Ok(()),
-        Action::Controller { .. } | Action::Note(_) | Action::CtClear | Action::Group(_) => Ok(()),
+        Action::Controller { .. }
+        | Action::UnrollXlate { .. }
+        | Action::Note(_)
+        | Action::CtClear
+        | Action::Group(_) => Ok(()),
         Action::Resubmit { ct, .. } => {
             if *ct && !m.ct_valid() {
                 return Err("OFPBAC_MATCH_INCONSISTENT");

@@ -1,8 +1,13 @@
 //! What the daemon tests share: `Env`, a private run directory (and, on request, a private
 //! `ovsdb-server` with OVS's schema) in which `flowswitch vswitchd` and the stock OVS tools
-//! run, cleaned up on drop.
+//! run, cleaned up on drop; and `Side` (in `side.rs`), one of the two switches (real
+//! `ovs-vswitchd` and ours) that the comparison tests run side by side.
+//!
+//! Every test file that says `mod common;` compiles all of it, hence `allow(dead_code)`.
 
 #![allow(dead_code)]
+
+pub mod side;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
