@@ -75,7 +75,7 @@ use classifier::double_buffer::{DoubleBuffer, ReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::dp_actions::to_dp_actions;
-use crate::packet_in::{PacketIns, packet_in_of};
+use crate::packet_in::{PACKET_FIELDS, PIPELINE_FIELDS, PacketIns, packet_in_of};
 use crate::udpif::{Udpif, UpcallCounters};
 use datapath::{ActionTable, DpAction, DpFlow, Ufid, UfidBuild, Upcall, UpcallError};
 use flow::field::FieldId;
@@ -440,26 +440,13 @@ impl SharedBridge {
             let br = self.read();
             let dp_in_port = br.port(in_port).map_or(u32::from(in_port.0), |p| p.dp_port);
             let mut key = FlowKey::ZERO;
-            let mut meta = flow::extract::PacketMeta::port(dp_in_port);
-            if let Some(m) = metadata {
-                meta.pkt_mark = m.value(FieldId::PktMark) as u32;
-                meta.ct_state = m.value(FieldId::CtState) as u32;
-                meta.ct_zone = m.value(FieldId::CtZone) as u16;
-                meta.ct_mark = m.value(FieldId::CtMark) as u32;
-                meta.ct_label = m.value(FieldId::CtLabel);
-            }
+            let meta = flow::extract::PacketMeta::port(dp_in_port);
             flow::extract::extract(frame, &meta, &mut key);
             FieldId::InPort.set(&mut key, u128::from(in_port.0));
             if let Some(m) = metadata {
-                // The pipeline fields the packet-in reported (and the controller may have
-                // changed): `metadata`, the registers, the conntrack tuple.
-                for f in FROZEN_FIELDS.into_iter().chain([
-                    FieldId::CtNwSrc,
-                    FieldId::CtNwDst,
-                    FieldId::CtNwProto,
-                    FieldId::CtTpSrc,
-                    FieldId::CtTpDst,
-                ]) {
+                // The fields the packet-in reported (and the controller may have changed):
+                // `metadata`, the registers, the mark, the conntrack state and tuple.
+                for f in PIPELINE_FIELDS.into_iter().chain(PACKET_FIELDS) {
                     f.set(&mut key, m.value(f));
                 }
             }
@@ -622,27 +609,6 @@ pub fn dp_mask(mask: &FlowMask) -> FlowMask {
 /// Key words a recirculation restores from its frozen state rather than from the packet:
 /// `metadata` and `reg0`..`reg15` (flow::key's words 2..=10).
 const FROZEN_WORDS: std::ops::RangeInclusive<usize> = flow::key::w::METADATA..=10;
-
-/// The fields in [`FROZEN_WORDS`].
-const FROZEN_FIELDS: [FieldId; 17] = [
-    FieldId::Metadata,
-    FieldId::Reg0,
-    FieldId::Reg1,
-    FieldId::Reg2,
-    FieldId::Reg3,
-    FieldId::Reg4,
-    FieldId::Reg5,
-    FieldId::Reg6,
-    FieldId::Reg7,
-    FieldId::Reg8,
-    FieldId::Reg9,
-    FieldId::Reg10,
-    FieldId::Reg11,
-    FieldId::Reg12,
-    FieldId::Reg13,
-    FieldId::Reg14,
-    FieldId::Reg15,
-];
 
 /// Why an answer is a drop the tables did not ask for (the translation could not give one).
 #[derive(Debug, Clone, PartialEq, Eq)]

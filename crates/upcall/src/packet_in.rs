@@ -53,8 +53,9 @@ pub struct PacketIn {
     pub odp_port: u32,
 }
 
-/// Fields of a packet-in's metadata besides `in_port`, in OVS's order.
-const METADATA_FIELDS: [FieldId; 27] = [
+/// The pipeline fields a frozen state holds (`metadata`, the registers): a packet-in takes
+/// them from the state, and `NXT_RESUME` gives them back.
+pub(crate) const PIPELINE_FIELDS: [FieldId; 17] = [
     FieldId::Metadata,
     FieldId::Reg0,
     FieldId::Reg1,
@@ -72,6 +73,10 @@ const METADATA_FIELDS: [FieldId; 27] = [
     FieldId::Reg13,
     FieldId::Reg14,
     FieldId::Reg15,
+];
+
+/// The packet's own metadata a packet-in reports: the mark and the conntrack fields.
+pub(crate) const PACKET_FIELDS: [FieldId; 10] = [
     FieldId::PktMark,
     FieldId::CtState,
     FieldId::CtZone,
@@ -99,12 +104,11 @@ pub fn packet_in_of(
     let mut m = Match::catchall();
     let in_port = FieldId::InPort.get(frozen);
     m.set_storage(FieldId::InPort, in_port, u128::from(u16::MAX));
-    for f in METADATA_FIELDS {
-        let from = if matches!(f, FieldId::Metadata) || is_reg(f) {
-            frozen
-        } else {
-            key
-        };
+    let fields = PIPELINE_FIELDS
+        .iter()
+        .map(|&f| (f, frozen))
+        .chain(PACKET_FIELDS.iter().map(|&f| (f, key)));
+    for (f, from) in fields {
         let v = f.get(from);
         if v != 0 {
             m.set_storage(f, v, f.max());
@@ -121,10 +125,6 @@ pub fn packet_in_of(
         continuation: None,
         odp_port: 0,
     }
-}
-
-fn is_reg(f: FieldId) -> bool {
-    (FieldId::Reg0 as usize..=FieldId::Reg15 as usize).contains(&(f as usize))
 }
 
 /// What happened to packet-ins.
