@@ -1,4 +1,5 @@
-//! OpenFlow packet-in (the `controller` action, and a table miss) through the daemon against
+//! OpenFlow asynchronous messages — packet-in (the `controller` action, a table miss,
+//! `pause` and `NXT_RESUME`) and port status — through the daemon against
 //! real OVS: the same bridge, ports, flows and packets on real `ovs-vswitchd` (dummy
 //! datapath) and on `flowswitch vswitchd`, each with its own private `ovsdb-server` and run
 //! directory, started as OVS's test suite starts `ovs-vswitchd`; several `ovs-ofctl monitor`
@@ -557,6 +558,113 @@ fn pause_and_resume_as_ovs() {
         let want = [0, 1, 3][i - 1];
         assert_eq!(x.lines().count(), want, "OVS, {name}:\n{x}");
         assert_eq!(x, y, "{name}:\n{}", side_by_side(&x, &y));
+    }
+    assert!(!fs.log().contains("panicked"), "{}", fs.log());
+}
+
+/// Port status messages against real OVS: ports added and removed with `ovs-vsctl` while
+/// `ovs-ofctl monitor` connections of several versions listen. OVS adds a port down and then
+/// brings it up (`ADD`, then a `MOD` to `LIVE` that OpenFlow 1.0 cannot show and so does not
+/// get); a removed port goes with its last description; a monitor without a miss-len gets
+/// nothing. Only the xid and the ports' MAC addresses (OVS makes up its dummy ports') are
+/// masked.
+#[test]
+fn port_status_as_ovs() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let (mut ovs, mut fs) = Side::both("ps", "ovs", "flowswitch", &our_vswitchd());
+    let monitors: [(&str, &[&str], &[&str]); 4] = [
+        ("of10", &[], &["65534"]),
+        ("of13", &["-O", "OpenFlow13"], &["65534"]),
+        ("of15", &["-O", "OpenFlow15"], &["65534"]),
+        ("none", &[], &[]),
+    ];
+    for side in [&mut ovs, &mut fs] {
+        side.must(&[
+            "ovs-vsctl",
+            "add-br",
+            "br0",
+            "--",
+            "set",
+            "bridge",
+            "br0",
+            "datapath_type=dummy",
+            "fail-mode=secure",
+            "--",
+            "add-port",
+            "br0",
+            "p1",
+            "--",
+            "set",
+            "interface",
+            "p1",
+            "type=dummy",
+            "ofport_request=1",
+            "--",
+            "add-port",
+            "br0",
+            "p2",
+            "--",
+            "set",
+            "interface",
+            "p2",
+            "type=dummy",
+            "ofport_request=2",
+        ]);
+        for (name, pre, post) in monitors {
+            side.start_monitor(name, pre, post);
+        }
+        side.must(&[
+            "ovs-vsctl",
+            "add-port",
+            "br0",
+            "p4",
+            "--",
+            "set",
+            "interface",
+            "p4",
+            "type=dummy",
+            "ofport_request=4",
+        ]);
+        side.must(&["ovs-vsctl", "del-port", "br0", "p2"]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for side in [&ovs, &fs] {
+        while !monitors[..3].iter().all(|(name, _, _)| {
+            std::fs::read_to_string(side.monitor_file(name)).is_ok_and(|t| t.contains("DEL: 2(p2)"))
+        }) && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    ovs.stop_monitors();
+    fs.stop_monitors();
+    let shown = |side: &Side, name: &str| {
+        let t = std::fs::read_to_string(side.monitor_file(name)).unwrap_or_default();
+        mask(&t)
+            .lines()
+            .filter(|l| !l.contains("fatal_signal"))
+            .map(|l| match l.find("addr:") {
+                Some(i) => format!("{}addr:*", &l[..i]),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (name, _, _) in monitors {
+        let (x, y) = (shown(&ovs, name), shown(&fs, name));
+        if name == "none" {
+            assert!(x.is_empty(), "OVS, no miss-len:\n{x}");
+        } else {
+            assert!(
+                x.contains("ADD: 4(p4)") && x.contains("DEL: 2(p2)"),
+                "OVS, {name}:\n{x}"
+            );
+        }
+        assert_eq!(x, y, "monitor {name}:\n{}", side_by_side(&x, &y));
     }
     assert!(!fs.log().contains("panicked"), "{}", fs.log());
 }

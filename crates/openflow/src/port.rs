@@ -18,6 +18,10 @@ pub const PORT11_LEN: usize = 64;
 /// Size of `ofp_port` (1.4+) with its Ethernet property.
 pub const PORT14_LEN: usize = 72;
 
+/// The port state bits OpenFlow 1.0 has (`LINK_DOWN` and the STP state): a 1.1+ bit such
+/// as `LIVE` neither goes out nor comes in in 1.0, as OVS's `OFPPS10_ALL`.
+const OF10_STATE_BITS: u32 = 0x301;
+
 /// One port.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct PortDesc {
@@ -56,7 +60,8 @@ fn port11_to_10(p: u32) -> Result<u16> {
 }
 
 impl PortDesc {
-    /// Reads one port description of version `ver`.
+    /// Reads one port description of version `ver` (OpenFlow 1.0's state keeps only the
+    /// bits 1.0 defines, as OVS reads it).
     pub(crate) fn decode(r: &mut Rd<'_>, ver: u8) -> Result<PortDesc> {
         let mut p = PortDesc::default();
         if ver == version::OF10 {
@@ -65,7 +70,7 @@ impl PortDesc {
             p.hw_addr = r.mac()?;
             p.name = c_string(r.bytes(16)?, "port name")?;
             p.config = r.u32()?;
-            p.state = r.u32()?;
+            p.state = r.u32()? & OF10_STATE_BITS;
             p.curr = r.u32()?;
             p.advertised = r.u32()?;
             p.supported = r.u32()?;
@@ -139,7 +144,7 @@ impl PortDesc {
             put_c_string(w, &self.name, 16);
             for v in [
                 self.config,
-                self.state,
+                self.state & OF10_STATE_BITS,
                 self.curr,
                 self.advertised,
                 self.supported,

@@ -881,6 +881,52 @@ impl OfConn {
         }
     }
 
+    /// The `OFPT_PORT_STATUS` for `c` in this connection's version, or `None` when the
+    /// connection does not take it (not negotiated, its asynchronous configuration, a
+    /// service connection with `miss_send_len` 0) or its version cannot show the change
+    /// (a `MODIFY` whose before and after encode alike), as OVS's `connmgr_send_port_status`.
+    pub fn port_status(&self, c: &PortChange) -> Option<Vec<u8>> {
+        let ver = self.version?;
+        if self.closed.is_some() || (self.service && self.miss_send_len == 0) {
+            return None;
+        }
+        let secondary = self.role == role::SLAVE;
+        let bit = 1u32 << c.reason;
+        let wanted = match &self.async_config {
+            // OVS's default: every port change, whatever the role.
+            None => true,
+            Some(AsyncConfig::Masks(m)) => m[2 + usize::from(secondary)] & bit != 0,
+            Some(AsyncConfig::Props(p)) => {
+                // OFPACPT_PORT_STATUS_SLAVE 2, _MASTER 3.
+                let typ = if secondary { 2 } else { 3 };
+                p.iter().any(|&(t, m)| t == typ && m & bit != 0)
+            }
+        };
+        if !wanted {
+            return None;
+        }
+        let encode = |desc: &PortDesc| {
+            Msg::new(
+                ver,
+                0,
+                Body::PortStatus(openflow::msg::PortStatus {
+                    reason: c.reason,
+                    desc: desc.clone(),
+                }),
+            )
+            .encode()
+            .ok()
+        };
+        let msg = encode(&c.desc)?;
+        if c.reason == port_reason::MODIFY
+            && let Some(old) = &c.old
+            && encode(old).as_ref() == Some(&msg)
+        {
+            return None;
+        }
+        Some(msg)
+    }
+
     /// The HELLO to send when the connection opens (versions 1.0–1.5 in a bitmap).
     pub fn hello(&self) -> Vec<u8> {
         hello(&VERSIONS, 0).encode().unwrap_or_default()
@@ -2123,6 +2169,27 @@ fn table_feature_props() -> Vec<u8> {
 /// OVS's default asynchronous configuration (`ofputil_async_cfg_default`) as 1.3 masks:
 /// packet-in (no match, action, and from 1.4 on the others), port status (all), flow removed
 /// (all) for a primary or equal controller; port status only for a secondary one.
+/// `OFPPR_*`: why a port status is sent.
+pub mod port_reason {
+    /// The port was added.
+    pub const ADD: u8 = 0;
+    /// The port was removed.
+    pub const DELETE: u8 = 1;
+    /// Some attribute of the port changed.
+    pub const MODIFY: u8 = 2;
+}
+
+/// A port change to report to controllers (`OFPT_PORT_STATUS`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortChange {
+    /// [`port_reason`].
+    pub reason: u8,
+    /// Before a `MODIFY` (a change a connection's version cannot show is not sent to it).
+    pub old: Option<PortDesc>,
+    /// The port (as it was, for a `DELETE`).
+    pub desc: PortDesc,
+}
+
 /// `miss_send_len` of a primary connection until the controller sets one (OpenFlow's
 /// `OFP_DEFAULT_MISS_SEND_LEN`).
 pub const OFP_DEFAULT_MISS_SEND_LEN: u16 = 128;

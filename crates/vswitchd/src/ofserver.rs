@@ -408,6 +408,26 @@ impl OfServer {
             .len()
     }
 
+    /// Tells every connection that takes them of port changes (`OFPT_PORT_STATUS`), in
+    /// order, through the connections' asynchronous-message writers.
+    pub fn port_status(&self, changes: &[crate::ofconn::PortChange]) {
+        let conns: Vec<Arc<ConnShared>> = live_conns(&self.shared);
+        for c in &conns {
+            for ch in changes {
+                let msg = c
+                    .conn
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .port_status(ch);
+                if let Some(m) = msg
+                    && !c.queue_packet_in(m)
+                {
+                    self.shared.pins_dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     /// Packet-ins dropped because a connection's queue ([`CONN_PACKET_IN_MAX`]) was full.
     pub fn packet_ins_dropped(&self) -> u64 {
         self.shared.pins_dropped.load(Ordering::Relaxed)
@@ -491,14 +511,7 @@ fn dispatch_packet_ins(sh: &Arc<Shared>) {
         if batch.is_empty() {
             continue;
         }
-        let conns: Vec<Arc<ConnShared>> = sh
-            .conns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter(|(_, _, h, _)| h.as_ref().is_some_and(|h| !h.is_finished()))
-            .map(|(_, _, _, c)| c.clone())
-            .collect();
+        let conns = live_conns(sh);
         for p in &batch {
             for c in &conns {
                 let msg = c
@@ -516,6 +529,17 @@ fn dispatch_packet_ins(sh: &Arc<Shared>) {
             }
         }
     }
+}
+
+/// The connections whose threads still run.
+fn live_conns(sh: &Shared) -> Vec<Arc<ConnShared>> {
+    sh.conns
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(_, _, h, _)| h.as_ref().is_some_and(|h| !h.is_finished()))
+        .map(|(_, _, _, c)| c.clone())
+        .collect()
 }
 
 fn accept_loop(sh: &Arc<Shared>, listener: Listener, service: bool) {

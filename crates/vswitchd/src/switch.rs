@@ -20,7 +20,7 @@ use openflow::port::PortDesc;
 use tracing::{info, warn};
 
 use crate::bridges::{Bridges, RunningBridge};
-use crate::ofconn::{OFPPS_LIVE, OfBridge, StaticBridge};
+use crate::ofconn::{OFPPS_LIVE, OfBridge, PortChange, StaticBridge, port_reason};
 use crate::ofserver::OfServer;
 
 /// One bridge as connections and control commands see it: the OpenFlow connections' own
@@ -38,7 +38,11 @@ fn new_handle(rb: &RunningBridge) -> BridgeHandle {
 }
 
 /// Takes the port list and datapath id from `rb`.
-fn refresh(h: &BridgeHandle, rb: &RunningBridge) {
+/// Brings `h` up to date with `rb`; returns the port changes, as OVS reports them to
+/// controllers: a new port is added down and then comes up (`ADD` then `MOD` to
+/// `LIVE`), a removed one goes with its last description, a changed one is modified.
+fn refresh(h: &BridgeHandle, rb: &RunningBridge) -> Vec<PortChange> {
+    let old: BTreeMap<u32, PortDesc> = h.ports().into_iter().map(|p| (p.port_no, p)).collect();
     h.set_datapath_id(rb.dpid);
     let mut ports: Vec<PortDesc> = rb
         .ifaces
@@ -53,7 +57,44 @@ fn refresh(h: &BridgeHandle, rb: &RunningBridge) {
         })
         .collect();
     ports.sort_by_key(|p| p.port_no);
+    let mut changes = Vec::new();
+    for p in &ports {
+        match old.get(&p.port_no) {
+            None => {
+                let down = PortDesc {
+                    state: 0,
+                    ..p.clone()
+                };
+                changes.push(PortChange {
+                    reason: port_reason::ADD,
+                    old: None,
+                    desc: down.clone(),
+                });
+                changes.push(PortChange {
+                    reason: port_reason::MODIFY,
+                    old: Some(down),
+                    desc: p.clone(),
+                });
+            }
+            Some(o) if o != p => changes.push(PortChange {
+                reason: port_reason::MODIFY,
+                old: Some(o.clone()),
+                desc: p.clone(),
+            }),
+            Some(_) => {}
+        }
+    }
+    for (no, o) in &old {
+        if !ports.iter().any(|p| p.port_no == *no) {
+            changes.push(PortChange {
+                reason: port_reason::DELETE,
+                old: None,
+                desc: o.clone(),
+            });
+        }
+    }
     h.set_ports(ports);
+    changes
 }
 
 /// A bridge's handle and its OpenFlow listeners.
@@ -147,7 +188,12 @@ impl Switch {
             let targets = rb.cfg.controllers.clone();
             let restart = match entries.get(name) {
                 Some(e) => {
-                    refresh(&e.handle, rb);
+                    let changes = refresh(&e.handle, rb);
+                    if let Some(s) = &e.server
+                        && !changes.is_empty()
+                    {
+                        s.port_status(&changes);
+                    }
                     e.targets != targets || !Arc::ptr_eq(e.handle.shared(), &rb.shared)
                 }
                 None => true,
