@@ -1,5 +1,5 @@
 //! OpenFlow asynchronous messages — packet-in (the `controller` action, a table miss,
-//! `pause` and `NXT_RESUME`) and port status — through the daemon against
+//! `pause` and `NXT_RESUME`), port status and flow removed — through the daemon against
 //! real OVS: the same bridge, ports, flows and packets on real `ovs-vswitchd` (dummy
 //! datapath) and on `flowswitch vswitchd`, each with its own private `ovsdb-server` and run
 //! directory, started as OVS's test suite starts `ovs-vswitchd`; several `ovs-ofctl monitor`
@@ -664,6 +664,116 @@ fn port_status_as_ovs() {
                 "OVS, {name}:\n{x}"
             );
         }
+        assert_eq!(x, y, "monitor {name}:\n{}", side_by_side(&x, &y));
+    }
+    assert!(!fs.log().contains("panicked"), "{}", fs.log());
+}
+
+/// Flow-removed messages against real OVS: rules with `send_flow_rem` and an idle or hard
+/// timeout expire while monitors of OpenFlow 1.0, 1.3 and 1.5 listen (a rule without the
+/// flag expires silently). Only the xid and the durations (when each switch's expiry ran)
+/// are masked; cookies, tables, timeouts and counters must be equal.
+#[test]
+fn flow_removed_as_ovs() {
+    if let Some(why) = testutil::ovs::ovs_missing_reason() {
+        testutil::skip::skip(&why);
+        return;
+    }
+    let (mut ovs, mut fs) = Side::both("fr", "ovs", "flowswitch", &our_vswitchd());
+    let monitors: [(&str, &[&str]); 3] = [
+        ("of10", &[]),
+        ("of13", &["-O", "OpenFlow13"]),
+        ("of15", &["-O", "OpenFlow15"]),
+    ];
+    let flows = [
+        "idle_timeout=1,send_flow_rem,cookie=0x5,priority=7,in_port=1,udp,actions=output:2",
+        "hard_timeout=1,send_flow_rem,table=3,priority=9,ip,nw_dst=10.0.0.1,actions=drop",
+        "hard_timeout=1,priority=11,in_port=2,actions=drop",
+    ];
+    for side in [&mut ovs, &mut fs] {
+        side.must(&[
+            "ovs-vsctl",
+            "add-br",
+            "br0",
+            "--",
+            "set",
+            "bridge",
+            "br0",
+            "datapath_type=dummy",
+            "fail-mode=secure",
+            "--",
+            "add-port",
+            "br0",
+            "p1",
+            "--",
+            "set",
+            "interface",
+            "p1",
+            "type=dummy",
+            "ofport_request=1",
+            "--",
+            "add-port",
+            "br0",
+            "p2",
+            "--",
+            "set",
+            "interface",
+            "p2",
+            "type=dummy",
+            "ofport_request=2",
+        ]);
+        for (name, pre) in monitors {
+            side.start_monitor(name, pre, &["65534"]);
+        }
+    }
+    // Both switches get their flows (and the packet that uses the first) at the same time,
+    // so their expiries come at about the same moment.
+    for side in [&ovs, &fs] {
+        for f in flows {
+            side.must(&["ovs-ofctl", "add-flow", "br0", f]);
+        }
+        let frame = pk::udp4([10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 8);
+        side.must(&[
+            "ovs-appctl",
+            "netdev-dummy/receive",
+            "p1",
+            &pk::to_hex(&frame),
+        ]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(8);
+    for side in [&ovs, &fs] {
+        while !monitors.iter().all(|(name, _)| {
+            std::fs::read_to_string(side.monitor_file(name))
+                .is_ok_and(|t| t.matches("OFPT_FLOW_REMOVED").count() >= 2)
+        }) && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    ovs.stop_monitors();
+    fs.stop_monitors();
+    let shown = |side: &Side, name: &str| {
+        let t = std::fs::read_to_string(side.monitor_file(name)).unwrap_or_default();
+        let mut lines: Vec<String> = mask(&t)
+            .lines()
+            .filter(|l| !l.contains("fatal_signal"))
+            .map(|l| match (l.find(" duration"), l.find(" idle")) {
+                (Some(a), Some(b)) if a < b => format!("{} duration*{}", &l[..a], &l[b..]),
+                _ => l.to_string(),
+            })
+            .collect();
+        // Each switch reports its expiries in its own order within one pass.
+        lines.sort();
+        lines.join("\n")
+    };
+    for (name, _) in monitors {
+        let (x, y) = (shown(&ovs, name), shown(&fs, name));
+        assert_eq!(
+            x.matches("OFPT_FLOW_REMOVED").count(),
+            2,
+            "OVS, {name}:\n{x}"
+        );
         assert_eq!(x, y, "monitor {name}:\n{}", side_by_side(&x, &y));
     }
     assert!(!fs.log().contains("panicked"), "{}", fs.log());

@@ -127,6 +127,42 @@ pub fn packet_in_of(
     }
 }
 
+/// A rule removed by expiry, for the connections that asked to hear of it (OVS
+/// `ofputil_flow_removed`; only rules with `send_flow_rem` are reported, which the OpenFlow
+/// side checks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowRemoved {
+    /// Its table.
+    pub table: u8,
+    /// Its match.
+    pub match_: Match,
+    /// Its priority.
+    pub priority: u16,
+    /// Its cookie.
+    pub cookie: u64,
+    /// `OFPRR_*`: 0 idle timeout, 1 hard timeout, 2 deleted.
+    pub reason: u8,
+    /// How long it lived (ms).
+    pub duration_ms: u64,
+    /// Its idle timeout (s).
+    pub idle_timeout: u16,
+    /// Its hard timeout (s).
+    pub hard_timeout: u16,
+    /// Packets it matched.
+    pub packets: u64,
+    /// Bytes it matched.
+    pub bytes: u64,
+}
+
+/// An asynchronous message on its way to the OpenFlow connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AsyncMsg {
+    /// A packet-in.
+    PacketIn(PacketIn),
+    /// A removed rule.
+    FlowRemoved(FlowRemoved),
+}
+
 /// What happened to packet-ins.
 #[derive(Debug, Default)]
 pub struct PacketInCounters {
@@ -138,10 +174,11 @@ pub struct PacketInCounters {
     pub unsent: AtomicU64,
 }
 
-/// The bridge's packet-in queue (see the module doc).
+/// The bridge's queue of asynchronous messages: packet-ins (see the module doc) and removed
+/// rules.
 #[derive(Debug, Default)]
 pub struct PacketIns {
-    q: Mutex<VecDeque<PacketIn>>,
+    q: Mutex<VecDeque<AsyncMsg>>,
     ready: Condvar,
     consumers: AtomicUsize,
     /// What happened to them.
@@ -162,13 +199,18 @@ impl PacketIns {
 
     /// Queues `p`, or drops it (counted) when the queue is full.
     pub fn push(&self, p: PacketIn) {
+        self.push_msg(AsyncMsg::PacketIn(p));
+    }
+
+    /// Queues `m`, or drops it (counted) when the queue is full.
+    pub fn push_msg(&self, m: AsyncMsg) {
         let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
         if q.len() >= PACKET_IN_QUEUE_MAX {
             drop(q);
             self.counters.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        q.push_back(p);
+        q.push_back(m);
         drop(q);
         self.counters.queued.fetch_add(1, Ordering::Relaxed);
         self.ready.notify_one();
@@ -180,7 +222,7 @@ impl PacketIns {
     }
 
     /// Takes everything queued, waiting up to `timeout` for the first one.
-    pub fn wait_pop(&self, timeout: Duration) -> Vec<PacketIn> {
+    pub fn wait_pop(&self, timeout: Duration) -> Vec<AsyncMsg> {
         let q = self.q.lock().unwrap_or_else(|e| e.into_inner());
         let (mut q, _) = self
             .ready

@@ -513,13 +513,34 @@ impl Revalidator {
         // bulk load then costs no bridge write).
         let expire = self.cfg.expire && leader && self.shared.read().has_timeouts();
         if expire || !credits.is_empty() {
-            st.rules_expired = self.shared.write(move |br| {
+            let expired = self.shared.write(move |br| {
                 for (rules, groups, dp, db) in &credits {
                     br.credit(rules, *dp, *db, now);
                     br.credit_groups(groups, *dp, *db);
                 }
-                if expire { br.expire(now).len() } else { 0 }
+                if expire { br.expire(now) } else { Vec::new() }
             });
+            st.rules_expired = expired.len();
+            let msgs = self.shared.packet_ins();
+            if msgs.wanted() {
+                for e in expired {
+                    let r = e.rule;
+                    msgs.push_msg(crate::packet_in::AsyncMsg::FlowRemoved(
+                        crate::packet_in::FlowRemoved {
+                            table: e.table,
+                            match_: r.match_,
+                            priority: r.priority,
+                            cookie: r.cookie,
+                            reason: u8::from(e.reason == "hard"),
+                            duration_ms: now.saturating_sub(r.created_ms),
+                            idle_timeout: r.idle_timeout,
+                            hard_timeout: r.hard_timeout,
+                            packets: r.n_packets,
+                            bytes: r.n_bytes,
+                        },
+                    ));
+                }
+            }
         }
         let idle_set: HashSet<Ufid, UfidBuild> = idle.iter().copied().collect();
         st.removed_failed += stale.len();

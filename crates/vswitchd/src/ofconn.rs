@@ -294,6 +294,12 @@ impl FlowFlags {
         h.finish()
     }
 
+    /// Whether the rule (table, priority, match) asked for a flow-removed message
+    /// (`send_flow_rem`).
+    pub fn sends_flow_removed(&self, table: u8, priority: u16, m: &flow::ofp::Match) -> bool {
+        self.get(table, priority, m) & 1 != 0
+    }
+
     /// The flags of the rule (table, priority, match); 0 if none were recorded.
     pub fn get(&self, table: u8, priority: u16, m: &flow::ofp::Match) -> u16 {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
@@ -925,6 +931,53 @@ impl OfConn {
             return None;
         }
         Some(msg)
+    }
+
+    /// The flow-removed message for `f` in this connection's version and flow format
+    /// (`NXT_FLOW_REMOVED` after `NXT_SET_FLOW_FORMAT` NXM in OpenFlow 1.0), or `None` when
+    /// the connection does not take it: not negotiated, its asynchronous configuration (OVS's
+    /// default: every reason for a primary or equal connection, none for a secondary one), a
+    /// service connection with `miss_send_len` 0. The caller checks the rule's
+    /// `send_flow_rem`.
+    pub fn flow_removed(&self, f: &upcall::packet_in::FlowRemoved) -> Option<Vec<u8>> {
+        let ver = self.version?;
+        if self.closed.is_some() || (self.service && self.miss_send_len == 0) {
+            return None;
+        }
+        let secondary = self.role == role::SLAVE;
+        let bit = 1u32 << f.reason;
+        let wanted = match &self.async_config {
+            None => !secondary,
+            Some(AsyncConfig::Masks(m)) => m[4 + usize::from(secondary)] & bit != 0,
+            Some(AsyncConfig::Props(p)) => {
+                // OFPACPT_FLOW_REMOVED_SLAVE 4, _MASTER 5.
+                let typ = if secondary { 4 } else { 5 };
+                p.iter().any(|&(t, m)| t == typ && m & bit != 0)
+            }
+        };
+        if !wanted {
+            return None;
+        }
+        let fr = openflow::packet::FlowRemoved {
+            match_: f.match_,
+            cookie: f.cookie,
+            priority: f.priority,
+            reason: f.reason,
+            table_id: f.table,
+            duration_sec: u32::try_from(f.duration_ms / 1000).unwrap_or(u32::MAX),
+            duration_nsec: (f.duration_ms % 1000) as u32 * 1_000_000,
+            idle_timeout: f.idle_timeout,
+            hard_timeout: f.hard_timeout,
+            packet_count: f.packets,
+            byte_count: f.bytes,
+        };
+        let body = if ver == version::OF10 && self.flow_format == openflow::msg::nx_flow_format::NXM
+        {
+            Body::NxFlowRemoved(fr)
+        } else {
+            Body::FlowRemoved(fr)
+        };
+        Msg::new(ver, 0, body).encode().ok()
     }
 
     /// The HELLO to send when the connection opens (versions 1.0–1.5 in a bitmap).

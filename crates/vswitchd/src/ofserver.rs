@@ -52,6 +52,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::ofconn::{OfBridge, OfConn};
+use upcall::packet_in::AsyncMsg;
 
 /// Bytes read from a socket at once.
 pub const READ_CHUNK: usize = 256 * 1024;
@@ -501,8 +502,9 @@ impl Drop for OfServer {
     }
 }
 
-/// Takes the bridge's packet-ins and queues each for every connection that wants it, encoded
-/// in that connection's version and format; never blocks on a connection.
+/// Takes the bridge's asynchronous messages (packet-ins; removed rules that asked for it
+/// with `send_flow_rem`) and queues each for every connection that wants it, encoded in
+/// that connection's version and format; never blocks on a connection.
 fn dispatch_packet_ins(sh: &Arc<Shared>) {
     let pins = sh.bridge.shared().packet_ins();
     let _attached = pins.attach();
@@ -512,13 +514,22 @@ fn dispatch_packet_ins(sh: &Arc<Shared>) {
             continue;
         }
         let conns = live_conns(sh);
-        for p in &batch {
+        for m in &batch {
+            if let AsyncMsg::FlowRemoved(f) = m
+                && !sh
+                    .bridge
+                    .flow_flags()
+                    .sends_flow_removed(f.table, f.priority, &f.match_)
+            {
+                continue;
+            }
             for c in &conns {
-                let msg = c
-                    .conn
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .packet_in(p);
+                let conn = c.conn.lock().unwrap_or_else(|e| e.into_inner());
+                let msg = match m {
+                    AsyncMsg::PacketIn(p) => conn.packet_in(p),
+                    AsyncMsg::FlowRemoved(f) => conn.flow_removed(f),
+                };
+                drop(conn);
                 if let Some(m) = msg {
                     if c.queue_packet_in(m) {
                         sh.pins_sent.fetch_add(1, Ordering::Relaxed);
