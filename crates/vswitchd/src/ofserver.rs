@@ -15,6 +15,11 @@
 //! than the flow mods themselves. What one connection buffers is bounded by one read, at
 //! most [`MAX_BATCH`] flow mods, and one answer (a dump is encoded, written, dropped).
 //!
+//! Asynchronous messages: a dispatcher thread per server takes the bridge's packet-ins and
+//! expired rules (`upcall::packet_in`), [`OfServer::port_status`] is handed port changes,
+//! and each message is encoded per connection that wants it and queued (bounded) to that
+//! connection's writer thread, which shares the socket's write side with the replies.
+//!
 //! [`OfServer::shutdown`] stops the accept threads (woken by a connection to themselves; one
 //! that cannot be woken, its socket file removed by someone else, is not waited for),
 //! shuts every connection's socket down (which wakes its blocked read), joins every thread
@@ -170,11 +175,12 @@ enum Listener {
 /// thread shares with the packet-in dispatcher.
 type Conn = (u64, Stream, Option<JoinHandle<()>>, Arc<ConnShared>);
 
-/// Most packet-ins waiting to be written to one connection (OVS's default
-/// `controller_queue_size`); more are dropped, counted in [`OfServer::packet_ins_dropped`].
+/// Most asynchronous messages (packet-ins, port status, flow removed) waiting to be written
+/// to one connection (OVS's default `controller_queue_size`); more are dropped, counted in
+/// [`OfServer::packet_ins_dropped`].
 pub const CONN_PACKET_IN_MAX: usize = 100;
 
-/// Packet-ins encoded for one connection, waiting for its writer.
+/// Asynchronous messages encoded for one connection, waiting for its writer.
 #[derive(Default)]
 struct PinQueue {
     msgs: std::collections::VecDeque<Vec<u8>>,
@@ -182,13 +188,13 @@ struct PinQueue {
     closed: bool,
 }
 
-/// What a connection's reader thread shares with the packet-in dispatcher and the
-/// connection's packet-in writer: the protocol state (version, packet-in format,
-/// asynchronous configuration, role), the socket's write side (one message at a time, from
-/// either thread) and the connection's packet-in queue. The writer thread is started with
-/// the first packet-in the connection takes, so a connection that takes none costs no
-/// thread; a peer that stops reading blocks only its own writer, and the dispatcher drops
-/// what does not fit in the queue.
+/// What a connection's reader thread shares with the dispatcher and the connection's
+/// asynchronous-message writer: the protocol state (version, packet-in format, asynchronous
+/// configuration, role), the socket's write side (one message at a time, from either
+/// thread) and the connection's queue of asynchronous messages (packet-ins, port status,
+/// flow removed). The writer thread is started with the first message the connection
+/// takes, so a connection that takes none costs no thread; a peer that stops reading blocks
+/// only its own writer, and what does not fit in the queue is dropped.
 struct ConnShared {
     conn: Mutex<OfConn>,
     writer: Mutex<Stream>,
