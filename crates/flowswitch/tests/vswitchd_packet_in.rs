@@ -516,8 +516,15 @@ fn pause_and_resume_as_ovs() {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    // The resumed packets reach their ports while the monitor goes on.
-    std::thread::sleep(Duration::from_millis(200));
+    // The resumed packets reach their ports while the monitor goes on: wait for the last
+    // port's three frames (or the deadline; the comparison below then shows what is missing).
+    for side in [&ovs, &fs] {
+        while common::pcap_frames(&side.dir.join("p3.pcap")).len() < 3 && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(50));
     ovs.stop_monitors();
     fs.stop_monitors();
     let shown = |side: &Side| {
