@@ -677,8 +677,8 @@ fn port_status_as_ovs() {
 }
 
 /// Flow-removed messages against real OVS: rules with `send_flow_rem` and an idle or hard
-/// timeout expire while monitors of OpenFlow 1.0, 1.3 and 1.5 listen (a rule without the
-/// flag expires silently). Only the xid and the durations (when each switch's expiry ran)
+/// timeout expire, and others are deleted by `del-flows`, while monitors of OpenFlow 1.0,
+/// 1.3 and 1.5 listen (a rule without the flag goes silently). Only the xid and the durations (when each switch's expiry ran)
 /// are masked; cookies, tables, timeouts and counters must be equal.
 #[test]
 fn flow_removed_as_ovs() {
@@ -748,14 +748,32 @@ fn flow_removed_as_ovs() {
         ]);
     }
     let deadline = Instant::now() + Duration::from_secs(8);
-    for side in [&ovs, &fs] {
+    let wait_for = |side: &Side, n: usize| {
         while !monitors.iter().all(|(name, _)| {
             std::fs::read_to_string(side.monitor_file(name))
-                .is_ok_and(|t| t.matches("OFPT_FLOW_REMOVED").count() >= 2)
+                .is_ok_and(|t| t.matches("OFPT_FLOW_REMOVED").count() >= n)
         }) && Instant::now() < deadline
         {
             std::thread::sleep(Duration::from_millis(20));
         }
+    };
+    for side in [&ovs, &fs] {
+        wait_for(side, 2);
+    }
+    // Deletions by flow mod: reason `delete`, for the rules with `send_flow_rem` only.
+    for side in [&ovs, &fs] {
+        for f in [
+            "send_flow_rem,cookie=0x6,priority=5,in_port=1,tcp,actions=output:2",
+            "send_flow_rem,table=4,priority=8,arp,actions=drop",
+            "priority=12,in_port=2,ip,actions=drop",
+        ] {
+            side.must(&["ovs-ofctl", "add-flow", "br0", f]);
+        }
+        side.must(&["ovs-ofctl", "del-flows", "br0", "in_port=1"]);
+        side.must(&["ovs-ofctl", "del-flows", "br0"]);
+    }
+    for side in [&ovs, &fs] {
+        wait_for(side, 4);
     }
     std::thread::sleep(Duration::from_millis(300));
     ovs.stop_monitors();
@@ -778,7 +796,7 @@ fn flow_removed_as_ovs() {
         let (x, y) = (shown(&ovs, name), shown(&fs, name));
         assert_eq!(
             x.matches("OFPT_FLOW_REMOVED").count(),
-            2,
+            4,
             "OVS, {name}:\n{x}"
         );
         assert_eq!(x, y, "monitor {name}:\n{}", side_by_side(&x, &y));

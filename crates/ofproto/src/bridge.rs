@@ -556,7 +556,7 @@ impl Bridge {
     }
 
     /// Rules selected by a modify/delete: (table, handle).
-    fn select(&self, spec: &FlowSpec, strict: bool) -> Vec<(u8, RuleHandle)> {
+    pub fn select(&self, spec: &FlowSpec, strict: bool) -> Vec<(u8, RuleHandle)> {
         let mut out = Vec::new();
         let keep = |r: &OfRule| {
             (r.cookie ^ spec.cookie) & spec.cookie_mask == 0

@@ -294,6 +294,14 @@ impl FlowFlags {
         h.finish()
     }
 
+    /// Whether no rule has flags.
+    pub fn is_empty(&self) -> bool {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
     /// Whether the rule (table, priority, match) asked for a flow-removed message
     /// (`send_flow_rem`).
     pub fn sends_flow_removed(&self, table: u8, priority: u16, m: &flow::ofp::Match) -> bool {
@@ -1265,20 +1273,42 @@ impl OfConn {
         let fms = Arc::new(fms);
         let shared = self.bridge.shared();
         let now = shared.now_ms();
-        let results = if fms.is_empty() {
-            Vec::new()
+        // Deleted rules are kept for flow-removed messages only when some rule asked for
+        // one (`send_flow_rem`) and someone listens: a bulk delete copies nothing otherwise.
+        let keep_deleted = shared.packet_ins().wanted() && !self.bridge.flow_flags().is_empty();
+        let (results, deleted) = if fms.is_empty() {
+            (Vec::new(), Vec::new())
         } else {
             // One write for the whole batch (what `SharedBridge::flow_mods` does, with
             // OVS's cookie rule of `apply_one`).
             let op = fms.clone();
             let r = shared.write(move |b| {
-                op.iter()
-                    .map(|(fm, f)| apply_one(b, fm, f & KEEP_COOKIE != 0, now))
-                    .collect::<Vec<_>>()
+                let mut deleted = Vec::new();
+                let results = op
+                    .iter()
+                    .map(|(fm, f)| {
+                        if keep_deleted
+                            && matches!(
+                                fm.command,
+                                FlowModCommand::Delete | FlowModCommand::DeleteStrict
+                            )
+                        {
+                            let strict = fm.command == FlowModCommand::DeleteStrict;
+                            for (t, h) in b.select(&fm.spec, strict) {
+                                if let Some(r) = b.table(t).and_then(|x| x.get(h)) {
+                                    deleted.push((t, r.clone()));
+                                }
+                            }
+                        }
+                        apply_one(b, fm, f & KEEP_COOKIE != 0, now)
+                    })
+                    .collect::<Vec<_>>();
+                (results, deleted)
             });
             shared.notify();
             r
         };
+        self.report_deleted(deleted, now);
         let mut results = results.iter().zip(fms.iter());
         let mut applied = Vec::new();
         for (head, ver, refused) in reqs {
@@ -1298,6 +1328,32 @@ impl OfConn {
             }
         }
         self.record_flags(&applied);
+    }
+
+    /// Queues flow-removed messages (reason `delete`) for the deleted rules that asked for
+    /// one, before their flags are forgotten.
+    fn report_deleted(&self, deleted: Vec<(u8, ofproto::table::OfRule)>, now: u64) {
+        let flags = self.bridge.flow_flags();
+        let msgs = self.bridge.shared().packet_ins();
+        for (t, r) in deleted {
+            if !flags.sends_flow_removed(t, r.priority, &r.match_) {
+                continue;
+            }
+            msgs.push_msg(upcall::packet_in::AsyncMsg::FlowRemoved(
+                upcall::packet_in::FlowRemoved {
+                    table: t,
+                    match_: r.match_,
+                    priority: r.priority,
+                    cookie: r.cookie,
+                    reason: 2,
+                    duration_ms: now.saturating_sub(r.created_ms),
+                    idle_timeout: r.idle_timeout,
+                    hard_timeout: r.hard_timeout,
+                    packets: r.n_packets,
+                    bytes: r.n_bytes,
+                },
+            ));
+        }
     }
 
     /// Answers one decoded message other than a flow mod.

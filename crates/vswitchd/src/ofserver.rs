@@ -521,7 +521,10 @@ fn dispatch_packet_ins(sh: &Arc<Shared>) {
         }
         let conns = live_conns(sh);
         for m in &batch {
+            // An expired rule is checked here for `send_flow_rem`; a deleted one was checked
+            // by the connection that deleted it (its flags are gone by now).
             if let AsyncMsg::FlowRemoved(f) = m
+                && f.reason != 2
                 && !sh
                     .bridge
                     .flow_flags()
