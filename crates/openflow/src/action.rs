@@ -101,27 +101,8 @@ pub struct EncodeCtx {
     pub nw_proto: u8,
 }
 
-fn reason_to_wire(r: PacketInReason) -> u8 {
-    match r {
-        PacketInReason::NoMatch => 0,
-        PacketInReason::Action => 1,
-        PacketInReason::InvalidTtl => 2,
-        PacketInReason::ActionSet => 3,
-        PacketInReason::Group => 4,
-        PacketInReason::PacketOut => 5,
-    }
-}
-
 fn reason_from_wire(r: u8) -> Result<PacketInReason> {
-    Ok(match r {
-        0 => PacketInReason::NoMatch,
-        1 => PacketInReason::Action,
-        2 => PacketInReason::InvalidTtl,
-        3 => PacketInReason::ActionSet,
-        4 => PacketInReason::Group,
-        5 => PacketInReason::PacketOut,
-        _ => return Err(invalid(format!("packet-in reason {r}"))),
-    })
+    PacketInReason::from_code(r).ok_or_else(|| invalid(format!("packet-in reason {r}")))
 }
 
 /// Decodes an action list filling all of `b`.
@@ -476,16 +457,7 @@ fn decode_controller2(a: &mut Rd<'_>) -> Result<Action> {
     let mut userdata = Vec::new();
     let mut pause = false;
     while !a.is_empty() {
-        let typ = a.u16()?;
-        let len = usize::from(a.u16()?);
-        if len < 4 {
-            return Err(Error::BadLength {
-                what: "NXAST_CONTROLLER2 property",
-                len,
-            });
-        }
-        let mut p = a.sub(len - 4, "NXAST_CONTROLLER2 property")?;
-        a.skip((len.next_multiple_of(8) - len).min(a.remaining()))?;
+        let (typ, mut p) = a.prop("NXAST_CONTROLLER2 property")?;
         match typ {
             0 => max_len = p.u16()?,
             1 => id = p.u16()?,
@@ -637,7 +609,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
             let s = nx_start(w, nxast::CONTROLLER);
             w.u16(*max_len);
             w.u16(*id);
-            w.u8(reason_to_wire(*reason));
+            w.u8(reason.code());
             end_action(w, s)
         }
         Action::Controller {
@@ -665,7 +637,7 @@ fn encode_action(w: &mut Wr, a: &Action, cx: EncodeCtx) -> Result<()> {
                 prop(w, 1, &id.to_be_bytes());
             }
             if *reason != PacketInReason::Action {
-                prop(w, 2, &[reason_to_wire(*reason)]);
+                prop(w, 2, &[reason.code()]);
             }
             if userdata.len() > usize::from(u16::MAX) - 4 - 64 {
                 return Err(invalid("controller userdata too long"));

@@ -63,6 +63,20 @@ impl<'a> Rd<'a> {
         Ok(Rd::new(self.bytes(n)?, what))
     }
 
+    /// One OpenFlow property (`ofp_prop_header`: type, length counting the 4-byte header,
+    /// body, zero padding to 8 bytes, which may be missing at the very end): its type and a
+    /// reader over its body. A length below 4 is a `BadLength` error named `what`.
+    pub(crate) fn prop(&mut self, what: &'static str) -> Result<(u16, Rd<'a>)> {
+        let typ = self.u16()?;
+        let len = usize::from(self.u16()?);
+        if len < 4 {
+            return Err(Error::BadLength { what, len });
+        }
+        let body = self.sub(len - 4, what)?;
+        self.skip((len.next_multiple_of(8) - len).min(self.remaining()))?;
+        Ok((typ, body))
+    }
+
     /// Skips `n` bytes.
     pub(crate) fn skip(&mut self, n: usize) -> Result<()> {
         self.bytes(n).map(drop)

@@ -424,16 +424,7 @@ const OXS_CLASS: u32 = 0x8002;
 
 impl Oxs {
     pub(crate) fn decode(r: &mut Rd<'_>) -> Result<Oxs> {
-        r.skip(2)?;
-        let len = usize::from(r.u16()?);
-        if len < 4 {
-            return Err(crate::error::Error::BadLength {
-                what: "ofp_stats",
-                len,
-            });
-        }
-        let mut b = r.sub(len - 4, "ofp_stats")?;
-        r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+        let (_, mut b) = r.prop("ofp_stats")?;
         let mut o = Oxs::default();
         while !b.is_empty() {
             let h = b.u32()?;

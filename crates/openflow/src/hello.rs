@@ -3,7 +3,7 @@
 //! both sides offer, where a HELLO without a bitmap offers every version up to its header's.
 
 use crate::codec::{Rd, Wr};
-use crate::error::{Error, Result, invalid};
+use crate::error::{Result, invalid};
 use crate::header::version;
 use crate::msg::{Body, Msg};
 
@@ -25,16 +25,7 @@ pub(crate) fn decode_hello(body: &[u8]) -> Result<Vec<HelloElem>> {
     let mut r = Rd::new(body, "hello element");
     let mut out = Vec::new();
     while !r.is_empty() {
-        let typ = r.u16()?;
-        let len = usize::from(r.u16()?);
-        if len < 4 {
-            return Err(Error::BadLength {
-                what: "hello element",
-                len,
-            });
-        }
-        let mut d = r.sub(len - 4, "hello element")?;
-        r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+        let (typ, mut d) = r.prop("hello element")?;
         if typ == 1 {
             if !d.remaining().is_multiple_of(4) {
                 return Err(invalid("version bitmap length"));

@@ -142,16 +142,7 @@ impl Continuation {
         let (mut table, mut cookie) = (0u8, 0u64);
         let (mut last_table, mut last_cookie) = (0u8, 0u64);
         while !r.is_empty() {
-            let typ = r.u16()?;
-            let len = usize::from(r.u16()?);
-            if len < 4 {
-                return Err(Error::BadLength {
-                    what: "continuation property",
-                    len,
-                });
-            }
-            let mut v = r.sub(len - 4, "continuation property")?;
-            r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+            let (typ, mut v) = r.prop("continuation property")?;
             match typ {
                 nxcpt::BRIDGE => {
                     let b = v.bytes(16)?;
@@ -364,16 +355,7 @@ impl PacketIn {
         };
         let mut full_len = None;
         while !r.is_empty() {
-            let typ = r.u16()?;
-            let len = usize::from(r.u16()?);
-            if len < 4 {
-                return Err(Error::BadLength {
-                    what: "NXT_PACKET_IN2 property",
-                    len,
-                });
-            }
-            let mut v = r.sub(len - 4, "NXT_PACKET_IN2 property")?;
-            r.skip((len.next_multiple_of(8) - len).min(r.remaining()))?;
+            let (typ, mut v) = r.prop("NXT_PACKET_IN2 property")?;
             match typ {
                 0 => p.data = v.rest().to_vec(),
                 1 => full_len = Some(v.u32()?),

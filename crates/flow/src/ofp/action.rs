@@ -74,6 +74,31 @@ impl PacketInReason {
         }
     }
 
+    /// The OpenFlow code (`OFPR_*`, OpenFlow 1.4's numbering).
+    pub fn code(self) -> u8 {
+        match self {
+            PacketInReason::NoMatch => 0,
+            PacketInReason::Action => 1,
+            PacketInReason::InvalidTtl => 2,
+            PacketInReason::ActionSet => 3,
+            PacketInReason::Group => 4,
+            PacketInReason::PacketOut => 5,
+        }
+    }
+
+    /// The reason of OpenFlow code `c`, if it is one.
+    pub fn from_code(c: u8) -> Option<PacketInReason> {
+        Some(match c {
+            0 => PacketInReason::NoMatch,
+            1 => PacketInReason::Action,
+            2 => PacketInReason::InvalidTtl,
+            3 => PacketInReason::ActionSet,
+            4 => PacketInReason::Group,
+            5 => PacketInReason::PacketOut,
+            _ => return None,
+        })
+    }
+
     /// Parses OVS's name.
     pub fn from_name(s: &str) -> Option<PacketInReason> {
         [
@@ -123,14 +148,7 @@ impl ControllerCookie {
         if self.implicit_miss {
             return 7;
         }
-        match self.reason {
-            PacketInReason::NoMatch => 0,
-            PacketInReason::Action => 1,
-            PacketInReason::InvalidTtl => 2,
-            PacketInReason::ActionSet => 3,
-            PacketInReason::Group => 4,
-            PacketInReason::PacketOut => 5,
-        }
+        self.reason.code()
     }
 }
 
