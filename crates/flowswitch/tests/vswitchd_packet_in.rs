@@ -260,28 +260,6 @@ fn side_by_side(a: &str, b: &str) -> String {
 
 /// Packet-in through the daemon against real OVS: same monitors, same packet-ins (see the
 /// file's doc).
-/// `add-br br0` (dummy datapath, `fail-mode=secure`) with dummy ports p1..p`n`
-/// (`ofport_request` = i), each recording what it sends in `pI.pcap`.
-fn add_bridge(side: &Side, n: u16) {
-    let mut a: Vec<String> = ["ovs-vsctl", "add-br", "br0", "--", "set", "bridge", "br0"]
-        .map(String::from)
-        .to_vec();
-    a.extend(["datapath_type=dummy", "fail-mode=secure"].map(String::from));
-    for i in 1..=n {
-        a.extend(["--", "add-port", "br0"].map(String::from));
-        a.push(format!("p{i}"));
-        a.extend(["--", "set", "interface"].map(String::from));
-        a.push(format!("p{i}"));
-        a.push("type=dummy".into());
-        a.push(format!("ofport_request={i}"));
-        a.push(format!(
-            "options:tx_pcap={}",
-            side.dir.join(format!("p{i}.pcap")).display()
-        ));
-    }
-    side.must(&a.iter().map(String::as_str).collect::<Vec<_>>());
-}
-
 #[test]
 fn packet_in_through_the_daemon_as_ovs() {
     if let Some(why) = testutil::ovs::ovs_missing_reason() {
@@ -317,7 +295,7 @@ fn packet_in_through_the_daemon_as_ovs() {
     // What goes wrong on our side, reported at the end with the monitors' differences.
     let mut report = String::new();
     for side in [&mut ovs, &mut fs] {
-        add_bridge(side, 3);
+        side.add_dummy_ports(1..=3, true);
         for (opts, f) in flows {
             let mut args = vec!["ovs-ofctl"];
             args.extend_from_slice(opts);
@@ -470,7 +448,7 @@ fn pause_and_resume_as_ovs() {
         "in_port=2,actions=controller(pause),mod_dl_src:00:00:00:00:aa:bb,output:3",
     ];
     for side in [&mut ovs, &mut fs] {
-        add_bridge(side, 3);
+        side.add_dummy_ports(1..=3, true);
         for f in flows {
             side.must(&["ovs-ofctl", "add-flow", "br0", f]);
         }
@@ -570,7 +548,7 @@ fn port_status_as_ovs() {
         ("none", &[], &[]),
     ];
     for side in [&mut ovs, &mut fs] {
-        add_bridge(side, 2);
+        side.add_dummy_ports(1..=2, true);
         for (name, pre, post) in monitors {
             side.start_monitor(name, pre, post);
         }
@@ -649,7 +627,7 @@ fn flow_removed_as_ovs() {
         "hard_timeout=1,priority=11,in_port=2,actions=drop",
     ];
     for side in [&mut ovs, &mut fs] {
-        add_bridge(side, 2);
+        side.add_dummy_ports(1..=2, true);
         for (name, pre) in monitors {
             side.start_monitor(name, pre, &["65534"]);
         }

@@ -513,44 +513,8 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
         return;
     }
     let (ovs, fs) = Side::both("vs", "pktout-ovs", "pktout-flowswitch", &our_vswitchd());
-    let setup = |side: &Side, ports: std::ops::RangeInclusive<u32>, first: bool| {
-        let mut a: Vec<String> = Vec::new();
-        if first {
-            a.extend(
-                [
-                    "add-br",
-                    "br0",
-                    "--",
-                    "set",
-                    "bridge",
-                    "br0",
-                    "datapath_type=dummy",
-                    "fail-mode=secure",
-                ]
-                .map(String::from),
-            );
-        }
-        for i in ports {
-            if !a.is_empty() {
-                a.push("--".into());
-            }
-            a.extend(["add-port", "br0"].map(String::from));
-            a.push(format!("p{i}"));
-            a.extend(["--", "set", "interface"].map(String::from));
-            a.push(format!("p{i}"));
-            a.push("type=dummy".into());
-            a.push(format!("ofport_request={i}"));
-            a.push(format!(
-                "options:tx_pcap={}",
-                side.dir.join(format!("p{i}.pcap")).display()
-            ));
-        }
-        let mut args = vec!["ovs-vsctl"];
-        args.extend(a.iter().map(String::as_str));
-        side.must(&args);
-    };
     for side in [&ovs, &fs] {
-        setup(side, 1..=3, true);
+        side.add_dummy_ports(1..=3, true);
         for f in [
             "table=0,priority=10,in_port=2,actions=output:1",
             "table=0,priority=0,actions=drop",
@@ -626,7 +590,7 @@ fn packet_out_through_the_daemon_sends_as_ovs() {
     }
     // A port added: our datapath thread restarts; packet-outs still go out.
     for side in [&ovs, &fs] {
-        setup(side, 4..=4, false);
+        side.add_dummy_ports(4..=4, false);
         for s in [
             vec!["packet-out", "br0", "4", "output:2,output:4", &u[4]],
             vec!["packet-out", "br0", "1", "FLOOD", &u[5]],

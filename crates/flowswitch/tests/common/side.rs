@@ -152,6 +152,44 @@ impl Side {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Dummy ports p`i` for `i` in `ports` (`ofport_request` = i), each recording what it
+    /// sends in `pI.pcap`, on bridge br0 — created first (dummy datapath,
+    /// `fail-mode=secure`) when `new_bridge` — in one `ovs-vsctl` transaction.
+    pub fn add_dummy_ports(&self, ports: std::ops::RangeInclusive<u32>, new_bridge: bool) {
+        let mut a: Vec<String> = vec!["ovs-vsctl".into()];
+        if new_bridge {
+            a.extend(
+                [
+                    "add-br",
+                    "br0",
+                    "--",
+                    "set",
+                    "bridge",
+                    "br0",
+                    "datapath_type=dummy",
+                    "fail-mode=secure",
+                ]
+                .map(String::from),
+            );
+        }
+        for i in ports {
+            if a.len() > 1 {
+                a.push("--".into());
+            }
+            a.extend(["add-port", "br0"].map(String::from));
+            a.push(format!("p{i}"));
+            a.extend(["--", "set", "interface"].map(String::from));
+            a.push(format!("p{i}"));
+            a.push("type=dummy".into());
+            a.push(format!("ofport_request={i}"));
+            a.push(format!(
+                "options:tx_pcap={}",
+                self.dir.join(format!("p{i}.pcap")).display()
+            ));
+        }
+        self.must(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
     /// The daemon's log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("vswitchd.log")).unwrap_or_default()
