@@ -12,6 +12,10 @@
 #     transaction through the NB ovsdb-server and its update reaching the northd; both
 #     northds write NB_Global.nb_cfg_timestamp when they start), and the difference
 #     (the northd's own part: its round and the SB commit),
+#   - the same add from a long-lived NB client (scripts/nb-lsp-add-latency.py: one
+#     connection, the transaction ovn-nbctl sends, waits for sb_cfg as --wait=sb does), the
+#     way a CMS drives OVN; ovn-nbctl is a new client per command, and ovsdb-server spends
+#     10-15 ms on the first transaction after a new client's monitor at 800 nodes,
 #   - peak RSS (VmHWM) of each northd.
 # Env: REPS (default 5), THREADS (default 1: both northds' --n-threads), FLOWSWITCH (binary,
 # default target/release/flowswitch), KEEP=1 keeps the scratch directory.
@@ -84,6 +88,18 @@ for r in $(seq "$REPS"); do
     fi
   done
 done
+# The same add from a long-lived NB client (as a CMS such as ovn-kubernetes holds one): each
+# ovn-nbctl run above is a new client, and ovsdb-server 3.1 takes 10-15 ms over the first
+# transaction after a client's monitor request at 800 nodes (see nb-lsp-add-latency.py).
+cadd_a=(); cadd_b=(); cdelay_a=(); cdelay_b=()
+for r in $(seq "$REPS"); do
+  for s in a b; do
+    line=$(python3 "$REPO/scripts/nb-lsp-add-latency.py" "$D/$s-nb.sock" node-1 1 sbs-cli- $((100 + r)))
+    d=$(sed -n 's/.*delay_ms=\(-\?[0-9]*\).*/\1/p' <<<"$line")
+    v=$(sed -n 's/.*completion_ms=\([0-9]*\).*/\1/p' <<<"$line")
+    if [ $s = a ]; then cadd_a+=("$v"); cdelay_a+=("$d"); else cadd_b+=("$v"); cdelay_b+=("$d"); fi
+  done
+done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 lfa=$(ovn-sbctl --db=unix:"$D/a-sb.sock" --columns=_uuid list Logical_Flow | grep -c _uuid || true)
 lfb=$(ovn-sbctl --db=unix:"$D/b-sb.sock" --columns=_uuid list Logical_Flow | grep -c _uuid || true)
@@ -99,6 +115,10 @@ ma=$(med "${delay_a[@]}"); mb=$(med "${delay_b[@]}")
 printf '%-34s %14s %14s\n' "  of which before the round, ms" "$ma" "$mb"
 ma=$(med "${own_a[@]}"); mb=$(med "${own_b[@]}")
 printf '%-34s %14s %14s %8.3f\n' "  the northd's own part, ms" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
+ma=$(med "${cadd_a[@]}"); mb=$(med "${cadd_b[@]}")
+printf '%-34s %14s %14s %8.3f\n' "one LSP add, long-lived client, ms" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
+ma=$(med "${cdelay_a[@]}"); mb=$(med "${cdelay_b[@]}")
+printf '%-34s %14s %14s\n' "  of which before the round, ms" "$ma" "$mb"
 ha=$(hwm "$APID"); hb=$(hwm "$BPID")
 printf '%-34s %14s %14s %8.3f\n' "peak RSS (VmHWM), MB" "$ha" "$hb" "$(echo "$hb / $ha" | bc -l)"
-echo "all samples: sync A ${sync_a[*]} | sync B ${sync_b[*]} | add A ${add_a[*]} | add B ${add_b[*]} | delay A ${delay_a[*]} | delay B ${delay_b[*]}"
+echo "all samples: sync A ${sync_a[*]} | sync B ${sync_b[*]} | add A ${add_a[*]} | add B ${add_b[*]} | delay A ${delay_a[*]} | delay B ${delay_b[*]} | client add A ${cadd_a[*]} | client add B ${cadd_b[*]} | client delay A ${cdelay_a[*]} | client delay B ${cdelay_b[*]}"

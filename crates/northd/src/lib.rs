@@ -32,6 +32,7 @@ pub mod incr;
 pub mod lflow;
 pub mod nb;
 pub mod output;
+pub mod overlay;
 pub mod par;
 pub mod sb;
 pub mod sb_index;

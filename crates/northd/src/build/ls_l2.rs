@@ -684,7 +684,7 @@ fn external_port(ctx: &Ctx, sw: usize, port: usize, addrs: &[LportAddresses], ou
         .iter()
         .map(|&rj| port_addrs(ctx, sw, rj))
         .collect();
-    for &ln in &ctx.switch_localnet_ports[sw] {
+    for &ln in ctx.switch_localnet_ports[sw].iter() {
         let lq = quoted(&ctx.lsp(sw, ln).name);
         for e in addrs.iter().filter_map(|la| la.mac) {
             let pre = format!("inport == {lq} && eth.src == {e}");

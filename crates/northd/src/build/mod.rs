@@ -26,6 +26,7 @@ pub mod ls_stateful;
 use crate::addr::{LportAddresses, parse_lrp_networks};
 use crate::lflow::{DpId, Dps, Lflow, Sink};
 use crate::nb::{Diag, LogicalRouter, LogicalSwitch, Lrp, Lsp, Nb, PortGroup};
+use crate::overlay::OverlayMap;
 use ovsdb::Uuid;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -33,6 +34,11 @@ use std::sync::Arc;
 
 /// The port groups with a port on one switch (sorted by UUID).
 pub type SwitchPgs = Arc<[Arc<PortGroup>]>;
+
+/// Per port of one switch (router), the router (switch) port it is attached to, as
+/// (datapath index, port index). Shared: a patched context copies only the lists of the
+/// datapaths it touched.
+pub type Peers = Arc<[Option<(usize, usize)>]>;
 
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,18 +68,19 @@ pub struct Ctx {
     pub nb: Arc<Nb>,
     /// Datapaths: switches first (in `nb.switches` order), then routers.
     pub datapaths: Arc<Vec<Datapath>>,
-    /// LSP name → (switch index, port index).
-    pub lsp_by_name: HashMap<Arc<str>, (usize, usize)>,
+    /// LSP name → (switch index, port index). (An [`OverlayMap`]: a patched context
+    /// shares the bulk with the one it was patched from.)
+    pub lsp_by_name: OverlayMap<Arc<str>, (usize, usize)>,
     /// LSP UUID → (switch index, port index).
-    pub lsp_by_uuid: HashMap<Uuid, (usize, usize)>,
+    pub lsp_by_uuid: OverlayMap<Uuid, (usize, usize)>,
     /// LRP name → (router index, port index).
     pub lrp_by_name: Arc<HashMap<String, (usize, usize)>>,
     /// Per switch: per port, the router port it is attached to (`type=router`,
     /// `options:router-port`), as (router index, port index).
-    pub lsp_router_peer: Vec<Vec<Option<(usize, usize)>>>,
+    pub lsp_router_peer: Vec<Peers>,
     /// Per router: per port, the switch port that attaches it, as (switch index, port
     /// index), when one does.
-    pub lrp_switch_peer: Vec<Vec<Option<(usize, usize)>>>,
+    pub lrp_switch_peer: Vec<Peers>,
     /// Per router: per port, its parsed MAC and networks (`None` when malformed).
     pub lrp_networks: Arc<Vec<Vec<Option<LportAddresses>>>>,
     /// Per switch: the ACLs applied (its own and those of port groups with a port on it),
@@ -103,12 +110,12 @@ pub struct Ctx {
     pub switch_facts: Vec<ls_stateful::SwitchFacts>,
     /// Per ACL applied to some switch: its flows on a switch without (`[0]`) and with
     /// (`[1]`) stateful ACLs or LB VIPs (datapath left as a placeholder).
-    pub switch_acl_flows: HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
+    pub switch_acl_flows: OverlayMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
     /// Per switch: indices of its ports attached to a router port (those with a
     /// `lsp_router_peer`), in port order.
-    pub switch_router_ports: Vec<Vec<usize>>,
+    pub switch_router_ports: Vec<Arc<[usize]>>,
     /// Per switch: indices of its `localnet` ports, in port order.
-    pub switch_localnet_ports: Vec<Vec<usize>>,
+    pub switch_localnet_ports: Vec<Arc<[usize]>>,
     /// Per router: its load balancers' VIP addresses, as sets whose union is the router's
     /// VIPs — one per load-balancer group (shared by the routers using the group) and one
     /// for its own load balancers.
@@ -270,8 +277,8 @@ impl LbLists {
 fn index_ports(
     nb: &Nb,
     i: usize,
-    lsp_by_name: &mut HashMap<Arc<str>, (usize, usize)>,
-    lsp_by_uuid: &mut HashMap<Uuid, (usize, usize)>,
+    lsp_by_name: &mut OverlayMap<Arc<str>, (usize, usize)>,
+    lsp_by_uuid: &mut OverlayMap<Uuid, (usize, usize)>,
     diags: &mut Vec<Diag>,
 ) {
     for (j, p) in nb.switches[i].ports.iter().enumerate() {
@@ -292,12 +299,12 @@ fn attach_switch(
     nb: &Nb,
     i: usize,
     lrp_by_name: &HashMap<String, (usize, usize)>,
-    lsp_router_peer: &mut [Vec<Option<(usize, usize)>>],
-    lrp_switch_peer: &mut [Vec<Option<(usize, usize)>>],
+    lsp_router_peer: &mut [Peers],
+    lrp_switch_peer: &mut [Peers],
     diags: &mut Vec<Diag>,
 ) {
     let s = &nb.switches[i];
-    lsp_router_peer[i] = vec![None; s.ports.len()];
+    let mut mine = vec![None; s.ports.len()];
     for (j, p) in s.ports.iter().enumerate() {
         if p.kind != "router" {
             continue;
@@ -307,8 +314,8 @@ fn attach_switch(
         };
         match lrp_by_name.get(rp.as_str()) {
             Some(&(ri, rj)) => {
-                lsp_router_peer[i][j] = Some((ri, rj));
-                lrp_switch_peer[ri][rj] = Some((i, j));
+                mine[j] = Some((ri, rj));
+                Arc::make_mut(&mut lrp_switch_peer[ri])[rj] = Some((i, j));
             }
             None => diags.push(Diag {
                 table: "Logical_Switch_Port",
@@ -317,10 +324,11 @@ fn attach_switch(
             }),
         }
     }
+    lsp_router_peer[i] = mine.into();
 }
 
 /// Per switch, the port groups with a port on it (sorted by UUID).
-fn switch_port_groups(nb: &Nb, lsp_by_uuid: &HashMap<Uuid, (usize, usize)>) -> Vec<SwitchPgs> {
+fn switch_port_groups(nb: &Nb, lsp_by_uuid: &OverlayMap<Uuid, (usize, usize)>) -> Vec<SwitchPgs> {
     let mut on: Vec<Vec<Arc<PortGroup>>> = vec![Vec::new(); nb.switches.len()];
     for pg in &nb.port_groups {
         let sws: BTreeSet<usize> = pg
@@ -356,7 +364,7 @@ fn applied_acls(sw: &LogicalSwitch, pgs: &[Arc<PortGroup>]) -> Arc<[Uuid]> {
 fn add_acl_flows(
     nb: &Nb,
     applied: &[Arc<[Uuid]>],
-    map: &mut HashMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
+    map: &mut OverlayMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
     threads: usize,
 ) {
     let missing: Vec<&Arc<crate::nb::Acl>> = applied
@@ -370,15 +378,13 @@ fn add_acl_flows(
     let made = crate::par::par_map(&missing, threads, |acl| {
         (acl.uuid, Arc::new(ls_stateful::acl_flows(nb, acl)))
     });
-    map.extend(made);
+    for (u, f) in made {
+        map.insert(u, f);
+    }
 }
 
 /// Switch `i`'s ports attached to routers and its `localnet` ports (indices, in order).
-fn special_ports(
-    nb: &Nb,
-    i: usize,
-    lsp_router_peer: &[Vec<Option<(usize, usize)>>],
-) -> (Vec<usize>, Vec<usize>) {
+fn special_ports(nb: &Nb, i: usize, lsp_router_peer: &[Peers]) -> (Arc<[usize]>, Arc<[usize]>) {
     let s = &nb.switches[i];
     (
         (0..s.ports.len())
@@ -419,7 +425,7 @@ fn router_lb_ips(nb: &Nb) -> Vec<Vec<Arc<LbIps>>> {
 /// ([`Ctx::svc_mon_src_ips`]).
 fn svc_mon_src_ips(
     nb: &Nb,
-    lsp_by_name: &HashMap<Arc<str>, (usize, usize)>,
+    lsp_by_name: &OverlayMap<Arc<str>, (usize, usize)>,
 ) -> HashMap<(usize, usize), Vec<IpAddr>> {
     let mut out: HashMap<(usize, usize), Vec<IpAddr>> = HashMap::new();
     for lb in nb.lbs.values() {
@@ -455,8 +461,8 @@ impl Ctx {
         let nb_arc: Arc<Nb> = nb.into();
         let nb: &Nb = &nb_arc;
         let mut datapaths = Vec::with_capacity(nb.switches.len() + nb.routers.len());
-        let mut lsp_by_name = HashMap::new();
-        let mut lsp_by_uuid = HashMap::new();
+        let mut lsp_by_name = OverlayMap::new();
+        let mut lsp_by_uuid = OverlayMap::new();
         let mut lrp_by_name = HashMap::new();
         let mut diags = Vec::new();
         for (i, s) in nb.switches.iter().enumerate() {
@@ -495,12 +501,11 @@ impl Ctx {
             }
             lrp_networks.push(nets);
         }
-        let mut lsp_router_peer: Vec<Vec<Option<(usize, usize)>>> =
-            vec![Vec::new(); nb.switches.len()];
-        let mut lrp_switch_peer: Vec<Vec<Option<(usize, usize)>>> = nb
+        let mut lsp_router_peer: Vec<Peers> = vec![Arc::from([]); nb.switches.len()];
+        let mut lrp_switch_peer: Vec<Peers> = nb
             .routers
             .iter()
-            .map(|r| vec![None; r.ports.len()])
+            .map(|r| vec![None; r.ports.len()].into())
             .collect();
         for i in 0..nb.switches.len() {
             attach_switch(
@@ -576,7 +581,7 @@ impl Ctx {
             })
             .collect();
         let all_nat_ips = router_nat_ips.iter().flatten().copied().collect();
-        let mut switch_acl_flows = HashMap::new();
+        let mut switch_acl_flows = OverlayMap::new();
         add_acl_flows(nb, &switch_acls_sorted, &mut switch_acl_flows, threads);
         let mut switch_router_ports = Vec::with_capacity(nb.switches.len());
         let mut switch_localnet_ports = Vec::with_capacity(nb.switches.len());
@@ -652,9 +657,11 @@ impl Ctx {
                 lsp_by_uuid.remove(&p.uuid);
             }
             for peers in lrp_switch_peer.iter_mut() {
-                for peer in peers.iter_mut() {
-                    if peer.is_some_and(|(s, _)| s == i) {
-                        *peer = None;
+                if peers.iter().any(|p| p.is_some_and(|(s, _)| s == i)) {
+                    for peer in Arc::make_mut(peers).iter_mut() {
+                        if peer.is_some_and(|(s, _)| s == i) {
+                            *peer = None;
+                        }
                     }
                 }
             }
@@ -787,7 +794,7 @@ impl Ctx {
         &self,
         nb: &Nb,
         patch: &crate::nb::Patch,
-        lsp_by_uuid: &HashMap<Uuid, (usize, usize)>,
+        lsp_by_uuid: &OverlayMap<Uuid, (usize, usize)>,
     ) -> (Vec<SwitchPgs>, BTreeSet<usize>) {
         let changed: HashSet<Uuid> = patch.port_groups.iter().copied().collect();
         let new_changed: Vec<&Arc<PortGroup>> = if changed.is_empty() {
@@ -843,13 +850,18 @@ impl Ctx {
                     );
                 }
             }
+            // A group is on the switch when it holds one of the switch's ports: a scan of
+            // the group against the switch's few ports (a cluster-wide group holds
+            // thousands; probing the whole port index for each is what this avoids).
+            let here: HashSet<Uuid> = nb.switches[i]
+                .ports
+                .iter()
+                .map(|p| p.uuid)
+                .filter(|u| lsp_by_uuid.get(u).is_some_and(|&(s, _)| s == i))
+                .collect();
             let mut v: Vec<Arc<PortGroup>> = cand
                 .into_iter()
-                .filter(|g| {
-                    g.ports
-                        .iter()
-                        .any(|p| lsp_by_uuid.get(p).is_some_and(|&(s, _)| s == i))
-                })
+                .filter(|g| g.ports.iter().any(|p| here.contains(p)))
                 .cloned()
                 .collect();
             v.sort_by_key(|g| g.uuid);

@@ -3,11 +3,10 @@
 use crate::lflow::Sink;
 use crate::nb::{LoadBalancer, Nb};
 use crate::stage::Stage;
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// LSP name → (switch index, port index), as [`crate::build::Ctx::lsp_by_name`].
-pub type LspByName = HashMap<std::sync::Arc<str>, (usize, usize)>;
+pub type LspByName = crate::overlay::OverlayMap<std::sync::Arc<str>, (usize, usize)>;
 
 /// A parsed `VIP[:PORT]` key (or backend entry) of `Load_Balancer.vips`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
