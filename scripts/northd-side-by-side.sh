@@ -14,10 +14,10 @@
 #     (the northd's own part: its round and the SB commit),
 #   - the same add from a long-lived NB client (scripts/nb-lsp-add-latency.py: one
 #     connection, the transaction ovn-nbctl sends, waits for sb_cfg as --wait=sb does), the
-#     way a CMS drives OVN; ovn-nbctl is a new client per command, and ovsdb-server spends
+#     way a CMS drives OVN, CADDS (default 4) adds in a row per rep and northd; ovn-nbctl is a new client per command, and ovsdb-server spends
 #     10-15 ms on the first transaction after a new client's monitor at 800 nodes,
 #   - peak RSS (VmHWM) of each northd.
-# Env: REPS (default 5), THREADS (default 1: both northds' --n-threads), FLOWSWITCH (binary,
+# Env: REPS (default 5), CADDS (default 4), THREADS (default 1: both northds' --n-threads), FLOWSWITCH (binary,
 # default target/release/flowswitch), KEEP=1 keeps the scratch directory.
 # Needs ovn-central (ovsdb-server, ovn-northd, ovn-nbctl) and the NB/SB schemas.
 set -euo pipefail
@@ -92,12 +92,14 @@ done
 # ovn-nbctl run above is a new client, and ovsdb-server 3.1 takes 10-15 ms over the first
 # transaction after a client's monitor request at 800 nodes (see nb-lsp-add-latency.py).
 cadd_a=(); cadd_b=(); cdelay_a=(); cdelay_b=()
+CADDS=${CADDS:-4}
 for r in $(seq "$REPS"); do
   for s in a b; do
-    line=$(python3 "$REPO/scripts/nb-lsp-add-latency.py" "$D/$s-nb.sock" node-1 1 sbs-cli- $((100 + r)))
-    d=$(sed -n 's/.*delay_ms=\(-\?[0-9]*\).*/\1/p' <<<"$line")
-    v=$(sed -n 's/.*completion_ms=\([0-9]*\).*/\1/p' <<<"$line")
-    if [ $s = a ]; then cadd_a+=("$v"); cdelay_a+=("$d"); else cadd_b+=("$v"); cdelay_b+=("$d"); fi
+    while read -r line; do
+      d=$(sed -n 's/.*delay_ms=\(-\?[0-9]*\).*/\1/p' <<<"$line")
+      v=$(sed -n 's/.*completion_ms=\([0-9]*\).*/\1/p' <<<"$line")
+      if [ $s = a ]; then cadd_a+=("$v"); cdelay_a+=("$d"); else cadd_b+=("$v"); cdelay_b+=("$d"); fi
+    done < <(python3 "$REPO/scripts/nb-lsp-add-latency.py" "$D/$s-nb.sock" node-1 "$CADDS" "sbs-cli-$r-" $((100 + 10 * r)))
   done
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }

@@ -105,6 +105,11 @@ fn main() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    let first = times[0];
+    println!(
+        "first add ms: model {:.2} ctx {:.2} binding_scope {:.2} incremental {:.2} tidy {:.2}",
+        first[0], first[1], first[2], first[3], first[4]
+    );
     println!(
         "nodes={n} adds={adds} median ms: model {:.2} ctx {:.2} binding_scope {:.2} incremental {:.2} tidy {:.2}",
         med(0),

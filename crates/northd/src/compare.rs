@@ -40,6 +40,114 @@ pub fn diff(ours: &[TextFlow], theirs: &[TextFlow]) -> BTreeMap<Stage, StageDiff
     out
 }
 
+/// A flow without its datapaths: (stage, priority, match, actions).
+pub type FlowText = (Stage, u16, String, String);
+
+/// The logical flows an SB holds, one entry per flow with the names of the datapaths it is
+/// on (its own datapath or its datapath group's; rows of the same flow united), read from a
+/// replica of the SB — not expanded per datapath as `lflow-list` prints them, so an 800-node
+/// dense SB (223k rows, millions of (flow, datapath) pairs) fits in memory. Tunnel keys in
+/// matches (`$_rtr_lb_<key>_…`: each northd assigns its own) are replaced by their
+/// datapaths' names. A row whose stage or datapath cannot be read is an error.
+pub fn sb_flows(sb: &ovsdb::Database) -> Result<BTreeMap<FlowText, BTreeSet<String>>, String> {
+    let dp_name = |u: ovsdb::Uuid| -> Result<String, String> {
+        sb.row("Datapath_Binding", u)
+            .and_then(|r| r.map_get("external_ids", "name"))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("datapath {u} has no name"))
+    };
+    let by_key: std::collections::HashMap<i64, String> = sb
+        .table("Datapath_Binding")
+        .rows
+        .values()
+        .filter_map(|r| {
+            Some((
+                r.int("tunnel_key")?,
+                r.map_get("external_ids", "name")?.to_owned(),
+            ))
+        })
+        .collect();
+    let mut out: BTreeMap<FlowText, BTreeSet<String>> = BTreeMap::new();
+    for (u, r) in &sb.table("Logical_Flow").rows {
+        let name = r.map_get("external_ids", "stage-name").unwrap_or("");
+        let stage =
+            Stage::from_name(name).ok_or_else(|| format!("flow {u}: unknown stage {name:?}"))?;
+        let priority = r
+            .int("priority")
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| format!("flow {u}: bad priority"))?;
+        let key = (
+            stage,
+            priority,
+            tunnel_keys_to_names(r.str("match"), &by_key),
+            r.str("actions").to_owned(),
+        );
+        let dps = out.entry(key).or_default();
+        for d in r.uuids("logical_datapath") {
+            dps.insert(dp_name(d)?);
+        }
+        for g in r.uuids("logical_dp_group") {
+            let group = sb
+                .row("Logical_DP_Group", g)
+                .ok_or_else(|| format!("flow {u}: no datapath group {g}"))?;
+            for d in group.uuids("datapaths") {
+                dps.insert(dp_name(d)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `$_rtr_lb_<key>_` in `m` rewritten to `$_rtr_lb_<datapath name>_` (keys `names` lacks
+/// are left as they are).
+pub fn tunnel_keys_to_names(m: &str, names: &std::collections::HashMap<i64, String>) -> String {
+    let mut out = String::with_capacity(m.len());
+    let mut rest = m;
+    while let Some(i) = rest.find("$_rtr_lb_") {
+        out.push_str(&rest[..i + 9]);
+        rest = &rest[i + 9..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits]
+            .parse::<i64>()
+            .ok()
+            .and_then(|k| names.get(&k))
+        {
+            Some(n) => out.push_str(n),
+            None => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`diff`] of two grouped flow sets ([`sb_flows`]): a (flow, datapath) pair only one side
+/// has is listed as a [`TextFlow`]; pairs both have are counted.
+pub fn diff_grouped(
+    ours: &BTreeMap<FlowText, BTreeSet<String>>,
+    theirs: &BTreeMap<FlowText, BTreeSet<String>>,
+) -> BTreeMap<Stage, StageDiff> {
+    let empty = BTreeSet::new();
+    let text = |k: &FlowText, dp: &str| TextFlow {
+        dp: dp.to_owned(),
+        stage: k.0,
+        priority: k.1,
+        match_: k.2.clone(),
+        actions: k.3.clone(),
+    };
+    let mut out: BTreeMap<Stage, StageDiff> = BTreeMap::new();
+    let keys: BTreeSet<&FlowText> = ours.keys().chain(theirs.keys()).collect();
+    for k in keys {
+        let a = ours.get(k).unwrap_or(&empty);
+        let b = theirs.get(k).unwrap_or(&empty);
+        let d = out.entry(k.0).or_default();
+        d.same += a.intersection(b).count();
+        d.only_ours.extend(a.difference(b).map(|dp| text(k, dp)));
+        d.only_theirs.extend(b.difference(a).map(|dp| text(k, dp)));
+    }
+    out
+}
+
 /// True when no stage differs.
 pub fn is_equal(d: &BTreeMap<Stage, StageDiff>) -> bool {
     d.values()
