@@ -121,13 +121,23 @@ pub fn run_until(
     let mut started_ms = now_ms();
     // The `nb_cfg` the last round wrote to `SB_Global` itself, if it did.
     let mut sb_has_nb_cfg: Option<i64> = None;
+    // Whether the last look at the SB found data: the server may have more queued (the
+    // update of a large transaction is tens of MB), and it is read on without waiting —
+    // else the next round's transaction reply would wait behind it.
+    let mut sb_busy = false;
     loop {
         let _ = nb
-            .poll(Duration::from_millis(if dirty { 0 } else { 200 }))
+            .poll(Duration::from_millis(if dirty || sb_busy {
+                0
+            } else {
+                200
+            }))
             .map_err(|e| log(&format!("NB: {e}")));
+        let sb_seen = sbs.received();
         let _ = sbs
             .poll(Duration::ZERO)
             .map_err(|e| log(&format!("SB: {e}")));
+        sb_busy = sbs.received() != sb_seen;
         let changes = nb.take_changes();
         let rows_changed = changes.iter().any(|(t, _)| t != "NB_Global");
         if rows_changed {

@@ -254,7 +254,14 @@ pub struct Client {
     changes: BTreeSet<(String, Uuid)>,
     generation: u64,
     echoes: u64,
+    /// Bytes received from the server so far.
+    received: u64,
 }
+
+/// How much a read whose deadline has passed takes from the socket in one call at most
+/// (what has already arrived is read, but a server streaming a large backlog cannot hold
+/// the caller for long).
+const DRAIN_PER_CALL: usize = 4 << 20;
 
 impl Client {
     /// Connects to `target` (`unix:PATH`, `tcp:HOST:PORT` or a bare socket path).
@@ -277,6 +284,7 @@ impl Client {
             monitor: None,
             changes: BTreeSet::new(),
             generation: 0,
+            received: 0,
             echoes: 0,
         })
     }
@@ -333,9 +341,13 @@ impl Client {
     /// received bytes, and reported as [`Incoming::Applied`].
     fn recv(&mut self, deadline: Instant) -> Result<Option<Incoming>> {
         let mut buf = [0u8; 64 * 1024];
-        // Once the deadline has passed, what the socket holds already is still read (once
-        // per call): a zero timeout means "no waiting", not "ignore what has arrived".
-        let mut looked = false;
+        // Once the deadline has passed, what the socket holds already is still read (up to
+        // `DRAIN_PER_CALL` per call): a zero timeout means "no waiting", not "ignore what
+        // has arrived". Reading one buffer per call instead left a server's backlog (the
+        // update after a large transaction, tens of MB) to drain at one buffer per poll,
+        // and the next transaction's reply waited behind it.
+        let mut drained = 0usize;
+        let mut empty = false;
         loop {
             let frame = match self.decoder.next_frame() {
                 Ok(f) => f,
@@ -390,11 +402,11 @@ impl Client {
                 )));
             };
             let now = Instant::now();
-            let read = if now >= deadline {
-                if looked {
+            let late = now >= deadline;
+            let read = if late {
+                if empty || drained >= DRAIN_PER_CALL {
                     return Ok(None);
                 }
-                looked = true;
                 s.read_ready(&mut buf)
             } else {
                 // A zero read timeout means "block forever" to the OS: wait at least 1 ms.
@@ -406,8 +418,16 @@ impl Client {
             };
             match read {
                 Ok(0) => return Err(self.dead("connection closed by server".into())),
-                Ok(n) => self.decoder.feed(&buf[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Ok(n) => {
+                    self.decoder.feed(&buf[..n]);
+                    self.received += n as u64;
+                    if late {
+                        drained += n;
+                    }
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    empty |= late;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.dead(format!("read: {e}"))),
             }
@@ -640,6 +660,12 @@ impl Client {
     /// events not yet taken).
     pub fn take_replica(&mut self) -> Option<Database> {
         self.monitor.take().map(|m| m.replica)
+    }
+
+    /// Bytes received from the server so far (a caller polling with a zero timeout can
+    /// tell from it whether more may be waiting).
+    pub fn received(&self) -> u64 {
+        self.received
     }
 
     /// Update messages applied so far (the initial contents count as one).

@@ -160,6 +160,13 @@ impl Session {
         self.connects
     }
 
+    /// Bytes the current connection has received ([`Client::received`]; 0 while
+    /// disconnected): a caller that polls with a zero timeout sees more may be waiting when it
+    /// moved.
+    pub fn received(&self) -> u64 {
+        self.client.as_ref().map_or(0, Client::received)
+    }
+
     /// Failed connection attempts so far.
     pub fn failures(&self) -> u64 {
         self.failures
