@@ -56,17 +56,7 @@ pub fn sb_flows(sb: &ovsdb::Database) -> Result<BTreeMap<FlowText, BTreeSet<Stri
             .map(str::to_owned)
             .ok_or_else(|| format!("datapath {u} has no name"))
     };
-    let by_key: std::collections::HashMap<i64, String> = sb
-        .table("Datapath_Binding")
-        .rows
-        .values()
-        .filter_map(|r| {
-            Some((
-                r.int("tunnel_key")?,
-                r.map_get("external_ids", "name")?.to_owned(),
-            ))
-        })
-        .collect();
+    let by_key = datapath_names_by_key(sb);
     let mut out: BTreeMap<FlowText, BTreeSet<String>> = BTreeMap::new();
     for (u, r) in &sb.table("Logical_Flow").rows {
         let name = r.map_get("external_ids", "stage-name").unwrap_or("");
@@ -96,6 +86,20 @@ pub fn sb_flows(sb: &ovsdb::Database) -> Result<BTreeMap<FlowText, BTreeSet<Stri
         }
     }
     Ok(out)
+}
+
+/// The SB's datapath names by tunnel key (for [`tunnel_keys_to_names`]).
+pub fn datapath_names_by_key(sb: &ovsdb::Database) -> std::collections::HashMap<i64, String> {
+    sb.table("Datapath_Binding")
+        .rows
+        .values()
+        .filter_map(|r| {
+            Some((
+                r.int("tunnel_key")?,
+                r.map_get("external_ids", "name")?.to_owned(),
+            ))
+        })
+        .collect()
 }
 
 /// `$_rtr_lb_<key>_` in `m` rewritten to `$_rtr_lb_<datapath name>_` (keys `names` lacks

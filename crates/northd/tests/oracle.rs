@@ -219,17 +219,7 @@ fn random_microflow(ctx: &Ctx, pool: &Destinations, rng: &mut TestRng) -> Option
 /// `$_rtr_lb_<key>_` in matches rewritten to `$_rtr_lb_<datapath name>_` (each northd
 /// assigns its own tunnel keys).
 fn keys_to_names(mut flows: Vec<output::TextFlow>, sb: &ovsdb::Database) -> Vec<output::TextFlow> {
-    let names: std::collections::HashMap<i64, String> = sb
-        .table("Datapath_Binding")
-        .rows
-        .values()
-        .filter_map(|r| {
-            Some((
-                r.int("tunnel_key")?,
-                r.map_get("external_ids", "name")?.to_owned(),
-            ))
-        })
-        .collect();
+    let names = compare::datapath_names_by_key(sb);
     for f in &mut flows {
         f.match_ = compare::tunnel_keys_to_names(&f.match_, &names);
     }
