@@ -374,40 +374,16 @@ fn ofproto_trace_through_the_daemon_answers_as_ovs() {
         return;
     }
     let (ovs, fs) = Side::both("vs", "trace-ovs", "trace-flowswitch", &our_vswitchd());
-    let mut setup: Vec<String> = vec![
-        "ovs-vsctl",
-        "set",
-        "Open_vSwitch",
-        ".",
-        "other_config:vlan-limit=2",
-        "--",
-        "add-br",
-        "br0",
-        "--",
-        "set",
-        "bridge",
-        "br0",
-        "datapath_type=dummy",
-        "fail-mode=secure",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    for i in 1..=4 {
-        for a in ["--", "add-port", "br0"] {
-            setup.push(a.into());
-        }
-        setup.push(format!("p{i}"));
-        for a in ["--", "set", "interface"] {
-            setup.push(a.into());
-        }
-        setup.push(format!("p{i}"));
-        setup.push("type=dummy".into());
-        setup.push(format!("ofport_request={i}"));
+    for side in [&ovs, &fs] {
+        side.must(&[
+            "ovs-vsctl",
+            "set",
+            "Open_vSwitch",
+            ".",
+            "other_config:vlan-limit=2",
+        ]);
+        side.add_dummy_ports(1..=4, true);
     }
-    let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
-    ovs.must(&setup);
-    fs.must(&setup);
     let n: usize = std::env::var("VSWITCHD_PIPELINES")
         .ok()
         .and_then(|s| s.parse().ok())
