@@ -17,8 +17,9 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{Dup, Groups, Lflow, MergeMap, finish_shared, merge_maps, merge_one, shard_of};
-use std::hash::BuildHasher;
+use crate::lflow::{
+    Dup, Groups, Lflow, MergeMap, finish_shared, flow_hash, merge_maps, shard_of_hash,
+};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -106,8 +107,8 @@ fn per_thread(
                         (0..shards).map(|_| MergeMap::default()).collect();
                     build_claimed(ctx, items, &cursor, |flows| {
                         for f in flows.drain(..) {
-                            let sh = shard_of(f.stage, f.priority, &f.match_, &f.actions, shards);
-                            merge_one(&mut mine[sh], f);
+                            let h = flow_hash(f.stage, f.priority, &f.match_, &f.actions);
+                            mine[shard_of_hash(h, shards)].merge_hashed(h, f);
                         }
                     });
                     mine
@@ -199,7 +200,6 @@ fn bucket_locks(
     let table: Vec<Mutex<MergeMap>> = (0..buckets)
         .map(|_| Mutex::new(MergeMap::default()))
         .collect();
-    let hasher = std::collections::hash_map::RandomState::new();
     let cursor = AtomicUsize::new(0);
     let counted: usize = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
@@ -209,18 +209,10 @@ fn bucket_locks(
                     let mut n_new = 0usize;
                     build_claimed(ctx, items, &cursor, |flows| {
                         for f in flows.drain(..) {
-                            let key = (f.stage, f.priority, f.match_, f.actions);
-                            let b = (hasher.hash_one(&key) as usize) % buckets;
+                            let h = flow_hash(f.stage, f.priority, &f.match_, &f.actions);
+                            let b = shard_of_hash(h, buckets);
                             let mut map = table[b].lock().unwrap_or_else(|p| p.into_inner());
-                            match map.entry(key) {
-                                std::collections::hash_map::Entry::Occupied(mut e) => {
-                                    e.get_mut().extend_from_slice(f.dps.as_slice())
-                                }
-                                std::collections::hash_map::Entry::Vacant(e) => {
-                                    n_new += 1;
-                                    e.insert(f.dps.as_slice().to_vec());
-                                }
-                            }
+                            n_new += usize::from(map.merge_hashed(h, f));
                         }
                     });
                     n_new

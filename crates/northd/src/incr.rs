@@ -30,7 +30,6 @@ use crate::lflow::{DpId, Dps, Dup, FlowKey, Lflow};
 use crate::stage::Stage;
 use ovsdb::Uuid;
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// The merged flows with per-datapath reference counts.
@@ -49,7 +48,7 @@ pub struct FlowState {
 
 /// The hash a flow's key is indexed by.
 fn key_hash(stage: Stage, priority: u16, m: &str, a: &str) -> u64 {
-    rustc_hash::FxBuildHasher.hash_one((stage, priority, m, a))
+    crate::lflow::flow_hash(stage, priority, m, a)
 }
 
 /// One flow whose datapaths changed.

@@ -4,7 +4,6 @@
 //! not 800.
 
 use crate::stage::Stage;
-use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// Index of a datapath in [`crate::build::Ctx::datapaths`].
@@ -108,9 +107,110 @@ impl<'a> Sink<'a> {
 
 /// Flows being merged: (stage, priority, match, actions) → datapaths (unsorted, may repeat).
 ///
+/// Each entry keeps its key's hash, computed once when the flow is built: the same hash
+/// picks the flow's shard in a parallel build ([`flow_hash`], [`shard_of_hash`]), finds its
+/// slot here, and moves it when the table grows or when one thread's table is merged into
+/// another's — the flow text (often 100–300 bytes) is hashed once, not three or four times.
 /// FxHash: the keys are our own flow text, not attacker-chosen, and SipHash cost a fifth of
 /// a recompute.
-pub type MergeMap = rustc_hash::FxHashMap<(Stage, u16, String, String), Vec<DpId>>;
+#[derive(Debug, Default)]
+pub struct MergeMap(hashbrown::HashTable<MergeEntry>);
+
+/// One key of a [`MergeMap`] with its hash and datapaths.
+#[derive(Debug)]
+pub struct MergeEntry {
+    hash: u64,
+    key: FlowKey,
+    dps: Vec<DpId>,
+}
+
+impl MergeMap {
+    /// An empty map with room for `n` keys.
+    pub fn with_capacity(n: usize) -> Self {
+        MergeMap(hashbrown::HashTable::with_capacity(n))
+    }
+
+    /// Number of distinct keys.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when no flow was added.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds one built flow whose [`flow_hash`] is `hash`; returns true when its key is new.
+    pub fn merge_hashed(&mut self, hash: u64, f: Lflow) -> bool {
+        let eq = |e: &MergeEntry| {
+            e.hash == hash
+                && e.key.0 == f.stage
+                && e.key.1 == f.priority
+                && e.key.2 == f.match_
+                && e.key.3 == f.actions
+        };
+        match self.0.entry(hash, eq, |e| e.hash) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => {
+                e.get_mut().dps.extend_from_slice(f.dps.as_slice());
+                false
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert(MergeEntry {
+                    hash,
+                    dps: f.dps.as_slice().to_vec(),
+                    key: (f.stage, f.priority, f.match_, f.actions),
+                });
+                true
+            }
+        }
+    }
+
+    /// Moves every entry of `b` into `self`, uniting the datapaths of equal keys (no key is
+    /// hashed again).
+    pub fn absorb(&mut self, b: MergeMap) {
+        if self.0.is_empty() {
+            *self = b;
+            return;
+        }
+        self.0.reserve(b.0.len(), |e| e.hash);
+        for e in b.0 {
+            match self
+                .0
+                .entry(e.hash, |x| x.hash == e.hash && x.key == e.key, |x| x.hash)
+            {
+                hashbrown::hash_table::Entry::Occupied(mut o) => o.get_mut().dps.extend(e.dps),
+                hashbrown::hash_table::Entry::Vacant(v) => {
+                    v.insert(e);
+                }
+            }
+        }
+    }
+}
+
+impl IntoIterator for MergeMap {
+    type Item = (FlowKey, Vec<DpId>);
+    type IntoIter = std::iter::Map<
+        hashbrown::hash_table::IntoIter<MergeEntry>,
+        fn(MergeEntry) -> (FlowKey, Vec<DpId>),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter().map(|e| (e.key, e.dps))
+    }
+}
+
+/// The hash of a flow's key (everything but its datapaths): what [`MergeMap`] and the
+/// parallel build's sharding use. Fixed across threads and runs (no per-process seed).
+pub fn flow_hash(stage: Stage, priority: u16, match_: &str, actions: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one((stage, priority, match_, actions))
+}
+
+/// Which of `n` shards a flow with [`flow_hash`] `hash` goes to: the same on every thread.
+/// Uses the hash's middle bits, which the hash table's slot index (low bits) and control
+/// byte (top 7 bits) do not, so a shard's table still spreads its keys over all slots.
+pub fn shard_of_hash(hash: u64, n: usize) -> usize {
+    (((hash >> 24) & 0xff_ffff) as usize) % n.max(1)
+}
 
 /// Adds built flows to a merge map: equal flows (same stage, priority, match, actions) share
 /// one entry and their datapaths are collected.
@@ -122,25 +222,13 @@ pub fn merge_into(map: &mut MergeMap, v: Vec<Lflow>) {
 
 /// Adds one built flow to a merge map.
 pub fn merge_one(map: &mut MergeMap, f: Lflow) {
-    let dps = f.dps;
-    match map.entry((f.stage, f.priority, f.match_, f.actions)) {
-        Entry::Occupied(mut e) => e.get_mut().extend_from_slice(dps.as_slice()),
-        Entry::Vacant(e) => {
-            e.insert(dps.as_slice().to_vec());
-        }
-    }
+    let h = flow_hash(f.stage, f.priority, &f.match_, &f.actions);
+    map.merge_hashed(h, f);
 }
 
 /// Merges `b` into `a`.
 pub fn merge_maps(a: &mut MergeMap, b: MergeMap) {
-    for (k, dps) in b {
-        match a.entry(k) {
-            Entry::Occupied(mut e) => e.get_mut().extend(dps),
-            Entry::Vacant(e) => {
-                e.insert(dps);
-            }
-        }
-    }
+    a.absorb(b);
 }
 
 /// A flow's key: everything but its datapaths.
@@ -218,20 +306,6 @@ pub fn finish_shared(
         .collect()
 }
 
-/// Which of `n` shards a flow key goes to: the same on every thread.
-pub fn shard_of(stage: Stage, priority: u16, match_: &str, actions: &str, n: usize) -> usize {
-    // FNV-1a over the key: cheap, fixed (no per-process seed), good enough to spread keys.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in [stage as u8, (priority >> 8) as u8, priority as u8]
-        .into_iter()
-        .chain(match_.bytes())
-        .chain(actions.bytes())
-    {
-        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    (h % n as u64) as usize
-}
-
 /// The result of a merge map: one flow per key on the union of its datapaths, sorted by
 /// key.
 pub fn finish(map: MergeMap) -> Vec<Lflow> {
@@ -243,7 +317,7 @@ pub fn finish(map: MergeMap) -> Vec<Lflow> {
 /// Turns built flows into the result: one flow per (stage, priority, match, actions), on
 /// the union of the datapaths it was built for; sorted by that key.
 pub fn merge_same(v: Vec<Lflow>) -> Vec<Lflow> {
-    let mut map = MergeMap::with_capacity_and_hasher(v.len() / 4, Default::default());
+    let mut map = MergeMap::with_capacity(v.len() / 4);
     merge_into(&mut map, v);
     finish(map)
 }
