@@ -95,7 +95,12 @@ fn bad_rows_are_reported_and_the_rest_compiles() {
     .unwrap();
 
     let (nb, diags) = Nb::from_db(&db);
-    let ctx = Ctx::new(nb);
+    let nb = std::sync::Arc::new(nb);
+    let ctx = Ctx::new(nb.clone());
+    // The lookups made on two threads (switch and router sides apart) report the same
+    // problems in the same order.
+    assert_eq!(Ctx::new_threads(nb, 2).diags, ctx.diags);
+    assert!(ctx.diags.len() >= 2);
     let all: Vec<String> = diags
         .iter()
         .chain(&ctx.diags)

@@ -450,36 +450,84 @@ fn svc_mon_src_ips(
     out
 }
 
-impl Ctx {
-    /// Builds the lookups.
-    pub fn new(nb: impl Into<Arc<Nb>>) -> Ctx {
-        Ctx::new_threads(nb, 1)
-    }
+/// The lookups [`Ctx::new_threads`] makes from the switches alone (none needs a router).
+struct SwitchSide {
+    lsp_by_name: OverlayMap<Arc<str>, (usize, usize)>,
+    lsp_by_uuid: OverlayMap<Uuid, (usize, usize)>,
+    switch_pgs: Vec<Arc<[Arc<crate::nb::PortGroup>]>>,
+    switch_acls: Vec<Arc<[Uuid]>>,
+    switch_lbs: Vec<Arc<[Uuid]>>,
+    switch_facts: Vec<ls_stateful::SwitchFacts>,
+    switch_lb_classes: Vec<LbClass>,
+    switch_acl_flows: OverlayMap<Uuid, Arc<[Vec<Lflow>; 2]>>,
+    diags: Vec<Diag>,
+}
 
-    /// [`Ctx::new`], compiling the ACLs' flows on `threads` threads.
-    pub fn new_threads(nb: impl Into<Arc<Nb>>, threads: usize) -> Ctx {
-        let nb_arc: Arc<Nb> = nb.into();
-        let nb: &Nb = &nb_arc;
-        let mut datapaths = Vec::with_capacity(nb.switches.len() + nb.routers.len());
+impl SwitchSide {
+    fn new(nb: &Nb, threads: usize) -> SwitchSide {
         let mut lsp_by_name = OverlayMap::new();
         let mut lsp_by_uuid = OverlayMap::new();
-        let mut lrp_by_name = HashMap::new();
         let mut diags = Vec::new();
-        for (i, s) in nb.switches.iter().enumerate() {
-            datapaths.push(Datapath {
-                name: s.name.clone(),
-                uuid: s.uuid,
-                kind: DpKind::Switch(i),
-            });
+        for i in 0..nb.switches.len() {
             index_ports(nb, i, &mut lsp_by_name, &mut lsp_by_uuid, &mut diags);
         }
+        let switch_pgs = switch_port_groups(nb, &lsp_by_uuid);
+        let switch_acls: Vec<Arc<[Uuid]>> = (0..nb.switches.len())
+            .map(|i| applied_acls(&nb.switches[i], &switch_pgs[i]))
+            .collect();
+        let mut lb_lists = LbLists::default();
+        let switch_lbs: Vec<Arc<[Uuid]>> = nb
+            .switches
+            .iter()
+            .map(|s| lb_lists.of(nb, &s.load_balancer, &s.load_balancer_group))
+            .collect();
+        let switch_facts = (0..nb.switches.len())
+            .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls[i], &switch_lbs[i]))
+            .collect();
+        let switch_lb_classes = lb_classes(
+            &nb.switches,
+            |i| DpId(i as u32),
+            |s| &s.load_balancer,
+            |s| &s.load_balancer_group,
+            |_| String::new(),
+            nb,
+        );
+        let mut switch_acl_flows = OverlayMap::new();
+        add_acl_flows(nb, &switch_acls, &mut switch_acl_flows, threads);
+        SwitchSide {
+            lsp_by_name,
+            lsp_by_uuid,
+            switch_pgs,
+            switch_acls,
+            switch_lbs,
+            switch_facts,
+            switch_lb_classes,
+            switch_acl_flows,
+            diags,
+        }
+    }
+}
+
+/// The lookups [`Ctx::new_threads`] makes from the routers alone (none needs a switch).
+struct RouterSide {
+    lrp_by_name: HashMap<String, (usize, usize)>,
+    lrp_networks: Vec<Vec<Option<crate::addr::LportAddresses>>>,
+    router_lbs: Vec<Arc<[Uuid]>>,
+    router_lb_classes: Vec<LbClass>,
+    router_nat_ips: Vec<HashSet<IpAddr>>,
+    all_nat_ips: HashSet<IpAddr>,
+    router_dgps: Vec<Vec<usize>>,
+    router_lb_ips: Vec<Vec<Arc<LbIps>>>,
+    lr_index: Vec<lr_routing::RouterIndex>,
+    diags: Vec<Diag>,
+}
+
+impl RouterSide {
+    fn new(nb: &Nb) -> RouterSide {
+        let mut lrp_by_name = HashMap::new();
+        let mut diags = Vec::new();
         let mut lrp_networks = Vec::with_capacity(nb.routers.len());
         for (i, r) in nb.routers.iter().enumerate() {
-            datapaths.push(Datapath {
-                name: r.name.clone(),
-                uuid: r.uuid,
-                kind: DpKind::Router(i),
-            });
             let mut nets = Vec::with_capacity(r.ports.len());
             for (j, p) in r.ports.iter().enumerate() {
                 if lrp_by_name.insert(p.name.clone(), (i, j)).is_some() {
@@ -501,48 +549,12 @@ impl Ctx {
             }
             lrp_networks.push(nets);
         }
-        let mut lsp_router_peer: Vec<Peers> = vec![Arc::from([]); nb.switches.len()];
-        let mut lrp_switch_peer: Vec<Peers> = nb
-            .routers
-            .iter()
-            .map(|r| vec![None; r.ports.len()].into())
-            .collect();
-        for i in 0..nb.switches.len() {
-            attach_switch(
-                nb,
-                i,
-                &lrp_by_name,
-                &mut lsp_router_peer,
-                &mut lrp_switch_peer,
-                &mut diags,
-            );
-        }
-        let switch_pgs = switch_port_groups(nb, &lsp_by_uuid);
-        let switch_acls_sorted: Vec<Arc<[Uuid]>> = (0..nb.switches.len())
-            .map(|i| applied_acls(&nb.switches[i], &switch_pgs[i]))
-            .collect();
         let mut lb_lists = LbLists::default();
-        let switch_lbs: Vec<Arc<[Uuid]>> = nb
-            .switches
-            .iter()
-            .map(|s| lb_lists.of(nb, &s.load_balancer, &s.load_balancer_group))
-            .collect();
-        let switch_facts = (0..nb.switches.len())
-            .map(|i| ls_stateful::SwitchFacts::compute(nb, &switch_acls_sorted[i], &switch_lbs[i]))
-            .collect();
         let router_lbs: Vec<Arc<[Uuid]>> = nb
             .routers
             .iter()
             .map(|r| lb_lists.of(nb, &r.load_balancer, &r.load_balancer_group))
             .collect();
-        let switch_lb_classes = lb_classes(
-            &nb.switches,
-            |i| DpId(i as u32),
-            |s| &s.load_balancer,
-            |s| &s.load_balancer_group,
-            |_| String::new(),
-            nb,
-        );
         let n_sw = nb.switches.len();
         let router_lb_classes = lb_classes(
             &nb.routers,
@@ -581,8 +593,80 @@ impl Ctx {
             })
             .collect();
         let all_nat_ips = router_nat_ips.iter().flatten().copied().collect();
-        let mut switch_acl_flows = OverlayMap::new();
-        add_acl_flows(nb, &switch_acls_sorted, &mut switch_acl_flows, threads);
+        let router_lb_ips = router_lb_ips(nb);
+        let lr_index = lr_routing::index_routers(nb, &lrp_networks);
+        RouterSide {
+            lrp_by_name,
+            lrp_networks,
+            router_lbs,
+            router_lb_classes,
+            router_nat_ips,
+            all_nat_ips,
+            router_dgps,
+            router_lb_ips,
+            lr_index,
+            diags,
+        }
+    }
+}
+
+impl Ctx {
+    /// Builds the lookups.
+    pub fn new(nb: impl Into<Arc<Nb>>) -> Ctx {
+        Ctx::new_threads(nb, 1)
+    }
+
+    /// [`Ctx::new`] on `threads` threads: with two or more, the routers' lookups are made
+    /// beside the switches', and the ACLs' flows are compiled on all of them.
+    pub fn new_threads(nb: impl Into<Arc<Nb>>, threads: usize) -> Ctx {
+        let nb_arc: Arc<Nb> = nb.into();
+        let nb: &Nb = &nb_arc;
+        let (sw, rt) = if threads >= 2 {
+            std::thread::scope(|s| {
+                let h = s.spawn(|| RouterSide::new(nb));
+                let sw = SwitchSide::new(nb, threads);
+                let rt = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (sw, rt)
+            })
+        } else {
+            let rt = RouterSide::new(nb);
+            (SwitchSide::new(nb, 1), rt)
+        };
+        // Diagnostics in the order a serial pass meets them: switch ports, router ports,
+        // then the attachments.
+        let mut diags = sw.diags;
+        diags.extend(rt.diags);
+        let mut datapaths = Vec::with_capacity(nb.switches.len() + nb.routers.len());
+        for (i, s) in nb.switches.iter().enumerate() {
+            datapaths.push(Datapath {
+                name: s.name.clone(),
+                uuid: s.uuid,
+                kind: DpKind::Switch(i),
+            });
+        }
+        for (i, r) in nb.routers.iter().enumerate() {
+            datapaths.push(Datapath {
+                name: r.name.clone(),
+                uuid: r.uuid,
+                kind: DpKind::Router(i),
+            });
+        }
+        let mut lsp_router_peer: Vec<Peers> = vec![Arc::from([]); nb.switches.len()];
+        let mut lrp_switch_peer: Vec<Peers> = nb
+            .routers
+            .iter()
+            .map(|r| vec![None; r.ports.len()].into())
+            .collect();
+        for i in 0..nb.switches.len() {
+            attach_switch(
+                nb,
+                i,
+                &rt.lrp_by_name,
+                &mut lsp_router_peer,
+                &mut lrp_switch_peer,
+                &mut diags,
+            );
+        }
         let mut switch_router_ports = Vec::with_capacity(nb.switches.len());
         let mut switch_localnet_ports = Vec::with_capacity(nb.switches.len());
         for i in 0..nb.switches.len() {
@@ -590,9 +674,7 @@ impl Ctx {
             switch_router_ports.push(r);
             switch_localnet_ports.push(l);
         }
-        let router_lb_ips = router_lb_ips(nb);
-        let svc_mon_src_ips = svc_mon_src_ips(nb, &lsp_by_name);
-        let lr_index = lr_routing::index_routers(nb, &lrp_networks);
+        let svc_mon_src_ips = svc_mon_src_ips(nb, &sw.lsp_by_name);
         let tunnel_keys = (1..=datapaths.len() as u32).collect();
         let lrp_tunnel_keys = nb
             .routers
@@ -601,30 +683,30 @@ impl Ctx {
             .collect();
         Ctx {
             nb: nb_arc.clone(),
-            lr_index: Arc::new(lr_index),
+            lr_index: Arc::new(rt.lr_index),
             tunnel_keys: Arc::new(tunnel_keys),
             lrp_tunnel_keys: Arc::new(lrp_tunnel_keys),
             datapaths: Arc::new(datapaths),
-            lsp_by_name,
-            lsp_by_uuid,
-            lrp_by_name: Arc::new(lrp_by_name),
+            lsp_by_name: sw.lsp_by_name,
+            lsp_by_uuid: sw.lsp_by_uuid,
+            lrp_by_name: Arc::new(rt.lrp_by_name),
             lsp_router_peer,
             lrp_switch_peer,
-            lrp_networks: Arc::new(lrp_networks),
-            switch_acls: switch_acls_sorted,
-            switch_pgs,
-            switch_lbs,
-            router_lbs: Arc::new(router_lbs),
-            switch_lb_classes: Arc::new(switch_lb_classes),
-            router_lb_classes: Arc::new(router_lb_classes),
-            all_nat_ips: Arc::new(all_nat_ips),
-            router_nat_ips: Arc::new(router_nat_ips),
-            router_dgps: Arc::new(router_dgps),
-            switch_facts,
-            switch_acl_flows,
+            lrp_networks: Arc::new(rt.lrp_networks),
+            switch_acls: sw.switch_acls,
+            switch_pgs: sw.switch_pgs,
+            switch_lbs: sw.switch_lbs,
+            router_lbs: Arc::new(rt.router_lbs),
+            switch_lb_classes: Arc::new(sw.switch_lb_classes),
+            router_lb_classes: Arc::new(rt.router_lb_classes),
+            all_nat_ips: Arc::new(rt.all_nat_ips),
+            router_nat_ips: Arc::new(rt.router_nat_ips),
+            router_dgps: Arc::new(rt.router_dgps),
+            switch_facts: sw.switch_facts,
+            switch_acl_flows: sw.switch_acl_flows,
             switch_router_ports,
             switch_localnet_ports,
-            router_lb_ips: Arc::new(router_lb_ips),
+            router_lb_ips: Arc::new(rt.router_lb_ips),
             svc_mon_src_ips: Arc::new(svc_mon_src_ips),
             diags,
         }
