@@ -77,8 +77,7 @@ pub fn want(ctx: &Ctx) -> SbWant {
 /// [`want`] with the switches' bindings made by `threads` threads.
 pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
     let nb = &*ctx.nb;
-    let mut w = SbWant::default();
-    for d in ctx.datapaths.iter() {
+    let dp_external_ids = crate::par::par_map(&ctx.datapaths, threads, |d| {
         let mut e = Smap::new();
         e.insert("name".into(), d.name.clone());
         match d.kind {
@@ -94,8 +93,12 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
                 }
             }
         }
-        w.dp_external_ids.push(e);
-    }
+        e
+    });
+    let mut w = SbWant {
+        dp_external_ids,
+        ..SbWant::default()
+    };
     let idx: Vec<usize> = (0..nb.switches.len()).collect();
     let parts: Vec<(Vec<SbPort>, Vec<Mcast>)> =
         crate::par::par_map(&idx, threads, |&i| switch_want(ctx, i));
@@ -103,8 +106,11 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
         w.ports.extend(p);
         w.mcast.extend(m);
     }
-    for (i, r) in nb.routers.iter().enumerate() {
+    let routers: Vec<usize> = (0..nb.routers.len()).collect();
+    let router_ports = crate::par::par_map(&routers, threads, |&i| {
+        let r = &nb.routers[i];
         let dp = ctx.router_dp(i).0 as usize;
+        let mut ports = Vec::with_capacity(r.ports.len());
         for (j, p) in r.ports.iter().enumerate() {
             let mut options = Smap::new();
             let mut kind = "patch".to_owned();
@@ -120,7 +126,7 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
                 mac.push(' ');
                 mac.push_str(n);
             }
-            w.ports.push(SbPort {
+            ports.push(SbPort {
                 name: p.name.clone(),
                 dp,
                 kind,
@@ -130,21 +136,31 @@ pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
                 external_ids: Smap::new(),
             });
         }
-    }
+        ports
+    });
+    w.ports.extend(router_ports.into_iter().flatten());
     // Port groups: one SB group per datapath the group has ports on; and the
     // `<pg>_ip4`/`<pg>_ip6` address sets of the group's port addresses.
-    let pgs = crate::par::par_map(&nb.port_groups, threads, |pg| pg_want(ctx, pg));
-    for (pg, (per_dp, v4, v6)) in nb.port_groups.iter().zip(pgs) {
-        for (dp, ports) in per_dp {
-            w.port_groups.push((dp, pg.name.clone(), ports));
-        }
-        w.address_sets.insert(format!("{}_ip4", pg.name), v4);
-        w.address_sets.insert(format!("{}_ip6", pg.name), v6);
+    // (The names are made on the threads too; only the moves into `w` are serial.)
+    let pgs = crate::par::par_map(&nb.port_groups, threads, |pg| {
+        let (per_dp, v4, v6) = pg_want(ctx, pg);
+        let per_dp: Vec<_> = per_dp
+            .into_iter()
+            .map(|(dp, ports)| (dp, pg.name.clone(), ports))
+            .collect();
+        let sets = [
+            (format!("{}_ip4", pg.name), v4),
+            (format!("{}_ip6", pg.name), v6),
+        ];
+        (per_dp, sets)
+    });
+    for (per_dp, sets) in pgs {
+        w.port_groups.extend(per_dp);
+        w.address_sets.extend(sets);
     }
     for a in &nb.address_sets {
         w.address_sets.insert(a.name.clone(), a.addresses.clone());
     }
-    let routers: Vec<usize> = (0..nb.routers.len()).collect();
     w.rtr_lb_sets = crate::par::par_map(&routers, threads, |&i| rtr_lb_set(ctx, i))
         .into_iter()
         .flatten()
