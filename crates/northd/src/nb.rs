@@ -397,9 +397,40 @@ impl Nb {
         }
         // The per-row tables with thousands of rows (ACLs, load balancers, port groups)
         // are read on `threads` threads too.
-        let acl_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("ACL").rows.iter().collect();
-        for acl in crate::par::par_map(&acl_rows, threads, |&(&u, r)| acl_from_row(u, r)) {
-            nb.acls.insert(acl.uuid, Arc::new(acl));
+        // Load balancers, ACLs and address sets need nothing else: read together, so that
+        // the few load balancers with thousands of VIPs (one row each, not to be split)
+        // run beside the many small ACL rows. The load balancers go first (the longest
+        // jobs start earliest).
+        enum Job<'a> {
+            Lb(Uuid, &'a Arc<Row>),
+            Acl(Uuid, &'a Arc<Row>),
+            AddrSet(Uuid, &'a Arc<Row>),
+        }
+        enum Done {
+            Lb(LoadBalancer),
+            Acl(Acl),
+            AddrSet(AddressSet),
+        }
+        let jobs: Vec<Job<'_>> = (db.table("Load_Balancer").rows.iter())
+            .map(|(&u, r)| Job::Lb(u, r))
+            .chain(db.table("ACL").rows.iter().map(|(&u, r)| Job::Acl(u, r)))
+            .chain((db.table("Address_Set").rows.iter()).map(|(&u, r)| Job::AddrSet(u, r)))
+            .collect();
+        let done = crate::par::par_map(&jobs, threads, |j| match *j {
+            Job::Lb(u, r) => Done::Lb(lb_from_row(u, r)),
+            Job::Acl(u, r) => Done::Acl(acl_from_row(u, r)),
+            Job::AddrSet(u, r) => Done::AddrSet(address_set_from_row(u, r)),
+        });
+        for d in done {
+            match d {
+                Done::Lb(lb) => {
+                    nb.lbs.insert(lb.uuid, Arc::new(lb));
+                }
+                Done::Acl(acl) => {
+                    nb.acls.insert(acl.uuid, Arc::new(acl));
+                }
+                Done::AddrSet(a) => nb.address_sets.push(Arc::new(a)),
+            }
         }
         for (&uuid, r) in &db.table("DHCP_Options").rows {
             nb.dhcp_options.insert(
@@ -436,11 +467,6 @@ impl Nb {
                 },
             );
         }
-        let lb_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Load_Balancer").rows.iter().collect();
-        let lbs = crate::par::par_map(&lb_rows, threads, |&(&u, r)| (u, lb_from_row(u, r)));
-        for (u, lb) in lbs {
-            nb.lbs.insert(u, Arc::new(lb));
-        }
         for (&uuid, r) in &db.table("Load_Balancer_Group").rows {
             let load_balancer = refs(
                 &mut diags,
@@ -473,10 +499,6 @@ impl Nb {
                     liveness: r.bool("liveness").unwrap_or(false),
                 },
             );
-        }
-        for (&uuid, r) in &db.table("Address_Set").rows {
-            nb.address_sets
-                .push(Arc::new(address_set_from_row(uuid, r)));
         }
         nb.address_sets
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
