@@ -401,35 +401,40 @@ impl Nb {
         // the few load balancers with thousands of VIPs (one row each, not to be split)
         // run beside the many small ACL rows. The load balancers go first (the longest
         // jobs start earliest).
-        enum Job<'a> {
+        enum Pass1Row<'a> {
             Lb(Uuid, &'a Arc<Row>),
             Acl(Uuid, &'a Arc<Row>),
             AddrSet(Uuid, &'a Arc<Row>),
         }
-        enum Done {
+        enum Pass1Out {
             Lb(LoadBalancer),
             Acl(Acl),
             AddrSet(AddressSet),
         }
-        let jobs: Vec<Job<'_>> = (db.table("Load_Balancer").rows.iter())
-            .map(|(&u, r)| Job::Lb(u, r))
-            .chain(db.table("ACL").rows.iter().map(|(&u, r)| Job::Acl(u, r)))
-            .chain((db.table("Address_Set").rows.iter()).map(|(&u, r)| Job::AddrSet(u, r)))
+        let jobs: Vec<Pass1Row<'_>> = (db.table("Load_Balancer").rows.iter())
+            .map(|(&u, r)| Pass1Row::Lb(u, r))
+            .chain(
+                db.table("ACL")
+                    .rows
+                    .iter()
+                    .map(|(&u, r)| Pass1Row::Acl(u, r)),
+            )
+            .chain((db.table("Address_Set").rows.iter()).map(|(&u, r)| Pass1Row::AddrSet(u, r)))
             .collect();
         let done = crate::par::par_map(&jobs, threads, |j| match *j {
-            Job::Lb(u, r) => Done::Lb(lb_from_row(u, r)),
-            Job::Acl(u, r) => Done::Acl(acl_from_row(u, r)),
-            Job::AddrSet(u, r) => Done::AddrSet(address_set_from_row(u, r)),
+            Pass1Row::Lb(u, r) => Pass1Out::Lb(lb_from_row(u, r)),
+            Pass1Row::Acl(u, r) => Pass1Out::Acl(acl_from_row(u, r)),
+            Pass1Row::AddrSet(u, r) => Pass1Out::AddrSet(address_set_from_row(u, r)),
         });
         for d in done {
             match d {
-                Done::Lb(lb) => {
+                Pass1Out::Lb(lb) => {
                     nb.lbs.insert(lb.uuid, Arc::new(lb));
                 }
-                Done::Acl(acl) => {
+                Pass1Out::Acl(acl) => {
                     nb.acls.insert(acl.uuid, Arc::new(acl));
                 }
-                Done::AddrSet(a) => nb.address_sets.push(Arc::new(a)),
+                Pass1Out::AddrSet(a) => nb.address_sets.push(Arc::new(a)),
             }
         }
         for (&uuid, r) in &db.table("DHCP_Options").rows {
@@ -502,158 +507,84 @@ impl Nb {
         }
         nb.address_sets
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+        // Port groups, switches and routers need only what is read above: one pass over
+        // all three (a join switch with a port per node, 800 gateway routers and the port
+        // groups balance better together than in three passes, each with its own tail).
+        let tables = RouterTables {
+            lrps: &db.table("Logical_Router_Port").rows,
+            routes: &db.table("Logical_Router_Static_Route").rows,
+            pols: &db.table("Logical_Router_Policy").rows,
+            nats: &db.table("NAT").rows,
+        };
         let lsps = &db.table("Logical_Switch_Port").rows;
-        let pg_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Port_Group").rows.iter().collect();
-        let nb_pg = &nb;
-        let pgs = crate::par::par_map(&pg_rows, threads, |&(&u, r)| {
-            let mut d = Vec::new();
-            let pg = nb_pg.port_group_from_row(&mut d, lsps, u, r);
-            (pg, d)
-        });
-        for (pg, d) in pgs {
-            nb.port_groups.push(Arc::new(pg));
-            diags.extend(d);
+        enum Pass2Row<'a> {
+            Pg(Uuid, &'a Arc<Row>),
+            Switch(Uuid, &'a Arc<Row>),
+            Router(Uuid, &'a Arc<Row>),
         }
+        enum Pass2Out {
+            Pg(PortGroup),
+            Switch(LogicalSwitch),
+            Router(LogicalRouter),
+        }
+        let jobs: Vec<Pass2Row<'_>> = (db.table("Logical_Switch").rows.iter())
+            .map(|(&u, r)| Pass2Row::Switch(u, r))
+            .chain(
+                db.table("Logical_Router")
+                    .rows
+                    .iter()
+                    .map(|(&u, r)| Pass2Row::Router(u, r)),
+            )
+            .chain(
+                db.table("Port_Group")
+                    .rows
+                    .iter()
+                    .map(|(&u, r)| Pass2Row::Pg(u, r)),
+            )
+            .collect();
+        let nb_ref = &nb;
+        let built = crate::par::par_map(&jobs, threads, |j| match *j {
+            Pass2Row::Pg(u, r) => {
+                let mut d = Vec::new();
+                (
+                    Pass2Out::Pg(nb_ref.port_group_from_row(&mut d, lsps, u, r)),
+                    d,
+                )
+            }
+            Pass2Row::Switch(u, r) => {
+                let (sw, d) = nb_ref.switch_from_row(lsps, u, r);
+                (Pass2Out::Switch(sw), d)
+            }
+            Pass2Row::Router(u, r) => {
+                let (lr, d) = nb_ref.router_from_row(&tables, u, r);
+                (Pass2Out::Router(lr), d)
+            }
+        });
+        // Diagnostics in the order of the separate passes: port groups, switches, routers.
+        let (mut pg_d, mut sw_d, mut rt_d) = (Vec::new(), Vec::new(), Vec::new());
+        for (b, d) in built {
+            match b {
+                Pass2Out::Pg(pg) => {
+                    nb.port_groups.push(Arc::new(pg));
+                    pg_d.extend(d);
+                }
+                Pass2Out::Switch(sw) => {
+                    nb.switches.push(Arc::new(sw));
+                    sw_d.extend(d);
+                }
+                Pass2Out::Router(lr) => {
+                    nb.routers.push(Arc::new(lr));
+                    rt_d.extend(d);
+                }
+            }
+        }
+        diags.extend(pg_d);
+        diags.extend(sw_d);
+        diags.extend(rt_d);
         nb.port_groups
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
-
-        let sw_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Logical_Switch").rows.iter().collect();
-        let built = crate::par::par_map(&sw_rows, threads, |&(&uuid, r)| {
-            nb.switch_from_row(lsps, uuid, r)
-        });
-        for (sw, d) in built {
-            nb.switches.push(Arc::new(sw));
-            diags.extend(d);
-        }
         nb.switches
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
-
-        let lrps = &db.table("Logical_Router_Port").rows;
-        let routes = &db.table("Logical_Router_Static_Route").rows;
-        let pols = &db.table("Logical_Router_Policy").rows;
-        let nats = &db.table("NAT").rows;
-        let rt_rows: Vec<(&Uuid, &Arc<Row>)> = db.table("Logical_Router").rows.iter().collect();
-        let nb_ref = &nb;
-        let built = crate::par::par_map(&rt_rows, threads, |&(&uuid, r)| {
-            let nb = nb_ref;
-            let mut diags = Vec::new();
-            let mut lr = LogicalRouter {
-                uuid,
-                name: r.str("name").to_owned(),
-                ports: Vec::new(),
-                static_routes: Vec::new(),
-                policies: Vec::new(),
-                nat: Vec::new(),
-                load_balancer: refs(
-                    &mut diags,
-                    "Logical_Router",
-                    uuid,
-                    r,
-                    "load_balancer",
-                    |u| nb.lbs.contains_key(&u),
-                ),
-                load_balancer_group: refs(
-                    &mut diags,
-                    "Logical_Router",
-                    uuid,
-                    r,
-                    "load_balancer_group",
-                    |u| nb.lb_groups.contains_key(&u),
-                ),
-                enabled: r.bool("enabled"),
-                options: smap(r, "options"),
-                external_ids: smap(r, "external_ids"),
-                row: r.clone(),
-            };
-            for pu in r.uuids("ports") {
-                let Some(p) = lrps.get(&pu) else {
-                    diags.push(Diag {
-                        table: "Logical_Router",
-                        uuid,
-                        msg: format!("port {pu} does not exist"),
-                    });
-                    continue;
-                };
-                lr.ports.push(Lrp {
-                    uuid: pu,
-                    name: p.str("name").to_owned(),
-                    mac: p.str("mac").to_owned(),
-                    networks: strings(p, "networks"),
-                    peer: p.get("peer").as_str().map(str::to_owned),
-                    options: smap(p, "options"),
-                    enabled: p.bool("enabled"),
-                    gateway_chassis: p.uuids("gateway_chassis").collect(),
-                    ha_chassis_group: p.uuids("ha_chassis_group").next(),
-                    row: p.clone(),
-                });
-            }
-            for ru in r.uuids("static_routes") {
-                let Some(s) = routes.get(&ru) else {
-                    diags.push(Diag {
-                        table: "Logical_Router",
-                        uuid,
-                        msg: format!("static route {ru} does not exist"),
-                    });
-                    continue;
-                };
-                lr.static_routes.push(StaticRoute {
-                    uuid: ru,
-                    ip_prefix: s.str("ip_prefix").to_owned(),
-                    nexthop: s.str("nexthop").to_owned(),
-                    policy: s.get("policy").as_str().map(str::to_owned),
-                    output_port: s.get("output_port").as_str().map(str::to_owned),
-                    route_table: s.str("route_table").to_owned(),
-                    options: smap(s, "options"),
-                    row: s.clone(),
-                });
-            }
-            for pu in r.uuids("policies") {
-                let Some(s) = pols.get(&pu) else {
-                    diags.push(Diag {
-                        table: "Logical_Router",
-                        uuid,
-                        msg: format!("policy {pu} does not exist"),
-                    });
-                    continue;
-                };
-                lr.policies.push(RouterPolicy {
-                    uuid: pu,
-                    priority: s.int("priority").unwrap_or(0),
-                    match_: s.str("match").to_owned(),
-                    action: s.str("action").to_owned(),
-                    nexthop: s.get("nexthop").as_str().map(str::to_owned),
-                    nexthops: strings(s, "nexthops"),
-                    options: smap(s, "options"),
-                    row: s.clone(),
-                });
-            }
-            for nu in r.uuids("nat") {
-                let Some(s) = nats.get(&nu) else {
-                    diags.push(Diag {
-                        table: "Logical_Router",
-                        uuid,
-                        msg: format!("NAT {nu} does not exist"),
-                    });
-                    continue;
-                };
-                lr.nat.push(Nat {
-                    uuid: nu,
-                    kind: s.str("type").to_owned(),
-                    external_ip: s.str("external_ip").to_owned(),
-                    external_mac: s.get("external_mac").as_str().map(str::to_owned),
-                    external_port_range: s.str("external_port_range").to_owned(),
-                    logical_ip: s.str("logical_ip").to_owned(),
-                    logical_port: s.get("logical_port").as_str().map(str::to_owned),
-                    options: smap(s, "options"),
-                    row: s.clone(),
-                });
-            }
-            (lr, diags)
-        });
-        for (lr, d) in built {
-            nb.routers.push(Arc::new(lr));
-            diags.extend(d);
-        }
         nb.routers
             .sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
         (nb, diags)
@@ -739,6 +670,141 @@ pub fn address_set_from_row(uuid: Uuid, r: &Row) -> AddressSet {
         uuid,
         name: r.str("name").to_owned(),
         addresses: strings(r, "addresses"),
+    }
+}
+
+/// The tables a router row refers to (ports, static routes, policies, NAT rules).
+struct RouterTables<'a> {
+    lrps: &'a HashMap<Uuid, Arc<Row>>,
+    routes: &'a HashMap<Uuid, Arc<Row>>,
+    pols: &'a HashMap<Uuid, Arc<Row>>,
+    nats: &'a HashMap<Uuid, Arc<Row>>,
+}
+
+impl Nb {
+    /// A `Logical_Router` row with its ports, routes, policies and NAT rules; references
+    /// to rows that do not exist are diagnostics.
+    fn router_from_row(
+        &self,
+        t: &RouterTables<'_>,
+        uuid: Uuid,
+        r: &Arc<Row>,
+    ) -> (LogicalRouter, Vec<Diag>) {
+        let nb = self;
+        let (lrps, routes, pols, nats) = (t.lrps, t.routes, t.pols, t.nats);
+        let mut diags = Vec::new();
+        let mut lr = LogicalRouter {
+            uuid,
+            name: r.str("name").to_owned(),
+            ports: Vec::new(),
+            static_routes: Vec::new(),
+            policies: Vec::new(),
+            nat: Vec::new(),
+            load_balancer: refs(
+                &mut diags,
+                "Logical_Router",
+                uuid,
+                r,
+                "load_balancer",
+                |u| nb.lbs.contains_key(&u),
+            ),
+            load_balancer_group: refs(
+                &mut diags,
+                "Logical_Router",
+                uuid,
+                r,
+                "load_balancer_group",
+                |u| nb.lb_groups.contains_key(&u),
+            ),
+            enabled: r.bool("enabled"),
+            options: smap(r, "options"),
+            external_ids: smap(r, "external_ids"),
+            row: r.clone(),
+        };
+        for pu in r.uuids("ports") {
+            let Some(p) = lrps.get(&pu) else {
+                diags.push(Diag {
+                    table: "Logical_Router",
+                    uuid,
+                    msg: format!("port {pu} does not exist"),
+                });
+                continue;
+            };
+            lr.ports.push(Lrp {
+                uuid: pu,
+                name: p.str("name").to_owned(),
+                mac: p.str("mac").to_owned(),
+                networks: strings(p, "networks"),
+                peer: p.get("peer").as_str().map(str::to_owned),
+                options: smap(p, "options"),
+                enabled: p.bool("enabled"),
+                gateway_chassis: p.uuids("gateway_chassis").collect(),
+                ha_chassis_group: p.uuids("ha_chassis_group").next(),
+                row: p.clone(),
+            });
+        }
+        for ru in r.uuids("static_routes") {
+            let Some(s) = routes.get(&ru) else {
+                diags.push(Diag {
+                    table: "Logical_Router",
+                    uuid,
+                    msg: format!("static route {ru} does not exist"),
+                });
+                continue;
+            };
+            lr.static_routes.push(StaticRoute {
+                uuid: ru,
+                ip_prefix: s.str("ip_prefix").to_owned(),
+                nexthop: s.str("nexthop").to_owned(),
+                policy: s.get("policy").as_str().map(str::to_owned),
+                output_port: s.get("output_port").as_str().map(str::to_owned),
+                route_table: s.str("route_table").to_owned(),
+                options: smap(s, "options"),
+                row: s.clone(),
+            });
+        }
+        for pu in r.uuids("policies") {
+            let Some(s) = pols.get(&pu) else {
+                diags.push(Diag {
+                    table: "Logical_Router",
+                    uuid,
+                    msg: format!("policy {pu} does not exist"),
+                });
+                continue;
+            };
+            lr.policies.push(RouterPolicy {
+                uuid: pu,
+                priority: s.int("priority").unwrap_or(0),
+                match_: s.str("match").to_owned(),
+                action: s.str("action").to_owned(),
+                nexthop: s.get("nexthop").as_str().map(str::to_owned),
+                nexthops: strings(s, "nexthops"),
+                options: smap(s, "options"),
+                row: s.clone(),
+            });
+        }
+        for nu in r.uuids("nat") {
+            let Some(s) = nats.get(&nu) else {
+                diags.push(Diag {
+                    table: "Logical_Router",
+                    uuid,
+                    msg: format!("NAT {nu} does not exist"),
+                });
+                continue;
+            };
+            lr.nat.push(Nat {
+                uuid: nu,
+                kind: s.str("type").to_owned(),
+                external_ip: s.str("external_ip").to_owned(),
+                external_mac: s.get("external_mac").as_str().map(str::to_owned),
+                external_port_range: s.str("external_port_range").to_owned(),
+                logical_ip: s.str("logical_ip").to_owned(),
+                logical_port: s.get("logical_port").as_str().map(str::to_owned),
+                options: smap(s, "options"),
+                row: s.clone(),
+            });
+        }
+        (lr, diags)
     }
 }
 

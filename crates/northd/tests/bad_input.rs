@@ -95,6 +95,8 @@ fn bad_rows_are_reported_and_the_rest_compiles() {
     .unwrap();
 
     let (nb, diags) = Nb::from_db(&db);
+    // Read on three threads, the model reports the same problems in the same order.
+    assert_eq!(Nb::from_db_threads(&db, 3).1, diags);
     let nb = std::sync::Arc::new(nb);
     let ctx = Ctx::new(nb.clone());
     // The lookups made on two threads (switch and router sides apart) report the same
