@@ -17,9 +17,7 @@
 //! its datapaths, sorted) — a test checks it.
 
 use crate::build::{self, Ctx, Item};
-use crate::lflow::{
-    Dup, Groups, Lflow, MergeMap, finish_shared, flow_hash, merge_maps, shard_of_hash,
-};
+use crate::lflow::{Dup, Groups, Lflow, MergeMap, finish_shared, flow_hash, shard_of_hash};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -141,7 +139,7 @@ fn per_thread(
                         let mut maps = maps.into_iter();
                         let mut all = maps.next().unwrap_or_default();
                         for m in maps {
-                            merge_maps(&mut all, m);
+                            all.absorb(m);
                         }
                         out.extend(finish_shared(
                             all,

@@ -26,7 +26,7 @@
 //! (`tests/incremental.rs` checks it after random change sequences).
 
 use crate::build::{self, Ctx, DpKind, Item};
-use crate::lflow::{DpId, Dps, Dup, FlowKey, Lflow};
+use crate::lflow::{DpId, Dps, Dup, FlowKey, Lflow, flow_hash};
 use crate::stage::Stage;
 use ovsdb::Uuid;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -40,15 +40,10 @@ use std::sync::Arc;
 pub struct FlowState {
     /// The flows, one per key, in no order.
     flows: Vec<Lflow>,
-    /// Positions in `flows`, hashed by key ([`key_hash`]).
+    /// Positions in `flows`, hashed by key ([`flow_hash`]).
     index: hashbrown::HashTable<u32>,
     /// (flow, datapath) → how many items beyond the first produce it (absent = one).
     extra: FxHashMap<(FlowKey, DpId), u32>,
-}
-
-/// The hash a flow's key is indexed by.
-fn key_hash(stage: Stage, priority: u16, m: &str, a: &str) -> u64 {
-    crate::lflow::flow_hash(stage, priority, m, a)
 }
 
 /// One flow whose datapaths changed.
@@ -67,10 +62,10 @@ impl FlowState {
     pub fn from_build(flows: Vec<Lflow>, dups: Vec<Dup>) -> FlowState {
         let mut index = hashbrown::HashTable::with_capacity(flows.len());
         for (i, f) in flows.iter().enumerate() {
-            let h = key_hash(f.stage, f.priority, &f.match_, &f.actions);
+            let h = flow_hash(f.stage, f.priority, &f.match_, &f.actions);
             index.insert_unique(h, i as u32, |&j| {
                 let g = &flows[j as usize];
-                key_hash(g.stage, g.priority, &g.match_, &g.actions)
+                flow_hash(g.stage, g.priority, &g.match_, &g.actions)
             });
         }
         let mut s = FlowState {
@@ -103,7 +98,7 @@ impl FlowState {
     fn find(&self, stage: Stage, priority: u16, m: &str, a: &str) -> Option<usize> {
         let flows = &self.flows;
         self.index
-            .find(key_hash(stage, priority, m, a), |&i| {
+            .find(flow_hash(stage, priority, m, a), |&i| {
                 let f = &flows[i as usize];
                 f.stage == stage && f.priority == priority && f.match_ == m && f.actions == a
             })
@@ -123,11 +118,11 @@ impl FlowState {
         match (at, dps) {
             (Some(i), Some(d)) => self.flows[i].dps = d,
             (None, Some(d)) => {
-                let h = key_hash(*stage, *priority, m, a);
+                let h = flow_hash(*stage, *priority, m, a);
                 let flows = &self.flows;
                 self.index.insert_unique(h, flows.len() as u32, |&j| {
                     let g = &flows[j as usize];
-                    key_hash(g.stage, g.priority, &g.match_, &g.actions)
+                    flow_hash(g.stage, g.priority, &g.match_, &g.actions)
                 });
                 if self.flows.len() == self.flows.capacity() {
                     // Grow by an eighth, not double: the vector of a full build is exactly
@@ -143,7 +138,7 @@ impl FlowState {
                 });
             }
             (Some(i), None) => {
-                let h = key_hash(*stage, *priority, m, a);
+                let h = flow_hash(*stage, *priority, m, a);
                 if let Ok(e) = self.index.find_entry(h, |&j| j as usize == i) {
                     e.remove();
                 }
@@ -151,7 +146,7 @@ impl FlowState {
                 // The last flow moved to `i`: point its entry there.
                 if let Some(g) = self.flows.get(i) {
                     let last = self.flows.len() as u32;
-                    let h = key_hash(g.stage, g.priority, &g.match_, &g.actions);
+                    let h = flow_hash(g.stage, g.priority, &g.match_, &g.actions);
                     if let Some(j) = self.index.find_mut(h, |&j| j == last) {
                         *j = i as u32;
                     }

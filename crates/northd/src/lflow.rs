@@ -226,11 +226,6 @@ pub fn merge_one(map: &mut MergeMap, f: Lflow) {
     map.merge_hashed(h, f);
 }
 
-/// Merges `b` into `a`.
-pub fn merge_maps(a: &mut MergeMap, b: MergeMap) {
-    a.absorb(b);
-}
-
 /// A flow's key: everything but its datapaths.
 pub type FlowKey = (Stage, u16, String, String);
 

@@ -395,12 +395,8 @@ impl Nb {
         if let Some(g) = db.table("NB_Global").rows.values().next() {
             nb.global_options = smap(g, "options");
         }
-        // The per-row tables with thousands of rows (ACLs, load balancers, port groups)
-        // are read on `threads` threads too.
-        // Load balancers, ACLs and address sets need nothing else: read together, so that
-        // the few load balancers with thousands of VIPs (one row each, not to be split)
-        // run beside the many small ACL rows. The load balancers go first (the longest
-        // jobs start earliest).
+        // Load balancers, ACLs and address sets need no other table: one parallel pass
+        // reads all three (one join and one tail instead of three).
         enum Pass1Row<'a> {
             Lb(Uuid, &'a Arc<Row>),
             Acl(Uuid, &'a Arc<Row>),

@@ -74,7 +74,7 @@ pub fn want(ctx: &Ctx) -> SbWant {
     want_threads(ctx, 1)
 }
 
-/// [`want`] with the switches' bindings made by `threads` threads.
+/// [`want`] with the per-datapath, per-port and per-group parts made by `threads` threads.
 pub fn want_threads(ctx: &Ctx, threads: usize) -> SbWant {
     let nb = &*ctx.nb;
     let dp_external_ids = crate::par::par_map(&ctx.datapaths, threads, |d| {
