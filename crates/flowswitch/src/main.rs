@@ -18,6 +18,7 @@ macro_rules! note {
     }};
 }
 
+mod alloc;
 mod cmd;
 
 /// A userspace virtual switch built on the Open vSwitch design.
@@ -91,13 +92,8 @@ fn error_line(e: &anyhow::Error) -> String {
     line
 }
 
-// The control-plane commands (northd above all) allocate millions of small strings and
-// maps; mimalloc does that several times faster than glibc's malloc. The datapath's packet
-// path does not allocate in its steady state, so it is unaffected.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
+    alloc::tune();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::ParseFlow(a) => cmd::parse_flow::run(a),

@@ -166,7 +166,7 @@ pub fn run_until(
             dirty = true;
             last_nb_cfg = Some(nb_cfg);
             if !rows_changed {
-                engine.reset();
+                engine.reset_threads(cfg.threads);
             }
         }
         let sb_cfg = nbdb
@@ -408,7 +408,14 @@ fn compute_and_sync(
                 mark("want");
                 compute += t2.elapsed();
                 let t3 = Instant::now();
-                let plan = sb::plan(ctx, &want, Some(flows), sbdb, Some(&mut cache.flows));
+                let plan = sb::plan_threads(
+                    ctx,
+                    &want,
+                    Some(flows),
+                    sbdb,
+                    Some(&mut cache.flows),
+                    cfg.threads,
+                );
                 mark("plan");
                 round.flows = flows.len();
                 round.added = plan.flows_added;

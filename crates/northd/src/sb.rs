@@ -321,13 +321,6 @@ fn set_json(v: &[String]) -> Value {
     json!(["set", v])
 }
 
-fn smap_of(r: &Row, col: &str) -> Smap {
-    r.get(col)
-        .str_pairs()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
 fn uuid_json(u: Uuid) -> Value {
     json!(["uuid", u.to_string()])
 }
@@ -433,7 +426,7 @@ impl std::fmt::Debug for SyncPlan<'_> {
 }
 
 /// Plans the SB transactions (see [`SyncPlan`]); with `flows` `None`, only the bindings,
-/// groups and sets (logical flows are left as they are).
+/// groups and sets (logical flows are left as they are). One thread: [`plan_threads`].
 pub fn plan<'a>(
     ctx: &Ctx,
     want: &SbWant,
@@ -441,7 +434,88 @@ pub fn plan<'a>(
     sb: &Database,
     cache: Option<&mut FlowCache>,
 ) -> SyncPlan<'a> {
+    plan_threads(ctx, want, flows, sb, cache, 1)
+}
+
+/// [`plan`] on `threads` threads: with two or more, the bindings (ports, multicast groups,
+/// port groups, address sets) are compared on one thread while the logical flows are
+/// compared on the others, in chunks. The plan is the same for every thread count.
+pub fn plan_threads<'a>(
+    ctx: &Ctx,
+    want: &SbWant,
+    flows: Option<&'a [Lflow]>,
+    sb: &Database,
+    cache: Option<&mut FlowCache>,
+    threads: usize,
+) -> SyncPlan<'a> {
     let mut base = Vec::new();
+    let dps = plan_datapaths(ctx, want, sb, &mut base);
+    let flows_ready = dps.uuid.iter().all(Option::is_some);
+    // The flows are compared in datapath-index space: our flows are unique per key with
+    // sorted datapaths already; each SB datapath group is mapped and sorted once.
+    let mut own_cache;
+    let flow_input = match (flows_ready, flows) {
+        (true, Some(flows)) => {
+            let dpu: Vec<Uuid> = dps.uuid.iter().map(|u| u.unwrap_or_default()).collect();
+            let cache = match cache {
+                Some(c) => c,
+                None => {
+                    own_cache = FlowCache::from_db(sb);
+                    &mut own_cache
+                }
+            };
+            if cache.dp_uuid != dpu {
+                cache.remap(sb, &dpu);
+            }
+            Some((flows, &*cache, dpu))
+        }
+        _ => None,
+    };
+    let bindings = || plan_bindings(want, sb, &dps);
+    let flow_part = |threads: usize| {
+        flow_input
+            .as_ref()
+            .map(|(flows, cache, dpu)| plan_flows(flows, cache, dpu, &dps.refs, threads))
+    };
+    let (bind_ops, flow_plan) = if threads >= 2 {
+        std::thread::scope(|s| {
+            let h = s.spawn(bindings);
+            let f = flow_part(threads - 1);
+            (h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), f)
+        })
+    } else {
+        (bindings(), flow_part(1))
+    };
+    base.extend(bind_ops);
+    let mut pending = Vec::new();
+    let (mut flows_added, mut flows_deleted) = (0, 0);
+    if let Some(fp) = flow_plan {
+        flows_added = fp.added;
+        flows_deleted = fp.deleted;
+        base.extend(fp.first);
+        pending = fp.pending;
+    }
+    let mut txns = vec![base];
+    txns.retain(|t| !t.is_empty());
+    SyncPlan {
+        txns,
+        pending,
+        flows_ready,
+        flows_added,
+        flows_deleted,
+    }
+}
+
+/// How a plan refers to our datapaths: per datapath index, the JSON to name it by (its SB
+/// UUID, or the named UUID of its insert), its SB UUID when it has one, and its key.
+struct DpRefs {
+    refs: Vec<Value>,
+    uuid: Vec<Option<Uuid>>,
+    key: Vec<i64>,
+}
+
+/// The datapath bindings' part of a plan: deletes, updates and inserts into `ops`.
+fn plan_datapaths(ctx: &Ctx, want: &SbWant, sb: &Database, ops: &mut Vec<Value>) -> DpRefs {
     // Datapaths, keyed by NB UUID.
     let mut sb_dp: HashMap<Uuid, (Uuid, i64)> = HashMap::default();
     let mut used_dp_keys = HashSet::default();
@@ -452,60 +526,66 @@ pub fn plan<'a>(
                 sb_dp.insert(n, (u, key));
                 used_dp_keys.insert(key);
             }
-            _ => base
+            _ => ops
                 .push(json!({"op": "delete", "table": "Datapath_Binding", "where": where_uuid(u)})),
         }
     }
     let wanted_nb: HashSet<Uuid> = ctx.datapaths.iter().map(|d| d.uuid).collect();
     for (n, (u, _)) in &sb_dp {
         if !wanted_nb.contains(n) {
-            base.push(
-                json!({"op": "delete", "table": "Datapath_Binding", "where": where_uuid(*u)}),
-            );
+            ops.push(json!({"op": "delete", "table": "Datapath_Binding", "where": where_uuid(*u)}));
         }
     }
-    // Per datapath: the value to refer to it by (existing UUID or named-uuid) and its key.
-    let mut dp_ref: Vec<Value> = Vec::with_capacity(ctx.datapaths.len());
-    let mut dp_uuid: Vec<Option<Uuid>> = Vec::with_capacity(ctx.datapaths.len());
-    let mut dp_key: Vec<i64> = Vec::with_capacity(ctx.datapaths.len());
+    let n = ctx.datapaths.len();
+    let mut dps = DpRefs {
+        refs: Vec::with_capacity(n),
+        uuid: Vec::with_capacity(n),
+        key: Vec::with_capacity(n),
+    };
     for (i, d) in ctx.datapaths.iter().enumerate() {
         let row = json!({"external_ids": smap_json(&want.dp_external_ids[i])});
         match sb_dp.get(&d.uuid) {
             Some(&(u, key)) => {
-                if sb
+                if !sb
                     .row("Datapath_Binding", u)
-                    .map(|r| smap_of(r, "external_ids"))
-                    != Some(want.dp_external_ids[i].clone())
+                    .is_some_and(|r| smap_eq(r, "external_ids", &want.dp_external_ids[i]))
                 {
-                    base.push(json!({"op": "update", "table": "Datapath_Binding", "where": where_uuid(u), "row": row}));
+                    ops.push(json!({"op": "update", "table": "Datapath_Binding", "where": where_uuid(u), "row": row}));
                 }
-                dp_ref.push(uuid_json(u));
-                dp_uuid.push(Some(u));
-                dp_key.push(key);
+                dps.refs.push(uuid_json(u));
+                dps.uuid.push(Some(u));
+                dps.key.push(key);
             }
             None => {
                 let key = next_free(&mut used_dp_keys, 1);
                 let name = format!("dp{i}");
                 let mut row = row;
                 row["tunnel_key"] = json!(key);
-                base.push(json!({"op": "insert", "table": "Datapath_Binding", "uuid-name": name, "row": row}));
-                dp_ref.push(json!(["named-uuid", name]));
-                dp_uuid.push(None);
-                dp_key.push(key);
+                ops.push(json!({"op": "insert", "table": "Datapath_Binding", "uuid-name": name, "row": row}));
+                dps.refs.push(json!(["named-uuid", name]));
+                dps.uuid.push(None);
+                dps.key.push(key);
             }
         }
     }
+    dps
+}
+
+/// The bindings' part of a plan after the datapaths: port bindings, multicast groups, port
+/// groups and address sets.
+fn plan_bindings(want: &SbWant, sb: &Database, dps: &DpRefs) -> Vec<Value> {
+    let mut ops = Vec::new();
     // Port bindings, keyed by logical_port.
     let mut sb_pb: HashMap<&str, (Uuid, &Row)> = HashMap::default();
     for (&u, r) in &sb.table("Port_Binding").rows {
         if sb_pb.insert(r.str("logical_port"), (u, r)).is_some() {
-            base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(u)}));
+            ops.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(u)}));
         }
     }
     let mut used_port_keys: HashMap<usize, HashSet<i64>> = HashMap::default();
     for p in &want.ports {
         if let Some((_, r)) = sb_pb.get(p.name.as_str())
-            && r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
+            && r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dps.uuid[p.dp]
         {
             used_port_keys
                 .entry(p.dp)
@@ -516,23 +596,23 @@ pub fn plan<'a>(
     let wanted_ports: HashSet<&str> = want.ports.iter().map(|p| p.name.as_str()).collect();
     for (name, (u, _)) in &sb_pb {
         if !wanted_ports.contains(name) {
-            base.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
+            ops.push(json!({"op": "delete", "table": "Port_Binding", "where": where_uuid(*u)}));
         }
     }
     let mut port_ref: HashMap<&str, PortRef> = HashMap::default();
     for (n, p) in want.ports.iter().enumerate() {
         let on_dp = sb_pb.get(p.name.as_str()).filter(|(_, r)| {
-            r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dp_uuid[p.dp]
+            r.get("datapath").keys.first().and_then(|a| a.as_uuid()) == dps.uuid[p.dp]
         });
         let elsewhere = sb_pb.get(p.name.as_str()).map(|&(u, _)| u);
         let used = used_port_keys.entry(p.dp).or_default();
         let r = sync_port(
-            &mut base,
+            &mut ops,
             n,
             p,
             on_dp.copied(),
             elsewhere,
-            &dp_ref[p.dp],
+            &dps.refs[p.dp],
             used,
         );
         port_ref.insert(&p.name, r);
@@ -546,25 +626,26 @@ pub fn plan<'a>(
     }
     let mut wanted_mc = HashSet::default();
     for m in &want.mcast {
-        let existing = dp_uuid[m.0].and_then(|d| sb_mc.get(&(d, m.1))).copied();
+        let existing = dps.uuid[m.0].and_then(|d| sb_mc.get(&(d, m.1))).copied();
         if let Some((u, _)) = existing {
             wanted_mc.insert(u);
         }
-        sync_mcast(&mut base, m, existing, &dp_ref[m.0], &port_ref);
+        sync_mcast(&mut ops, m, existing, &dps.refs[m.0], &port_ref);
     }
     for (u, _) in sb_mc.values() {
         if !wanted_mc.contains(u) {
-            base.push(json!({"op": "delete", "table": "Multicast_Group", "where": where_uuid(*u)}));
+            ops.push(json!({"op": "delete", "table": "Multicast_Group", "where": where_uuid(*u)}));
         }
     }
     // Port groups and address sets, by name.
-    let mut pgs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (dp, name, ports) in &want.port_groups {
-        pgs.insert(format!("{}_{}", dp_key[*dp], name), ports.clone());
-    }
+    let pgs: BTreeMap<String, &[String]> = want
+        .port_groups
+        .iter()
+        .map(|(dp, name, ports)| (format!("{}_{}", dps.key[*dp], name), ports.as_slice()))
+        .collect();
     let all = |t: &str| sb.table(t).rows.iter().map(|(u, r)| (*u, &**r));
     sync_named(
-        &mut base,
+        &mut ops,
         all("Port_Group"),
         "Port_Group",
         "ports",
@@ -572,101 +653,128 @@ pub fn plan<'a>(
         |_| true,
     );
     sync_named(
-        &mut base,
+        &mut ops,
         all("Address_Set"),
         "Address_Set",
         "addresses",
         &want.address_sets,
         |_| true,
     );
+    ops
+}
 
-    // Logical flows, compared in datapath-index space: our flows are unique per key with
-    // sorted datapaths already; each SB datapath group is mapped and sorted once.
-    let mut txns = Vec::new();
-    let mut pending = Vec::new();
-    let flows_ready = dp_uuid.iter().all(Option::is_some);
-    let (mut flows_added, mut flows_deleted) = (0, 0);
-    if let (true, Some(flows)) = (flows_ready, flows) {
-        let dpu: Vec<Uuid> = dp_uuid.iter().map(|u| u.unwrap_or_default()).collect();
-        let mut own_cache;
-        let cache = match cache {
-            Some(c) => c,
-            None => {
-                own_cache = FlowCache::from_db(sb);
-                &mut own_cache
-            }
-        };
-        if cache.dp_uuid != dpu {
-            cache.remap(sb, &dpu);
-        }
-        let group_by_set = cache.group_by_set();
-        let mut deletes: Vec<Uuid> = cache.unusable.iter().copied().collect();
-        // Our flows are unique per key: each claims one SB row of its key; every row left
-        // unclaimed goes.
-        let mut claimed = 0usize;
-        let mut named = Vec::new();
-        let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
-        let mut group_ops = Vec::new();
-        for f in flows {
+/// The logical flows' part of a plan.
+struct FlowPlan<'a> {
+    /// For the first transaction: new datapath groups, the flows on them, deletions.
+    first: Vec<Value>,
+    /// Flows to insert on a datapath or an existing group, in later transactions.
+    pending: Vec<(&'a Lflow, Target)>,
+    added: usize,
+    deleted: usize,
+}
+
+/// What a chunk of flows needs, in flow order ([`plan_flows`]).
+#[derive(Default)]
+struct FlowChunk<'a> {
+    /// Flows the SB holds.
+    claimed: usize,
+    /// Second and later rows holding one of those flows.
+    dups: Vec<Uuid>,
+    /// Flows to insert on one datapath or an existing group.
+    pending: Vec<(&'a Lflow, Target)>,
+    /// Flows whose datapaths no SB group has yet.
+    ungrouped: Vec<&'a Lflow>,
+}
+
+/// Flows compared per chunk: small enough to share out evenly, large enough that a chunk's
+/// vectors cost little.
+const FLOW_CHUNK: usize = 1024;
+
+/// Compares `flows` with the SB rows `cache` holds, on `threads` threads (chunks of flows
+/// looked up in parallel; new groups named in flow order afterwards).
+fn plan_flows<'a>(
+    flows: &'a [Lflow],
+    cache: &FlowCache,
+    dpu: &[Uuid],
+    dp_ref: &[Value],
+    threads: usize,
+) -> FlowPlan<'a> {
+    let group_by_set = cache.group_by_set();
+    let chunks: Vec<&'a [Lflow]> = flows.chunks(FLOW_CHUNK).collect();
+    let parts = crate::par::par_map(&chunks, threads, |chunk| {
+        let mut c = FlowChunk::default();
+        for f in *chunk {
             let dps = f.dps.as_slice();
             let mut us = cache.rows_of(f);
             if us.next().is_some() {
-                claimed += 1;
                 // Keep one; duplicates go.
+                c.claimed += 1;
                 for u in us {
-                    claimed += 1;
-                    deletes.push(u);
+                    c.claimed += 1;
+                    c.dups.push(u);
                 }
-                continue;
-            }
-            if dps.len() == 1 {
-                pending.push((f, Target::Dp(dpu[dps[0].0 as usize])));
+            } else if dps.len() == 1 {
+                c.pending.push((f, Target::Dp(dpu[dps[0].0 as usize])));
             } else if let Some(&g) = group_by_set.get(dps) {
-                pending.push((f, Target::Group(g)));
+                c.pending.push((f, Target::Group(g)));
             } else {
-                let n = new_groups.len();
-                let name = new_groups.entry(dps).or_insert_with(|| {
-                    let name = format!("g{n}");
-                    group_ops.push(json!({"op": "insert", "table": "Logical_DP_Group", "uuid-name": name,
-                        "row": {"datapaths": ["set", dps.iter().map(|d| dp_ref[d.0 as usize].clone()).collect::<Vec<_>>()]}}));
-                    name
-                });
-                // A flow on a new group goes in the group's transaction (the first).
-                let mut row = flow_row(f);
-                row["logical_dp_group"] = json!(["named-uuid", name.clone()]);
-                named.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
+                c.ungrouped.push(f);
             }
         }
-        if claimed < cache.rows.len() {
-            // Rows holding none of our flows: every cached row not claimed above.
-            let ours: HashSet<Uuid> = flows.iter().flat_map(|f| cache.rows_of(f)).collect();
-            deletes.extend(
-                cache
-                    .rows
-                    .keys()
-                    .map(|&i| Uuid::from(i))
-                    .filter(|u| !ours.contains(u)),
-            );
+        c
+    });
+    // Our flows are unique per key: each claims one SB row of its key; every row left
+    // unclaimed goes.
+    let mut deletes: Vec<Uuid> = cache.unusable.iter().copied().collect();
+    let mut claimed = 0usize;
+    let mut pending = Vec::new();
+    let mut named = Vec::new();
+    let mut new_groups: HashMap<&[DpId], String> = HashMap::default();
+    let mut group_ops = Vec::new();
+    for c in parts {
+        claimed += c.claimed;
+        deletes.extend(c.dups);
+        pending.extend(c.pending);
+        for f in c.ungrouped {
+            let dps = f.dps.as_slice();
+            let n = new_groups.len();
+            let name = new_groups.entry(dps).or_insert_with(|| {
+                let name = format!("g{n}");
+                group_ops.push(json!({"op": "insert", "table": "Logical_DP_Group", "uuid-name": name,
+                    "row": {"datapaths": ["set", dps.iter().map(|d| dp_ref[d.0 as usize].clone()).collect::<Vec<_>>()]}}));
+                name
+            });
+            // A flow on a new group goes in the group's transaction (the first).
+            let mut row = flow_row(f);
+            row["logical_dp_group"] = json!(["named-uuid", name.clone()]);
+            named.push(json!({"op": "insert", "table": "Logical_Flow", "row": row}));
         }
-        flows_added = named.len() + pending.len();
-        flows_deleted = deletes.len();
-        let mut first: Vec<Value> = group_ops;
-        first.extend(named);
-        first.extend(
-            deletes
-                .into_iter()
-                .map(|u| json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(u)})),
-        );
-        base.extend(first);
     }
-    txns.insert(0, base);
-    txns.retain(|t| !t.is_empty());
-    SyncPlan {
-        txns,
+    if claimed < cache.rows.len() {
+        // Rows holding none of our flows: every cached row not claimed above.
+        let ours: HashSet<Uuid> = flows.iter().flat_map(|f| cache.rows_of(f)).collect();
+        deletes.extend(
+            cache
+                .rows
+                .keys()
+                .map(|&i| Uuid::from(i))
+                .filter(|u| !ours.contains(u)),
+        );
+    }
+    let added = named.len() + pending.len();
+    let deleted = deletes.len();
+    let mut first: Vec<Value> = group_ops;
+    first.extend(named);
+    first.extend(
+        deletes
+            .into_iter()
+            .map(|u| json!({"op": "delete", "table": "Logical_Flow", "where": where_uuid(u)})),
+    );
+    FlowPlan {
+        first,
         pending,
-        flows_ready,
-        flows_added,
-        flows_deleted,
+        added,
+        deleted,
     }
 }
 
@@ -710,15 +818,10 @@ fn sync_port(
     };
     if let Some((u, r)) = on_dp {
         let same = r.str("type") == p.kind
-            && smap_of(r, "options") == p.options
-            && r.strs("mac")
-                .eq(p.mac.iter().map(String::as_str).collect::<BTreeSet<_>>())
-            && r.strs("port_security").eq(p
-                .port_security
-                .iter()
-                .map(String::as_str)
-                .collect::<BTreeSet<_>>())
-            && smap_of(r, "external_ids") == p.external_ids;
+            && smap_eq(r, "options", &p.options)
+            && strs_eq(r, "mac", &p.mac)
+            && strs_eq(r, "port_security", &p.port_security)
+            && smap_eq(r, "external_ids", &p.external_ids);
         if !same {
             ops.push(json!({"op": "update", "table": "Port_Binding", "where": where_uuid(u), "row": row()}));
         }
@@ -778,38 +881,57 @@ fn sync_mcast(
 /// strings): updates, inserts, and deletes of rows in scope that `want` lacks. `rows` are
 /// the table's rows to look at (all, or at least all in scope); rows out of scope are left
 /// alone.
-fn sync_named<'a>(
+fn sync_named<'a, V: AsRef<[String]>>(
     ops: &mut Vec<Value>,
     rows: impl Iterator<Item = (Uuid, &'a Row)>,
     table: &str,
     col: &str,
-    want: &BTreeMap<String, Vec<String>>,
+    want: &BTreeMap<String, V>,
     in_scope: impl Fn(&str) -> bool,
 ) {
-    let mut seen = HashSet::default();
+    let mut seen: HashSet<&str> = HashSet::default();
     for (u, r) in rows {
         let name = r.str("name");
         if !in_scope(name) {
             continue;
         }
         match want.get(name) {
-            Some(v) if seen.insert(name.to_owned()) => {
-                let have: BTreeSet<&str> = r.strs(col).collect();
-                let w: BTreeSet<&str> = v.iter().map(String::as_str).collect();
-                if have != w {
-                    ops.push(json!({"op": "update", "table": table, "where": where_uuid(u), "row": {col: set_json(v)}}));
+            Some(v) if seen.insert(name) => {
+                if !strs_eq(r, col, v.as_ref()) {
+                    ops.push(json!({"op": "update", "table": table, "where": where_uuid(u), "row": {col: set_json(v.as_ref())}}));
                 }
             }
             _ => ops.push(json!({"op": "delete", "table": table, "where": where_uuid(u)})),
         }
     }
     for (name, v) in want {
-        if !seen.contains(name) {
+        if !seen.contains(name.as_str()) {
             ops.push(
-                json!({"op": "insert", "table": table, "row": {"name": name, col: set_json(v)}}),
+                json!({"op": "insert", "table": table, "row": {"name": name, col: set_json(v.as_ref())}}),
             );
         }
     }
+}
+
+/// True when set column `col` of `r` holds exactly the strings of `v` (in any order, with
+/// any repeats). A datum's keys are sorted and unique, so a sorted `v` (the usual case) is
+/// compared as it is.
+fn strs_eq(r: &Row, col: &str, v: &[String]) -> bool {
+    if v.is_sorted_by(|a, b| a < b) {
+        r.strs(col).eq(v.iter().map(String::as_str))
+    } else {
+        let mut w: Vec<&str> = v.iter().map(String::as_str).collect();
+        w.sort_unstable();
+        w.dedup();
+        r.strs(col).eq(w)
+    }
+}
+
+/// True when map column `col` of `r` equals `m` (both are sorted by key).
+fn smap_eq(r: &Row, col: &str, m: &Smap) -> bool {
+    r.get(col)
+        .str_pairs()
+        .eq(m.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 /// The SB's logical flows as we read them — each row parsed once into the flow it holds —

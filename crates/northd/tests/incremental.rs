@@ -334,7 +334,7 @@ fn full_state(db: &Database) -> FlowState {
     let (nb, _) = Nb::from_db(db);
     let ctx = Ctx::new(nb);
     let (flows, dups) = build_with_dups(&ctx, 1, Strategy::Serial);
-    FlowState::from_build(flows, dups)
+    FlowState::from_build(flows, dups, 1)
 }
 
 #[test]
