@@ -40,6 +40,16 @@ pub type SwitchPgs = Arc<[Arc<PortGroup>]>;
 /// datapaths it touched.
 pub type Peers = Arc<[Option<(usize, usize)>]>;
 
+/// Tunnel keys an SB holds for a context's datapaths and router ports
+/// ([`Ctx::read_tunnel_keys`]).
+#[derive(Debug, Default)]
+pub struct TunnelKeys {
+    /// (datapath index, key).
+    pub datapaths: Vec<(usize, u32)>,
+    /// (router, port, key).
+    pub router_ports: Vec<(usize, usize, u32)>,
+}
+
 /// Switch or router, and its index in [`Nb::switches`] / [`Nb::routers`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DpKind {
@@ -964,20 +974,30 @@ impl Ctx {
     /// `logical-router`), as ovn-northd keeps the keys it assigned before. Datapaths the SB
     /// does not know keep their default key.
     pub fn load_tunnel_keys(&mut self, sb: &ovsdb::Database) {
-        let mut by_uuid: HashMap<String, u32> = HashMap::new();
+        let keys = self.read_tunnel_keys(sb);
+        self.set_tunnel_keys(keys);
+    }
+
+    /// The keys [`Ctx::load_tunnel_keys`] takes, read without changing the context (so
+    /// the daemon reads them while it checks the SB's bindings on another thread).
+    pub fn read_tunnel_keys(&self, sb: &ovsdb::Database) -> TunnelKeys {
+        let mut by_uuid: HashMap<Uuid, u32> = HashMap::new();
         for r in sb.table("Datapath_Binding").rows.values() {
             let Some(key) = r.int("tunnel_key").and_then(|k| u32::try_from(k).ok()) else {
                 continue;
             };
             for (k, v) in r.get("external_ids").str_pairs() {
-                if k == "logical-switch" || k == "logical-router" {
-                    by_uuid.insert(v.to_owned(), key);
+                if (k == "logical-switch" || k == "logical-router")
+                    && let Some(u) = Uuid::parse(v)
+                {
+                    by_uuid.insert(u, key);
                 }
             }
         }
+        let mut keys = TunnelKeys::default();
         for (i, d) in self.datapaths.iter().enumerate() {
-            if let Some(&k) = by_uuid.get(&d.uuid.to_string()) {
-                Arc::make_mut(&mut self.tunnel_keys)[i] = k;
+            if let Some(&k) = by_uuid.get(&d.uuid) {
+                keys.datapaths.push((i, k));
             }
         }
         for r in sb.table("Port_Binding").rows.values() {
@@ -985,8 +1005,19 @@ impl Ctx {
                 continue;
             };
             if let Some(&(ri, rj)) = self.lrp_by_name.get(r.str("logical_port")) {
-                Arc::make_mut(&mut self.lrp_tunnel_keys)[ri][rj] = key;
+                keys.router_ports.push((ri, rj, key));
             }
+        }
+        keys
+    }
+
+    /// Takes keys read by [`Ctx::read_tunnel_keys`].
+    pub fn set_tunnel_keys(&mut self, keys: TunnelKeys) {
+        for (i, k) in keys.datapaths {
+            Arc::make_mut(&mut self.tunnel_keys)[i] = k;
+        }
+        for (ri, rj, k) in keys.router_ports {
+            Arc::make_mut(&mut self.lrp_tunnel_keys)[ri][rj] = k;
         }
     }
 
