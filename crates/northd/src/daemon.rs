@@ -52,7 +52,7 @@ pub struct Round {
     /// `nb_cfg` handshake has only the NB side left).
     pub sb_nb_cfg: bool,
     /// The bindings the round planned with, freed after the `nb_cfg` handshake rather than
-    /// before it (≈ 100,000 allocations at 800 nodes).
+    /// before it (≈ 100,000 allocations at 800 nodes) when the round's commit was small.
     pub(crate) leftover: Option<sb::SbWant>,
 }
 
@@ -453,6 +453,11 @@ fn compute_and_sync(
             }
         };
     round.compute = compute;
+    if n_txns > 1 {
+        // A large commit (a first sync's insert batches) is the daemon's memory peak: the
+        // wanted bindings go before it. A small one keeps them to free after the handshake.
+        want = None;
+    }
     let t4 = Instant::now();
     let mut failed = None;
     // The `nb_cfg` this round answers goes to `SB_Global` with the round's last transaction
