@@ -14,38 +14,55 @@ pub fn par_map<T: Sync, R: Send>(
     threads: usize,
     f: impl Fn(&T) -> R + Sync,
 ) -> Vec<R> {
+    par_map_with(items, threads, || (), f).1
+}
+
+/// [`par_map`] beside one other task: `first` runs on one of the threads, which then joins
+/// the map, so the threads share the map's chunks whatever `first` costs. Returns `first`'s
+/// result and the map's.
+pub fn par_map_with<T: Sync, R: Send, A: Send>(
+    items: &[T],
+    threads: usize,
+    first: impl FnOnce() -> A + Send,
+    f: impl Fn(&T) -> R + Sync,
+) -> (A, Vec<R>) {
     let threads = threads.clamp(1, items.len().max(1));
     if threads == 1 {
-        return items.iter().map(f).collect();
+        return (first(), items.iter().map(f).collect());
     }
     let chunk = (items.len() / (threads * 16)).max(1);
     let n_chunks = items.len().div_ceil(chunk);
     let cursor = AtomicUsize::new(0);
-    let parts: Vec<Vec<(usize, Vec<R>)>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let c = cursor.fetch_add(1, Ordering::Relaxed);
-                        if c >= n_chunks {
-                            break;
-                        }
-                        let lo = c * chunk;
-                        let hi = (lo + chunk).min(items.len());
-                        mine.push((c, items[lo..hi].iter().map(&f).collect::<Vec<R>>()));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            let c = cursor.fetch_add(1, Ordering::Relaxed);
+            if c >= n_chunks {
+                break;
+            }
+            let lo = c * chunk;
+            let hi = (lo + chunk).min(items.len());
+            mine.push((c, items[lo..hi].iter().map(&f).collect::<Vec<R>>()));
+        }
+        mine
+    };
+    let (a, parts) = std::thread::scope(|s| {
+        let h0 = s.spawn(|| {
+            let a = first();
+            (a, work())
+        });
+        let hs: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        fn join<X>(h: std::thread::ScopedJoinHandle<'_, X>) -> X {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        }
+        let (a, p0) = join(h0);
+        let mut parts = vec![p0];
+        parts.extend(hs.into_iter().map(join));
+        (a, parts)
     });
     let mut all: Vec<(usize, Vec<R>)> = parts.into_iter().flatten().collect();
     all.sort_unstable_by_key(|(c, _)| *c);
-    all.into_iter().flat_map(|(_, v)| v).collect()
+    (a, all.into_iter().flat_map(|(_, v)| v).collect())
 }
 
 /// Drops `items` in contiguous parts on up to `threads` threads, and `rest` on this one
@@ -83,6 +100,10 @@ mod tests {
             );
         }
         assert!(super::par_map(&Vec::<u32>::new(), 4, |x| *x).is_empty());
+        for t in [1, 2, 3] {
+            let (a, v) = super::par_map_with(&(0..500u32).collect::<Vec<_>>(), t, || 7, |x| x + 1);
+            assert_eq!((a, v), (7, (1..501).collect::<Vec<_>>()), "threads {t}");
+        }
         // Every element dropped once, whatever the split.
         for (n, t) in [(0, 3), (1, 2), (7, 3), (100, 2), (101, 4)] {
             let counter = std::sync::Arc::new(());

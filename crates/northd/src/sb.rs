@@ -471,21 +471,27 @@ pub fn plan_threads<'a>(
         }
         _ => None,
     };
-    let bindings = || plan_bindings(want, sb, &dps);
-    let flow_part = |threads: usize| {
-        flow_input
-            .as_ref()
-            .map(|(flows, cache, dpu)| plan_flows(flows, cache, dpu, &dps.refs, threads))
-    };
-    let (bind_ops, flow_plan) = if threads >= 2 {
-        std::thread::scope(|s| {
-            let h = s.spawn(bindings);
-            let f = flow_part(threads - 1);
-            (h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), f)
-        })
-    } else {
-        (bindings(), flow_part(1))
-    };
+    // The bindings on one thread, which then helps with the flows; the flows in chunks.
+    let group_by_set = flow_input
+        .as_ref()
+        .map(|(_, cache, _)| cache.group_by_set())
+        .unwrap_or_default();
+    let chunks: Vec<&'a [Lflow]> = flow_input
+        .as_ref()
+        .map(|(flows, _, _)| flows.chunks(FLOW_CHUNK).collect())
+        .unwrap_or_default();
+    let (bind_ops, parts) = crate::par::par_map_with(
+        &chunks,
+        threads,
+        || plan_bindings(want, sb, &dps),
+        |chunk| match &flow_input {
+            Some((_, cache, dpu)) => flow_chunk(chunk, cache, dpu, &group_by_set),
+            None => FlowChunk::default(),
+        },
+    );
+    let flow_plan = flow_input
+        .as_ref()
+        .map(|(flows, cache, _)| finish_flows(flows, parts, cache, &dps.refs));
     base.extend(bind_ops);
     let mut pending = Vec::new();
     let (mut flows_added, mut flows_deleted) = (0, 0);
@@ -690,39 +696,43 @@ struct FlowChunk<'a> {
 /// vectors cost little.
 const FLOW_CHUNK: usize = 1024;
 
-/// Compares `flows` with the SB rows `cache` holds, on `threads` threads (chunks of flows
-/// looked up in parallel; new groups named in flow order afterwards).
-fn plan_flows<'a>(
-    flows: &'a [Lflow],
+/// Compares a chunk of flows with the SB rows `cache` holds.
+fn flow_chunk<'a>(
+    chunk: &'a [Lflow],
     cache: &FlowCache,
     dpu: &[Uuid],
-    dp_ref: &[Value],
-    threads: usize,
-) -> FlowPlan<'a> {
-    let group_by_set = cache.group_by_set();
-    let chunks: Vec<&'a [Lflow]> = flows.chunks(FLOW_CHUNK).collect();
-    let parts = crate::par::par_map(&chunks, threads, |chunk| {
-        let mut c = FlowChunk::default();
-        for f in *chunk {
-            let dps = f.dps.as_slice();
-            let mut us = cache.rows_of(f);
-            if us.next().is_some() {
-                // Keep one; duplicates go.
+    group_by_set: &HashMap<&[DpId], Uuid>,
+) -> FlowChunk<'a> {
+    let mut c = FlowChunk::default();
+    for f in chunk {
+        let dps = f.dps.as_slice();
+        let mut us = cache.rows_of(f);
+        if us.next().is_some() {
+            // Keep one; duplicates go.
+            c.claimed += 1;
+            for u in us {
                 c.claimed += 1;
-                for u in us {
-                    c.claimed += 1;
-                    c.dups.push(u);
-                }
-            } else if dps.len() == 1 {
-                c.pending.push((f, Target::Dp(dpu[dps[0].0 as usize])));
-            } else if let Some(&g) = group_by_set.get(dps) {
-                c.pending.push((f, Target::Group(g)));
-            } else {
-                c.ungrouped.push(f);
+                c.dups.push(u);
             }
+        } else if dps.len() == 1 {
+            c.pending.push((f, Target::Dp(dpu[dps[0].0 as usize])));
+        } else if let Some(&g) = group_by_set.get(dps) {
+            c.pending.push((f, Target::Group(g)));
+        } else {
+            c.ungrouped.push(f);
         }
-        c
-    });
+    }
+    c
+}
+
+/// The flows' part of a plan from the chunks' results ([`flow_chunk`], in flow order):
+/// new datapath groups named in flow order, and the rows no flow claimed deleted.
+fn finish_flows<'a>(
+    flows: &'a [Lflow],
+    parts: Vec<FlowChunk<'a>>,
+    cache: &FlowCache,
+    dp_ref: &[Value],
+) -> FlowPlan<'a> {
     // Our flows are unique per key: each claims one SB row of its key; every row left
     // unclaimed goes.
     let mut deletes: Vec<Uuid> = cache.unusable.iter().copied().collect();
