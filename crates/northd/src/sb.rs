@@ -438,8 +438,8 @@ pub fn plan<'a>(
 }
 
 /// [`plan`] on `threads` threads: with two or more, the bindings (ports, multicast groups,
-/// port groups, address sets) are compared on one thread while the logical flows are
-/// compared on the others, in chunks. The plan is the same for every thread count.
+/// port groups, address sets) are compared on one thread, which then joins the others in
+/// comparing the logical flows, in chunks. The plan is the same for every thread count.
 pub fn plan_threads<'a>(
     ctx: &Ctx,
     want: &SbWant,
@@ -679,7 +679,7 @@ struct FlowPlan<'a> {
     deleted: usize,
 }
 
-/// What a chunk of flows needs, in flow order ([`plan_flows`]).
+/// What a chunk of flows needs, in flow order ([`flow_chunk`]).
 #[derive(Default)]
 struct FlowChunk<'a> {
     /// Flows the SB holds.
